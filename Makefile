@@ -1,0 +1,133 @@
+# mmb: one entry point. Targets: all, test, run, bench, install, clean.
+#   make CUDA=0|1     force the CUDA parts off/on (default: on when nvcc and cudart are found)
+#   make SANITIZE=1   AddressSanitizer + UBSan (in build/sanitize); SANITIZE=thread: TSan (build/tsan)
+#   make DEBUG=1      -O0, fills and checks (in build/debug)
+#   make install PREFIX=/opt/mmb
+
+PREFIX    ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= cc
+
+ifeq ($(origin CUDA),undefined)
+  CUDA := $(if $(and $(wildcard $(CUDA_HOME)/bin/nvcc),$(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(wildcard $(CUDA_HOME)/lib64/libcudart.so)),1,0)
+endif
+
+BUILD := build
+OPT   := -O2
+SAN   :=
+ifeq ($(SANITIZE),1)
+  BUILD := build/sanitize
+  SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),thread)
+  BUILD := build/tsan
+  SAN   := -fsanitize=thread
+endif
+ifeq ($(DEBUG),1)
+  BUILD := $(BUILD)/debug
+  OPT   := -O0 -DMMB_DEBUG=1
+endif
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS   ?=
+BASE     := -std=gnu11 -D_GNU_SOURCE $(OPT) -g $(WARN) $(SAN) -Iinclude -MMD -MP $(CFLAGS)
+LIBFLAGS := $(BASE) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY
+LIBS     := -lhwloc -lpthread
+ifeq ($(CUDA),1)
+  LIBFLAGS += -DMMB_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
+  LIBS     += -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+endif
+
+LIB_SRC := $(wildcard src/*/*.c) $(wildcard providers/system/*.c) \
+           $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
+ifeq ($(CUDA),1)
+  LIB_SRC += $(wildcard providers/cuda/*.c)
+endif
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard test/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+STATIC := $(BUILD)/lib/libmmb.a
+SHARED := $(BUILD)/lib/libmmb.so
+TOOLS    := $(BUILD)/bin/mmb-info
+EXAMPLES := $(BUILD)/bin/quickstart
+BENCHES  := $(BUILD)/bin/bench-copy
+TESTS    := $(BUILD)/test/mmb-tests
+DEPS_OK  := $(BUILD)/.deps-ok
+# Programs outside the library see only the public API, through libmmb.so.
+APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
+
+.PHONY: all test run bench install clean deps install-check
+all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
+
+# Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
+$(DEPS_OK):
+	@scripts/install-deps.sh
+	@mkdir -p $(@D) && touch $@
+deps: $(DEPS_OK)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared $(SAN) -Wl,-soname,libmmb.so.0 -o $@.0 $^ $(LIBS)
+	ln -sf libmmb.so.0 $@
+
+$(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $< -o $@ $(APP_LINK)
+
+$(BUILD)/bin/quickstart: examples/quickstart.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $< -o $@ $(APP_LINK)
+
+$(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+
+# Tests link the static library: they reach internals (fault injection).
+$(TESTS): $(TEST_OBJ) $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS)
+
+$(BUILD)/obj/test/%.o: test/%.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -Iproviders -c $< -o $@
+
+test: $(TESTS) install-check
+	$(TESTS) --jobs 2
+
+# An outside program builds against the installed headers with pkg-config.
+install-check: $(STATIC) $(SHARED)
+	@rm -rf $(BUILD)/stage
+	@$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage) >/dev/null
+	PKG_CONFIG_PATH=$(BUILD)/stage/lib/pkgconfig $(CC) $(SAN) -Wall -Werror test/outside/outside.c \
+	  -o $(BUILD)/stage/outside $$(PKG_CONFIG_PATH=$(BUILD)/stage/lib/pkgconfig pkg-config --cflags --libs mmb)
+	LD_LIBRARY_PATH=$(BUILD)/stage/lib $(BUILD)/stage/outside
+
+run: all
+	$(BUILD)/bin/mmb-info
+	$(BUILD)/bin/quickstart
+
+bench: $(BENCHES)
+	$(BUILD)/bin/bench-copy
+
+install: $(STATIC) $(SHARED) $(TOOLS)
+	install -d $(DESTDIR)$(PREFIX)/include/mmb $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/mmb/*.h $(DESTDIR)$(PREFIX)/include/mmb/
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED).0 $(DESTDIR)$(PREFIX)/lib/libmmb.so.0
+	ln -sf libmmb.so.0 $(DESTDIR)$(PREFIX)/lib/libmmb.so
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS_PRIVATE@|$(filter-out -lhwloc,$(LIBS))|' \
+	  mmb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mmb.pc
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,105 @@
+/**
+ * \file mmb/allocation.h
+ * Allocations (one contiguous block from an interface) and the copies
+ * between them, across any pair of providers.
+ *
+ * A handle passed to mmb_free twice, or a pointer mmb never handed out, is
+ * detected by the allocation registry and refused with MMB_INVALID_ARG.
+ */
+#ifndef MMB_ALLOCATION_H
+#define MMB_ALLOCATION_H
+
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Allocates \p n_bytes from \p interface, aligned to MMB_DEFAULT_ALIGNMENT.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p n_bytes == 0;
+ *         MMB_OVERFLOW if \p n_bytes cannot be rounded up to the alignment;
+ *         MMB_OUT_OF_MEMORY if the provider or a space's limit refuses (the
+ *         space is left as it was); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *interface,
+                                 mmbAllocation **out_allocation);
+
+/**
+ * As mmb_allocate, with options.
+ * \param opts  NULL or zeroed for defaults. alignment: a power of two up to
+ *              MMB_MAX_ALIGNMENT (0 = default); flags: MMB_ALLOC_ZERO.
+ * \return as mmb_allocate; MMB_INVALID_ARG for a bad alignment or unknown
+ *         flags; MMB_UNSUPPORTED if zeroing was asked of a provider that
+ *         cannot zero.
+ */
+MMB_EXPORT mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *interface,
+                                      const mmbAllocateOptions *opts,
+                                      mmbAllocation **out_allocation);
+
+/**
+ * Frees an allocation; the handle is invalid afterwards.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL, a handle already freed, or
+ *         anything mmb did not hand out (reported at error level);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_free(mmbAllocation *allocation);
+
+/** The allocation's address (device memory: a device pointer); NULL for NULL. */
+MMB_EXPORT void *mmb_allocation_ptr(const mmbAllocation *allocation);
+/** The bytes asked for; 0 for NULL. */
+MMB_EXPORT size_t mmb_allocation_size(const mmbAllocation *allocation);
+/** The interface it came from. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_allocation_interface(const mmbAllocation *allocation,
+                                             mmbMemInterface **out_interface);
+
+/**
+ * Copies all of \p src to the start of \p dst.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p dst smaller than \p src;
+ *         MMB_UNSUPPORTED if no provider of the pair can copy;
+ *         the provider's error (MMB_ERROR); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src);
+
+/**
+ * Copies \p width bytes from \p src + \p soffset to \p dst + \p doffset.
+ * Overlapping ranges of one host allocation are copied as by memmove.
+ * \return as mmb_copy; MMB_INVALID_ARG for \p width == 0 or a range past
+ *         either end; MMB_OVERFLOW for offsets that overflow.
+ */
+MMB_EXPORT mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
+                                mmbAllocation *src, size_t soffset, size_t width);
+
+/**
+ * Copies a \p width bytes x \p height rows block. x offsets, widths and
+ * pitches are bytes, y offsets and heights are rows: the block starts at byte
+ * yoffset * pitch + xoffset. Each pitch must be at least xoffset + width.
+ * \return as mmb_copy_1d; MMB_INVALID_ARG also for a zero height or pitch, a
+ *         pitch narrower than xoffset + width, or overlapping blocks of one
+ *         allocation.
+ */
+MMB_EXPORT mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
+                                mmbAllocation *src, size_t sxoffset, size_t syoffset, size_t spitch,
+                                size_t width, size_t height);
+
+/**
+ * Copies an N-dimensional block. dims[0] is the contiguous width in bytes,
+ * dims[k>0] counts along dim k; offset[0] is bytes, offset[k>0] an index
+ * along dim k; pitch[k] is the stride in bytes of dim k+1 (pitch[ndims-1] is
+ * ignored, and both pitch arrays may be NULL when \p ndims is 1). Each dim
+ * must fit in the next one's pitch: offset[0] + dims[0] <= pitch[0] and
+ * (offset[k] + dims[k]) * pitch[k-1] <= pitch[k].
+ * \return as mmb_copy_2d; MMB_INVALID_ARG for \p ndims outside
+ *         1..MMB_MAX_DIMS, NULL arrays, a zero extent, or any range out of
+ *         bounds.
+ */
+MMB_EXPORT mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,
+                                mmbAllocation *src, const size_t *soffset, const size_t *spitch,
+                                size_t ndims, const size_t *dims);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_ALLOCATION_H */

@@ -1,0 +1,67 @@
+/**
+ * \file mmb/core.h
+ * Library lifecycle, error strings and logging.
+ *
+ * Every mmb function other than mmb_init and mmb_error_string returns
+ * MMB_NOT_INITIALIZED when called before mmb_init or after the last
+ * mmb_finalize.
+ */
+#ifndef MMB_CORE_H
+#define MMB_CORE_H
+
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Initialises the library: reads the environment, discovers the node's memory
+ * spaces (hwloc NUMA nodes, CUDA devices) and applies MMB_LIMIT_<LAYER> caps.
+ * Calls nest: each mmb_init needs one mmb_finalize, and only the first one
+ * does any work (later calls ignore \p opts).
+ *
+ * Environment: MMB_LOG_LEVEL=off|error|warn|info|debug; MMB_LIMIT_DRAM,
+ * MMB_LIMIT_HBM, MMB_LIMIT_NVDIMM, MMB_LIMIT_GDRAM = a size in bytes with an
+ * optional K, M, G or T suffix (binary units), capping the bytes the whole
+ * layer may hold at once.
+ *
+ * \param opts  NULL or zeroed for defaults.
+ * \return MMB_OK; MMB_INVALID_ARG if an option or an environment variable is
+ *         malformed (the message names it); MMB_OUT_OF_MEMORY; MMB_ERROR if
+ *         the topology could not be read.
+ */
+MMB_EXPORT mmbError mmb_init(const mmbOptions *opts);
+
+/**
+ * Undoes one mmb_init. The last call releases every space, interface and
+ * allocation the library still holds (live allocations are reported at warn
+ * level, then freed).
+ * \return MMB_OK; MMB_NOT_INITIALIZED if there is no matching mmb_init.
+ */
+MMB_EXPORT mmbError mmb_finalize(void);
+
+/** Whether the library is initialised (for code that shares it). */
+MMB_EXPORT bool mmb_is_initialized(void);
+
+/** A static description of \p err; never NULL, also for unknown values. */
+MMB_EXPORT const char *mmb_error_string(mmbError err);
+
+/**
+ * Sets the level of the messages mmb writes to stderr (prefixed "mmb:").
+ * \param level  MMB_LOG_OFF .. MMB_LOG_DEBUG, or MMB_LOG_DEFAULT for
+ *               MMB_LOG_LEVEL from the environment, else warn.
+ * \return MMB_OK; MMB_INVALID_ARG for an unknown level or a malformed
+ *         MMB_LOG_LEVEL; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_logging_set_level(mmbLogLevel level);
+
+/** The current log level (never MMB_LOG_DEFAULT). */
+MMB_EXPORT mmbError mmb_logging_get_level(mmbLogLevel *out_level);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_CORE_H */

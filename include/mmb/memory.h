@@ -1,0 +1,142 @@
+/**
+ * \file mmb/memory.h
+ * The memory model: spaces (an addressable, size-limited instance of a memory
+ * layer for an execution context), interfaces (a space + provider + strategy)
+ * and their statistics.
+ *
+ * Spaces discovered at mmb_init live until the last mmb_finalize. A space
+ * returned by mmb_request_space with a config is the caller's: it draws on
+ * the discovered space (both count the bytes it holds) and is released with
+ * mmb_space_release or at finalize.
+ *
+ * Thread safety: spaces may be shared freely. An interface belongs to one
+ * thread at a time unless it was created with MMB_INTERFACE_THREAD_SAFE.
+ */
+#ifndef MMB_MEMORY_H
+#define MMB_MEMORY_H
+
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What a space is, as mmb-info shows it. */
+typedef struct mmbSpaceInfo {
+  mmbMemLayer layer;
+  mmbExecutionContext context;
+  int numa_node;          /**< OS index of the NUMA node behind it, -1 for none */
+  int device;             /**< CUDA device ordinal, -1 for none */
+  int index;              /**< n-th space of its layer and context (mmbMemSpaceConfig.numa_node) */
+  size_t capacity;        /**< bytes of physical memory behind it */
+  size_t limit;           /**< bytes it may hold at once: the least of its capacity,
+                               its size_limit and every cap above it (MMB_LIMIT_*) */
+  mmbProviderType default_provider;
+  unsigned providers;     /**< bit (1u << type) for each built-in provider usable here */
+  bool discovered;        /**< found at init, rather than made by mmb_request_space */
+  char name[48];          /**< e.g. "DRAM (NUMA 0)", "GDRAM (GPU 1)" */
+} mmbSpaceInfo;
+
+/**
+ * Finds a space of \p layer for \p ctx.
+ * \param layer  the memory layer.
+ * \param ctx    MMB_EXECUTION_CONTEXT_DEFAULT: CPU for host layers, GPU_CUDA
+ *               for GDRAM. (MMB_DRAM, MMB_GPU_CUDA) is pinned host memory.
+ * \param cfg    NULL: the first such space, shared. Non-NULL: a new space of
+ *               the caller's, drawing on the \p cfg->numa_node -th (host) or
+ *               \p cfg->device -th (GDRAM) space, holding at most
+ *               \p cfg->size_limit bytes (0 = no limit of its own).
+ * \param out_space  receives the space.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL \p out_space, an unknown layer or
+ *         context, a negative index; MMB_UNAVAILABLE if the node has no such
+ *         space (no GPU, no HBM); MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
+                                      const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space);
+
+/**
+ * Releases a space made by mmb_request_space with a config. Discovered
+ * spaces are the library's: releasing one does nothing and returns MMB_OK.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while an interface or a
+ *         space requested on it lives; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_space_release(mmbMemSpace *space);
+
+/** Number of discovered spaces. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_space_count(size_t *count);
+
+/** The \p i -th discovered space. \return MMB_OK; MMB_INVALID_ARG if NULL or
+    \p i >= count; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_space_at(size_t i, mmbMemSpace **out_space);
+
+/** The layer of \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer);
+
+/** Bytes \p space may hold at once (mmbSpaceInfo.limit).
+    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes);
+
+/** Everything about \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info);
+
+/**
+ * Statistics of every byte drawn from \p space, through any interface, and
+ * through the spaces requested on it.
+ * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out);
+
+/**
+ * Makes an interface: allocations from \p space through a provider and a
+ * strategy.
+ * \param cfg  NULL or zeroed: the space's default provider (system for CPU
+ *             host spaces, pinned for (DRAM, GPU_CUDA), cuda for GDRAM), basic
+ *             strategy, one thread at a time.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, unknown flags or an unknown
+ *         provider or strategy; MMB_UNSUPPORTED if the provider cannot serve
+ *         this space or the strategy is not available; MMB_OUT_OF_MEMORY;
+ *         the provider's own init error; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *cfg,
+                                          mmbMemInterface **out_interface);
+
+/**
+ * Destroys an interface that holds no live allocation.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while allocations live
+ *         (nothing changes); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_interface_destroy(mmbMemInterface *interface);
+
+/** The space of \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
+
+/** The provider type serving \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
+
+/** Exact statistics of \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_interface_get_stats(const mmbMemInterface *interface, mmbStats *out);
+
+/** Resets used_high and reserved_high of \p interface to their current values.
+    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_interface_reset_high(mmbMemInterface *interface);
+
+/**
+ * Returns cached bytes to the provider until at most \p min_bytes_to_keep
+ * stay cached. The basic strategy caches nothing, so this does nothing there.
+ * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_interface_trim(mmbMemInterface *interface, size_t min_bytes_to_keep);
+
+/** "DRAM", "HBM", "NVDIMM", "GDRAM"; "unknown" otherwise. */
+MMB_EXPORT const char *mmb_layer_name(mmbMemLayer layer);
+/** "default", "CPU", "GPU_CUDA"; "unknown" otherwise. */
+MMB_EXPORT const char *mmb_context_name(mmbExecutionContext ctx);
+/** "system", "pinned", "cuda", a registered provider's name; "unknown" otherwise. */
+MMB_EXPORT const char *mmb_provider_name(mmbProviderType type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_MEMORY_H */

@@ -1,0 +1,18 @@
+/**
+ * \file mmb/mmb.h
+ * The umbrella header of mmb: everything public is reachable from here.
+ */
+#ifndef MMB_MMB_H
+#define MMB_MMB_H
+
+#include <mmb/types.h>
+#include <mmb/core.h>
+#include <mmb/memory.h>
+#include <mmb/allocation.h>
+#include <mmb/provider.h>
+
+#define MMB_VERSION_MAJOR 0
+#define MMB_VERSION_MINOR 1
+#define MMB_VERSION_PATCH 0
+
+#endif /* MMB_MMB_H */

@@ -1,0 +1,164 @@
+/**
+ * \file mmb/types.h
+ * The types of the mmb public API: error codes, enums, dimensions, the option
+ * and config structs, statistics and the opaque handles.
+ *
+ * Config and option structs follow one rule: a zero-initialised struct means
+ * "defaults", and a NULL pointer where one is accepted means the same.
+ */
+#ifndef MMB_TYPES_H
+#define MMB_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Every fallible mmb function returns one of these. */
+typedef enum mmbError {
+  MMB_OK = 0,           /**< success */
+  MMB_ERROR,            /**< an unexpected failure below mmb (OS, driver) */
+  MMB_INVALID_ARG,      /**< NULL, zero or out-of-range argument */
+  MMB_OUT_OF_MEMORY,    /**< the provider, the space's limit or the OS refused memory */
+  MMB_OVERFLOW,         /**< a size computation would overflow size_t */
+  MMB_UNSUPPORTED,      /**< the operation is not offered by this provider/strategy */
+  MMB_UNAVAILABLE,      /**< the requested space or device does not exist on this node */
+  MMB_NOT_INITIALIZED,  /**< called before mmb_init (or after the last mmb_finalize) */
+  MMB_BUSY,             /**< the object is still in use and was left unchanged */
+  MMB_INVALID_STATE,    /**< the object is not in a state that allows this operation */
+  MMB_IO                /**< reading or writing a file failed */
+} mmbError;
+
+/** The largest rank of an array or an N-dimensional copy. */
+#define MMB_MAX_DIMS 8
+
+/** Extents of an N-dimensional object: size is the rank, d[0..size-1] the extents. */
+typedef struct mmbDimensions {
+  size_t size;
+  size_t d[MMB_MAX_DIMS];
+} mmbDimensions;
+
+/** An N-dimensional index: size is the rank, d the coordinates. */
+typedef mmbDimensions mmbIndex;
+
+/** A kind of physical memory. */
+typedef enum mmbMemLayer {
+  MMB_DRAM,          /**< ordinary host memory */
+  MMB_HBM,           /**< high-bandwidth memory attached to the host (MCDRAM, HBM NUMA nodes) */
+  MMB_NVDIMM,        /**< persistent/non-volatile memory exposed as a NUMA node */
+  MMB_GDRAM,         /**< memory of a GPU */
+  MMB_MEMLAYER_MAX
+} mmbMemLayer;
+
+/** Who accesses the memory. */
+typedef enum mmbExecutionContext {
+  MMB_EXECUTION_CONTEXT_DEFAULT,  /**< CPU for host layers, GPU_CUDA for GDRAM */
+  MMB_CPU,
+  MMB_GPU_CUDA
+} mmbExecutionContext;
+
+/** How bytes are obtained. User providers get values >= MMB_PROVIDER_USER. */
+typedef enum mmbProviderType {
+  MMB_PROVIDER_DEFAULT,  /**< the space's natural provider */
+  MMB_PROVIDER_SYSTEM,   /**< host memory, bound to the space's NUMA node with hwloc */
+  MMB_PROVIDER_PINNED,   /**< page-locked host memory (cudaHostAlloc, or mmap + mlock) */
+  MMB_PROVIDER_CUDA,     /**< CUDA device memory (cudaMalloc) */
+  MMB_PROVIDER_USER = 16 /**< first value handed out by mmb_provider_register */
+} mmbProviderType;
+
+/** How obtained bytes are managed. */
+typedef enum mmbStrategyType {
+  MMB_STRATEGY_DEFAULT,  /**< basic */
+  MMB_STRATEGY_BASIC,    /**< every allocation is one trip to the provider */
+  MMB_STRATEGY_POOL      /**< a caching, size-binned pool */
+} mmbStrategyType;
+
+typedef enum mmbAccessType { MMB_READ = 1, MMB_WRITE = 2, MMB_READ_WRITE = 3 } mmbAccessType;
+typedef enum mmbLayoutOrder { MMB_ROWMAJOR, MMB_COLMAJOR } mmbLayoutOrder;
+typedef enum mmbElementType {
+  MMB_TYPE_BYTES, MMB_TYPE_FLOAT, MMB_TYPE_DOUBLE, MMB_TYPE_INT32, MMB_TYPE_INT64
+} mmbElementType;
+typedef enum mmbMergeType {
+  MMB_MERGE_OVERWRITE, MMB_MERGE_SUM, MMB_MERGE_MIN, MMB_MERGE_MAX
+} mmbMergeType;
+typedef enum mmbTileSchedule {
+  MMB_SCHEDULE_ROWMAJOR, MMB_SCHEDULE_COLMAJOR, MMB_SCHEDULE_MORTON
+} mmbTileSchedule;
+typedef enum mmbQueueBackend {
+  MMB_QUEUE_AUTO, MMB_QUEUE_THREAD, MMB_QUEUE_CUDA_STREAM
+} mmbQueueBackend;
+
+/** Log levels; MMB_LOG_DEFAULT means "MMB_LOG_LEVEL from the environment, else warn". */
+typedef enum mmbLogLevel {
+  MMB_LOG_DEFAULT, MMB_LOG_OFF, MMB_LOG_ERROR, MMB_LOG_WARN, MMB_LOG_INFO, MMB_LOG_DEBUG
+} mmbLogLevel;
+
+/** Options of mmb_init. */
+typedef struct mmbOptions {
+  mmbLogLevel log_level;   /**< overrides MMB_LOG_LEVEL unless MMB_LOG_DEFAULT */
+} mmbOptions;
+
+/** Config of mmb_request_space. NULL or all-zero: the first space of the layer, full capacity. */
+typedef struct mmbMemSpaceConfig {
+  size_t size_limit;  /**< bytes this space may hold at once; 0 = the parent's capacity */
+  int numa_node;      /**< host layers: the n-th space of that layer (0-based, as mmb-info lists them) */
+  int device;         /**< GDRAM: the CUDA device ordinal (0-based) */
+} mmbMemSpaceConfig;
+
+/** Config of mmb_request_interface. NULL or all-zero: default provider, basic strategy. */
+typedef struct mmbMemInterfaceConfig {
+  mmbProviderType provider;
+  mmbStrategyType strategy;
+  unsigned flags;              /**< MMB_INTERFACE_THREAD_SAFE */
+  size_t release_threshold;    /**< bytes a pool keeps cached when idle */
+} mmbMemInterfaceConfig;
+
+/** The interface may be used from several threads at once. Without it, an
+    interface belongs to one thread at a time. */
+#define MMB_INTERFACE_THREAD_SAFE 0x1u
+
+/** Options of mmb_allocate_opts. */
+typedef struct mmbAllocateOptions {
+  size_t alignment;   /**< a power of two; 0 = MMB_DEFAULT_ALIGNMENT */
+  unsigned flags;     /**< MMB_ALLOC_ZERO */
+} mmbAllocateOptions;
+
+/** Zero the allocation's bytes before returning it. */
+#define MMB_ALLOC_ZERO 0x1u
+/** The alignment of an allocation when none is asked for (a cache line). */
+#define MMB_DEFAULT_ALIGNMENT 64u
+/** The largest alignment an allocation may ask for (1 GiB, a huge page). */
+#define MMB_MAX_ALIGNMENT ((size_t)1 << 30)
+
+typedef struct mmbRegionOptions { size_t block_size; } mmbRegionOptions;
+typedef struct mmbLayoutPadding { size_t row_alignment; } mmbLayoutPadding;
+typedef struct mmbTileIteratorOptions { mmbTileSchedule schedule; } mmbTileIteratorOptions;
+typedef struct mmbQueueOptions { mmbQueueBackend backend; int device; } mmbQueueOptions;
+typedef struct mmbRequest { void *impl; } mmbRequest;
+
+/** Statistics of an interface or a space (names follow cudaMemPool's attributes). */
+typedef struct mmbStats {
+  size_t used_current, used_high;            /**< bytes handed out to callers       */
+  size_t reserved_current, reserved_high;    /**< bytes held from the provider      */
+  unsigned long long n_allocs, n_frees;      /**< calls served                      */
+  unsigned long long n_provider_allocs, n_provider_frees;  /**< trips to the provider */
+  unsigned long long n_failed;               /**< allocations refused (OOM, limit)  */
+} mmbStats;
+
+/* Opaque handles. */
+typedef struct mmbMemSpace mmbMemSpace;
+typedef struct mmbMemInterface mmbMemInterface;
+typedef struct mmbAllocation mmbAllocation;
+typedef struct mmbRegion mmbRegion;
+typedef struct mmbLayout mmbLayout;
+typedef struct mmbArray mmbArray;
+typedef struct mmbTileIterator mmbTileIterator;
+typedef struct mmbQueue mmbQueue;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_TYPES_H */

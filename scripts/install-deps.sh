@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what mmb needs to build, test and run its examples on Debian/Ubuntu:
+# hwloc (topology, NUMA binding), OpenBLAS (example kernels), Criterion (tests),
+# mimalloc (benchmark baseline only) and pkg-config. Idempotent: it installs
+# nothing when every dependency is already present. The Makefile calls it when a
+# header it needs is missing; run it yourself with sudo as a non-root user.
+set -euo pipefail
+
+need=()
+have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+have_header hwloc.h                 || need+=(libhwloc-dev)
+have_header criterion/criterion.h   || need+=(libcriterion-dev)
+have_header mimalloc.h              || need+=(libmimalloc-dev)
+{ have_header cblas.h || have_header x86_64-linux-gnu/cblas.h || have_header openblas/cblas.h; } \
+    || need+=(libopenblas-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${need[*]}" >&2
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: no apt-get here; install the equivalents of: ${need[*]}" >&2
+  exit 1
+fi
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: not root and no sudo; as root run: apt-get install ${need[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${need[@]}"

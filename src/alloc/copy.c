@@ -1,0 +1,155 @@
+/* Copies between allocations: every range is checked here, then contiguous
+   dimensions are folded together and the copy goes to the host engine (both
+   sides host accessible) or to the provider of the side that is not. */
+#include "alloc.h"
+
+#include <string.h>
+
+/* One side of a copy, normalised: a byte offset from the allocation's start,
+   and stride[k] = bytes between consecutive indices of dim k (k >= 1). */
+typedef struct side {
+  mmbAllocation *a;
+  size_t offset, span;   /* first byte, and bytes from there to one past the last */
+  size_t stride[MMB_MAX_DIMS];
+} side;
+
+static mmbError overflow(const char *func, const char *which) {
+  return mmb__fail(MMB_OVERFLOW, func, "%s range overflows size_t", which);
+}
+
+static mmbError check_side(const char *func, const char *which, mmbAllocation *a,
+                           const size_t *offset, const size_t *pitch, size_t ndims,
+                           const size_t *dims, side *out) {
+  MMB__ARG(!mmb__handle_is_live(a), func, "%s %p is not a live allocation", which, (void *)a);
+  size_t off = offset[0], span = dims[0], t;
+  for (size_t k = 1; k < ndims; k++) {
+    size_t stride = pitch[k - 1];
+    /* dim k-1, with its offset, must fit in one step of dim k */
+    size_t inner, unit = k == 1 ? 1 : pitch[k - 2];
+    if (mmb__add_overflows(offset[k - 1], dims[k - 1], &inner) ||
+        mmb__mul_overflows(inner, unit, &inner))
+      return overflow(func, which);
+    MMB__ARG(inner > stride, func, "%s: dim %zu (%zu bytes with its offset) is wider than "
+             "its pitch %zu", which, k - 1, inner, stride);
+    if (mmb__mul_overflows(offset[k], stride, &t) || mmb__add_overflows(off, t, &off) ||
+        mmb__mul_overflows(dims[k] - 1, stride, &t) || mmb__add_overflows(span, t, &span))
+      return overflow(func, which);
+    out->stride[k] = stride;
+  }
+  size_t end;
+  if (mmb__add_overflows(off, span, &end)) return overflow(func, which);
+  MMB__ARG(end > a->size, func, "%s range ends at byte %zu, past the allocation's %zu bytes",
+           which, end, a->size);
+  out->a = a;
+  out->offset = off;
+  out->span = span;
+  return MMB_OK;
+}
+
+/* Folds dims that are contiguous on both sides into their inner neighbour. */
+static size_t collapse(side *d, side *s, size_t ndims, size_t *dims) {
+  size_t n = 1;
+  for (size_t k = 1; k < ndims; k++) {
+    size_t inner_bytes_d = n == 1 ? dims[0] : d->stride[n - 1] * dims[n - 1];
+    size_t inner_bytes_s = n == 1 ? dims[0] : s->stride[n - 1] * dims[n - 1];
+    if (d->stride[k] == inner_bytes_d && s->stride[k] == inner_bytes_s) {
+      dims[n - 1] *= dims[k];    /* fits: the range check bounded it */
+      continue;
+    }
+    dims[n] = dims[k];
+    d->stride[n] = d->stride[k];
+    s->stride[n] = s->stride[k];
+    n++;
+  }
+  return n;
+}
+
+static mmbError device_copy(const mmb__provider *p, char *dst, const size_t *ds, const char *src,
+                            const size_t *ss, size_t ndims, const size_t *dims) {
+  const mmbProviderOps *ops = p->ops;
+  if (ndims == 1) return ops->copy_2d(p->state, dst, dims[0], src, dims[0], dims[0], 1);
+  if (ndims == 2) return ops->copy_2d(p->state, dst, ds[1], src, ss[1], dims[0], dims[1]);
+  if (ndims == 3 && ops->copy_3d) {
+    mmbError err = ops->copy_3d(p->state, dst, ds[1], ds[2], src, ss[1], ss[2], dims[0],
+                                dims[1], dims[2]);
+    if (err != MMB_UNSUPPORTED) return err;
+  }
+  size_t k = ndims - 1;
+  for (size_t i = 0; i < dims[k]; i++) {
+    mmbError err = device_copy(p, dst + i * ds[k], ds, src + i * ss[k], ss, k, dims);
+    if (err != MMB_OK) return err;
+  }
+  return MMB_OK;
+}
+
+static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *extent) {
+  size_t dims[MMB_MAX_DIMS];
+  memcpy(dims, extent, ndims * sizeof *dims);
+  bool same = d->a == s->a;
+  bool overlap = same && d->offset < s->offset + s->span && s->offset < d->offset + d->span;
+  ndims = collapse(d, s, ndims, dims);
+  char *dst = (char *)d->a->ptr + d->offset;
+  const char *src = (const char *)s->a->ptr + s->offset;
+  mmbMemInterface *di = d->a->interface, *si = s->a->interface;
+  bool host = mmb__iface_host_accessible(di) && mmb__iface_host_accessible(si);
+  if (overlap) {
+    MMB__ARG(ndims > 1 || !host, func, "source and destination overlap in one allocation");
+    memmove(dst, src, dims[0]);
+    return MMB_OK;
+  }
+  if (host) {
+    mmb__engine_copy_nd(dst, d->stride, src, s->stride, ndims, dims);
+    return MMB_OK;
+  }
+  const mmb__provider *p = !mmb__iface_host_accessible(di) ? &di->provider : &si->provider;
+  if (!p->ops->copy_2d)
+    return mmb__fail(MMB_UNSUPPORTED, func, "provider '%s' cannot copy", p->ops->name);
+  mmbError err = device_copy(p, dst, d->stride, src, s->stride, ndims, dims);
+  return err == MMB_OK ? MMB_OK : mmb__fail(err, func, "provider '%s' copy failed: %s",
+                                           p->ops->name, mmb_error_string(err));
+}
+
+static mmbError copy_nd(const char *func, mmbAllocation *dst, const size_t *doffset,
+                        const size_t *dpitch, mmbAllocation *src, const size_t *soffset,
+                        const size_t *spitch, size_t ndims, const size_t *dims) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!dst || !src, func, "NULL allocation");
+  MMB__ARG(ndims < 1 || ndims > MMB_MAX_DIMS, func, "%zu dims, not 1..%d", ndims, MMB_MAX_DIMS);
+  MMB__ARG(!doffset || !soffset || !dims || (ndims > 1 && (!dpitch || !spitch)), func,
+           "NULL offset, pitch or dims array");
+  for (size_t k = 0; k < ndims; k++) MMB__ARG(dims[k] == 0, func, "dims[%zu] is 0", k);
+  side d = {0}, s = {0};
+  mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &d);
+  if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &s);
+  return err == MMB_OK ? run_copy(func, &d, &s, ndims, dims) : err;
+}
+
+mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,
+                     mmbAllocation *src, const size_t *soffset, const size_t *spitch,
+                     size_t ndims, const size_t *dims) {
+  return copy_nd(__func__, dst, doffset, dpitch, src, soffset, spitch, ndims, dims);
+}
+
+mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
+                     mmbAllocation *src, size_t sxoffset, size_t syoffset, size_t spitch,
+                     size_t width, size_t height) {
+  const size_t doff[2] = {dxoffset, dyoffset}, dp[2] = {dxpitch, 0};
+  const size_t soff[2] = {sxoffset, syoffset}, sp[2] = {spitch, 0};
+  const size_t dims[2] = {width, height};
+  return copy_nd(__func__, dst, doff, dp, src, soff, sp, 2, dims);
+}
+
+mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset, mmbAllocation *src, size_t soffset,
+                     size_t width) {
+  return copy_nd(__func__, dst, &doffset, NULL, src, &soffset, NULL, 1, &width);
+}
+
+mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!mmb__handle_is_live(dst) || !mmb__handle_is_live(src), __func__,
+           "NULL or dead allocation");
+  MMB__ARG(dst->size < src->size, __func__, "destination (%zu bytes) is smaller than the "
+           "source (%zu bytes)", dst->size, src->size);
+  size_t zero = 0, width = src->size;
+  return copy_nd(__func__, dst, &zero, NULL, src, &zero, NULL, 1, &width);
+}

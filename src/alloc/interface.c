@@ -1,0 +1,187 @@
+/* Interfaces: a space + a provider instance + a strategy, with exact stats.
+   Also the alloc layer's init and finalize. */
+#include "alloc.h"
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static mmbMemInterface *interfaces;   /* guarded by list_lock */
+
+static mmbError resolve_strategy(mmbStrategyType type, const mmb__strategy_ops **out) {
+  switch (type) {
+    case MMB_STRATEGY_DEFAULT:
+    case MMB_STRATEGY_BASIC: *out = &mmb__basic_strategy; return MMB_OK;
+    case MMB_STRATEGY_POOL:
+      return mmb__fail(MMB_UNSUPPORTED, "mmb_request_interface",
+                       "the pool strategy is not part of this build");
+  }
+  return mmb__fail(MMB_INVALID_ARG, "mmb_request_interface", "unknown strategy %d", (int)type);
+}
+
+static mmbError resolve_provider(mmbMemSpace *space, mmbProviderType type,
+                                 mmbMemInterface *iface) {
+  if (type == MMB_PROVIDER_DEFAULT) type = space->info.default_provider;
+  const mmbProviderOps *ops = mmb__provider_lookup(type);
+  if (!ops)
+    return mmb__fail(type == MMB_PROVIDER_CUDA ? MMB_UNAVAILABLE : MMB_INVALID_ARG,
+                     "mmb_request_interface", "no provider of type %d", (int)type);
+  if (!mmb__provider_serves(ops, type, space))
+    return mmb__fail(MMB_UNSUPPORTED, "mmb_request_interface",
+                     "provider '%s' cannot serve space %s", ops->name, space->info.name);
+  iface->provider = (mmb__provider){.ops = ops, .type = type};
+  return MMB_OK;
+}
+
+static mmbError provider_start(mmbMemInterface *iface) {
+  const mmbProviderOps *ops = iface->provider.ops;
+  if (ops->state_size && !(iface->provider.state = mmb__calloc(1, ops->state_size)))
+    return MMB_OUT_OF_MEMORY;
+  const mmbSpaceInfo *si = &iface->space->info;
+  mmbProviderTarget target = {si->layer, si->context, si->numa_node, si->device};
+  mmbError err = ops->init ? ops->init(iface->provider.state, &target) : MMB_OK;
+  if (err != MMB_OK) mmb__free(iface->provider.state);
+  return err;
+}
+
+static void provider_stop(mmbMemInterface *iface) {
+  if (iface->provider.ops->finalize) iface->provider.ops->finalize(iface->provider.state);
+  mmb__free(iface->provider.state);
+}
+
+mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *cfg,
+                               mmbMemInterface **out_interface) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space || !out_interface, __func__, "NULL argument");
+  mmbMemInterfaceConfig c = cfg ? *cfg : (mmbMemInterfaceConfig){0};
+  MMB__ARG(c.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown flags 0x%x", c.flags);
+  mmbMemInterface *iface = mmb__calloc(1, sizeof *iface);
+  if (!iface) return MMB_OUT_OF_MEMORY;
+  iface->space = space;
+  iface->flags = c.flags;
+  iface->release_threshold = c.release_threshold;
+  mmbError err = resolve_strategy(c.strategy, &iface->strategy);
+  if (err == MMB_OK) err = resolve_provider(space, c.provider, iface);
+  if (err == MMB_OK) err = provider_start(iface);
+  if (err != MMB_OK) {
+    mmb__free(iface);
+    return err;
+  }
+  if (iface->strategy->init && (err = iface->strategy->init(iface)) != MMB_OK) {
+    provider_stop(iface);
+    mmb__free(iface);
+    return err;
+  }
+  pthread_mutex_init(&iface->lock, NULL);
+  atomic_fetch_add(&space->n_users, 1);
+  pthread_mutex_lock(&list_lock);
+  iface->next = interfaces;
+  if (interfaces) interfaces->prev = iface;
+  interfaces = iface;
+  pthread_mutex_unlock(&list_lock);
+  *out_interface = iface;
+  return MMB_OK;
+}
+
+static void interface_teardown(mmbMemInterface *iface) {
+  if (iface->strategy->finalize) iface->strategy->finalize(iface);
+  mmb__handle_cache_flush(&iface->handles);
+  provider_stop(iface);
+  atomic_fetch_sub(&iface->space->n_users, 1);
+  pthread_mutex_destroy(&iface->lock);
+  mmb__free(iface);
+}
+
+static void unlink_locked(mmbMemInterface *iface) {
+  if (iface->prev) iface->prev->next = iface->next;
+  else interfaces = iface->next;
+  if (iface->next) iface->next->prev = iface->prev;
+}
+
+mmbError mmb_interface_destroy(mmbMemInterface *iface) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface, __func__, "interface is NULL");
+  mmb__iface_lock(iface);
+  unsigned long long live = iface->stats.n_allocs - iface->stats.n_frees;
+  mmb__iface_unlock(iface);
+  if (live)
+    return mmb__fail(MMB_BUSY, __func__, "%llu allocations still live", live);
+  pthread_mutex_lock(&list_lock);
+  unlink_locked(iface);
+  pthread_mutex_unlock(&list_lock);
+  interface_teardown(iface);
+  return MMB_OK;
+}
+
+mmbError mmb_interface_space(const mmbMemInterface *iface, mmbMemSpace **out_space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface || !out_space, __func__, "NULL argument");
+  *out_space = iface->space;
+  return MMB_OK;
+}
+
+mmbError mmb_interface_provider(const mmbMemInterface *iface, mmbProviderType *out_type) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface || !out_type, __func__, "NULL argument");
+  *out_type = iface->provider.type;
+  return MMB_OK;
+}
+
+mmbError mmb_interface_get_stats(const mmbMemInterface *iface, mmbStats *out) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface || !out, __func__, "NULL argument");
+  mmbMemInterface *i = (mmbMemInterface *)iface;   /* the lock is not part of its value */
+  mmb__iface_lock(i);
+  *out = i->stats;
+  mmb__iface_unlock(i);
+  return MMB_OK;
+}
+
+mmbError mmb_interface_reset_high(mmbMemInterface *iface) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface, __func__, "interface is NULL");
+  mmb__iface_lock(iface);
+  iface->stats.used_high = iface->stats.used_current;
+  iface->stats.reserved_high = iface->stats.reserved_current;
+  mmb__iface_unlock(iface);
+  return MMB_OK;
+}
+
+mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface, __func__, "interface is NULL");
+  mmb__iface_lock(iface);
+  if (iface->strategy->trim) iface->strategy->trim(iface, min_bytes_to_keep);
+  mmb__iface_unlock(iface);
+  return MMB_OK;
+}
+
+static void release_leaked(mmbAllocation *a) {
+  mmb__log(MMB_LOG_WARN, "finalize: releasing a live allocation of %zu bytes from %s", a->size,
+           a->interface->space->info.name);
+  atomic_store(&a->state, MMB__HANDLE_FREEING);
+  mmb__allocation_release(a);
+}
+
+void mmb__interfaces_finalize(void) {
+  mmb__registry_for_each_live(release_leaked);
+  pthread_mutex_lock(&list_lock);
+  while (interfaces) {
+    mmbMemInterface *iface = interfaces;
+    unlink_locked(iface);
+    interface_teardown(iface);
+  }
+  pthread_mutex_unlock(&list_lock);
+}
+
+mmbError mmb__alloc_init(void) {
+  mmbError err = mmb__spaces_init();
+  if (err == MMB_OK) err = mmb__topology_discover();
+  if (err != MMB_OK) mmb__spaces_finalize();
+  return err;
+}
+
+void mmb__alloc_finalize(void) {
+  mmb__interfaces_finalize();
+  mmb__registry_finalize();
+  mmb__spaces_finalize();
+  mmb__topology_finalize();
+  mmb__providers_finalize();
+}

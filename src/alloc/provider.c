@@ -1,0 +1,120 @@
+/* The table of providers (built-in and registered) and the one place where
+   the core calls a provider's alloc/free: fault injection, limits, stats. */
+#include "alloc.h"
+
+#define MAX_USER_PROVIDERS 32
+#define HOST_LAYERS ((1u << MMB_DRAM) | (1u << MMB_HBM) | (1u << MMB_NVDIMM))
+
+#if MMB_HAVE_CUDA
+extern const mmb__cuda_runtime mmb__cuda_runtime_impl;
+const mmb__cuda_runtime *const mmb__cuda = &mmb__cuda_runtime_impl;
+#define CUDA_PROVIDER (&mmb__cuda_provider)
+#else
+const mmb__cuda_runtime *const mmb__cuda = NULL;
+#define CUDA_PROVIDER NULL
+#endif
+
+static const mmbProviderOps *const builtin[MMB_PROVIDER_USER] = {
+    [MMB_PROVIDER_SYSTEM] = &mmb__system_provider,
+    [MMB_PROVIDER_PINNED] = &mmb__pinned_provider,
+    [MMB_PROVIDER_CUDA] = CUDA_PROVIDER,
+};
+
+static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
+static const mmbProviderOps *_Atomic user[MAX_USER_PROVIDERS];
+static _Atomic unsigned n_user;
+
+const mmbProviderOps *mmb__provider_lookup(mmbProviderType type) {
+  if ((unsigned)type < MMB_PROVIDER_USER) return builtin[type];
+  unsigned i = (unsigned)type - MMB_PROVIDER_USER;
+  return i < atomic_load(&n_user) ? atomic_load(&user[i]) : NULL;
+}
+
+/* Built-in providers know their layers; pinned and cuda also need a device. */
+bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type,
+                          const mmbMemSpace *space) {
+  if (ops->layers && !(ops->layers & (1u << space->info.layer))) return false;
+  if (type == MMB_PROVIDER_SYSTEM) return space->info.context == MMB_CPU;
+  return true;
+}
+
+const char *mmb_provider_name(mmbProviderType type) {
+  const mmbProviderOps *ops = mmb__provider_lookup(type);
+  if (ops) return ops->name;
+  switch (type) {
+    case MMB_PROVIDER_SYSTEM: return "system";
+    case MMB_PROVIDER_PINNED: return "pinned";
+    case MMB_PROVIDER_CUDA: return "cuda";
+    default: return "unknown";
+  }
+}
+
+mmbError mmb_provider_register(const mmbProviderOps *ops, mmbProviderType *out_type) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!ops || !out_type, __func__, "NULL argument");
+  if (ops->abi_version != MMB_PROVIDER_ABI_VERSION)
+    return mmb__fail(MMB_UNSUPPORTED, __func__, "provider ABI %u, this mmb speaks %u",
+                     ops->abi_version, MMB_PROVIDER_ABI_VERSION);
+  MMB__ARG(!ops->name || !ops->alloc || !ops->free, __func__,
+           "a provider needs a name, alloc and free");
+  MMB__ARG(!(ops->caps & MMB_PROVIDER_HOST_ACCESSIBLE) && !ops->copy_2d, __func__,
+           "provider '%s' is not host accessible and has no copy_2d", ops->name);
+  MMB__ARG(ops->layers >> MMB_MEMLAYER_MAX, __func__, "unknown layer bits in 0x%x", ops->layers);
+  pthread_mutex_lock(&user_lock);
+  unsigned i = atomic_load(&n_user);
+  if (i == MAX_USER_PROVIDERS) {
+    pthread_mutex_unlock(&user_lock);
+    return mmb__fail(MMB_OUT_OF_MEMORY, __func__, "already %d user providers", MAX_USER_PROVIDERS);
+  }
+  atomic_store(&user[i], ops);
+  atomic_store(&n_user, i + 1);
+  pthread_mutex_unlock(&user_lock);
+  *out_type = (mmbProviderType)(MMB_PROVIDER_USER + i);
+  mmb__log(MMB_LOG_INFO, "provider '%s' registered as type %u", ops->name, MMB_PROVIDER_USER + i);
+  return MMB_OK;
+}
+
+mmbError mmb_provider_get_ops(mmbProviderType type, const mmbProviderOps **out_ops) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!out_ops, __func__, "out_ops is NULL");
+  const mmbProviderOps *ops = mmb__provider_lookup(type);
+  if (!ops) return mmb__fail(MMB_UNAVAILABLE, __func__, "no provider of type %d", (int)type);
+  *out_ops = ops;
+  return MMB_OK;
+}
+
+void mmb__providers_finalize(void) {
+  pthread_mutex_lock(&user_lock);
+  atomic_store(&n_user, 0);
+  pthread_mutex_unlock(&user_lock);
+}
+
+mmbError mmb__provider_alloc(mmbMemInterface *iface, size_t size, size_t alignment,
+                             unsigned flags, void **out) {
+  mmbMemSpace *space = iface->space;
+  if (mmb__fault_hit()) return MMB_OUT_OF_MEMORY;
+  if (!mmb__space_reserve(space, size)) {
+    mmb__log(MMB_LOG_DEBUG, "%zu more bytes would pass the limit of %s (%zu bytes)", size,
+             space->info.name, mmb__space_limit(space));
+    return MMB_OUT_OF_MEMORY;
+  }
+  mmbError err = iface->provider.ops->alloc(iface->provider.state, size, alignment, flags, out);
+  if (err != MMB_OK) {
+    mmb__space_unreserve(space, size);
+    return err;
+  }
+  mmb__space_count_trip(space, true);
+  mmbStats *st = &iface->stats;
+  st->reserved_current += size;
+  if (st->reserved_current > st->reserved_high) st->reserved_high = st->reserved_current;
+  st->n_provider_allocs++;
+  return MMB_OK;
+}
+
+void mmb__provider_free(mmbMemInterface *iface, void *ptr, size_t size, size_t alignment) {
+  iface->provider.ops->free(iface->provider.state, ptr, size, alignment);
+  mmb__space_unreserve(iface->space, size);
+  mmb__space_count_trip(iface->space, false);
+  iface->stats.reserved_current -= size;
+  iface->stats.n_provider_frees++;
+}

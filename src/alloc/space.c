@@ -1,0 +1,303 @@
+/* Spaces: the discovered ones, the ones requested on them, their limits
+   (MMB_LIMIT_<LAYER>, size_limit) and their counters. */
+#include "alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DISCOVERED 256
+
+/* One hidden root per layer carries MMB_LIMIT_<LAYER> and the layer's totals. */
+static mmbMemSpace layer_roots[MMB_MEMLAYER_MAX];
+static mmbMemSpace *discovered[MAX_DISCOVERED];
+static size_t n_discovered;
+static int cuda_devices;
+static pthread_mutex_t requested_lock = PTHREAD_MUTEX_INITIALIZER;
+static mmbMemSpace *requested;   /* list of spaces made by mmb_request_space */
+
+static const char *const layer_names[MMB_MEMLAYER_MAX] = {"DRAM", "HBM", "NVDIMM", "GDRAM"};
+
+const char *mmb_layer_name(mmbMemLayer layer) {
+  return (unsigned)layer < MMB_MEMLAYER_MAX ? layer_names[layer] : "unknown";
+}
+
+const char *mmb_context_name(mmbExecutionContext ctx) {
+  switch (ctx) {
+    case MMB_EXECUTION_CONTEXT_DEFAULT: return "default";
+    case MMB_CPU: return "CPU";
+    case MMB_GPU_CUDA: return "GPU_CUDA";
+  }
+  return "unknown";
+}
+
+mmbMemSpace *mmb__layer_root(mmbMemLayer layer) { return &layer_roots[layer]; }
+int mmb__cuda_device_count(void) { return cuda_devices; }
+
+mmbError mmb__spaces_init(void) {
+  memset(layer_roots, 0, sizeof layer_roots);
+  for (int l = 0; l < MMB_MEMLAYER_MAX; l++) {
+    mmbMemSpace *root = &layer_roots[l];
+    root->info.layer = (mmbMemLayer)l;
+    root->own_limit = SIZE_MAX;
+    char name[32];
+    snprintf(name, sizeof name, "MMB_LIMIT_%s", layer_names[l]);
+    const char *env = getenv(name);
+    if (env && !mmb__parse_size(env, &root->own_limit)) {
+      mmb__log(MMB_LOG_ERROR, "%s='%s' is not a size (expected bytes with an optional "
+               "K, M, G or T suffix, e.g. 512M or 2G)", name, env);
+      return MMB_INVALID_ARG;
+    }
+    if (env) mmb__log(MMB_LOG_INFO, "%s caps layer %s at %zu bytes", name, layer_names[l],
+                      root->own_limit);
+  }
+  n_discovered = 0;
+  cuda_devices = 0;
+  return MMB_OK;
+}
+
+mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out) {
+  if (n_discovered == MAX_DISCOVERED) return MMB_OUT_OF_MEMORY;
+  mmbMemSpace *s = mmb__calloc(1, sizeof *s);
+  if (!s) return MMB_OUT_OF_MEMORY;
+  s->info = *info;
+  s->info.discovered = true;
+  s->own_limit = SIZE_MAX;
+  s->parent = parent ? parent : &layer_roots[info->layer];
+  int index = 0;
+  for (size_t i = 0; i < n_discovered; i++)
+    index += discovered[i]->info.layer == info->layer && discovered[i]->info.context == info->context;
+  s->info.index = index;
+  if (info->layer == MMB_GDRAM) cuda_devices++;
+  discovered[n_discovered++] = s;
+  if (out) *out = s;
+  return MMB_OK;
+}
+
+static void release_requested_all(void) {
+  while (requested) {
+    mmbMemSpace *s = requested;
+    requested = s->next;
+    mmb__free(s);
+  }
+}
+
+void mmb__spaces_finalize(void) {
+  release_requested_all();
+  for (size_t i = 0; i < n_discovered; i++) mmb__free(discovered[i]);
+  n_discovered = 0;
+  cuda_devices = 0;
+}
+
+static size_t own_cap(const mmbMemSpace *s) {
+  return mmb__min(s->own_limit, s->info.capacity ? s->info.capacity : SIZE_MAX);
+}
+
+size_t mmb__space_limit(const mmbMemSpace *space) {
+  size_t limit = SIZE_MAX;
+  for (const mmbMemSpace *s = space; s; s = s->parent) limit = mmb__min(limit, own_cap(s));
+  return limit;
+}
+
+static void raise_high(_Atomic size_t *high, size_t value) {
+  size_t h = atomic_load_explicit(high, memory_order_relaxed);
+  while (value > h &&
+         !atomic_compare_exchange_weak_explicit(high, &h, value, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* Reserves on every level first; only a reservation that took everywhere is
+   counted, so a refusal leaves the chain exactly as it was. */
+bool mmb__space_reserve(mmbMemSpace *space, size_t n) {
+  for (mmbMemSpace *s = space; s; s = s->parent) {
+    size_t cap = own_cap(s), cur = atomic_load_explicit(&s->c.reserved, memory_order_relaxed);
+    size_t next;
+    do {
+      if (mmb__add_overflows(cur, n, &next) || next > cap) {
+        for (mmbMemSpace *u = space; u != s; u = u->parent)
+          atomic_fetch_sub_explicit(&u->c.reserved, n, memory_order_relaxed);
+        return false;
+      }
+    } while (!atomic_compare_exchange_weak_explicit(&s->c.reserved, &cur, next,
+                                                    memory_order_relaxed, memory_order_relaxed));
+  }
+  return true;
+}
+
+void mmb__space_unreserve(mmbMemSpace *space, size_t n) {
+  for (mmbMemSpace *s = space; s; s = s->parent)
+    atomic_fetch_sub_explicit(&s->c.reserved, n, memory_order_relaxed);
+}
+
+void mmb__space_count_trip(mmbMemSpace *space, bool alloc) {
+  for (mmbMemSpace *s = space; s; s = s->parent) {
+    if (alloc) {
+      raise_high(&s->c.reserved_high, atomic_load_explicit(&s->c.reserved, memory_order_relaxed));
+      atomic_fetch_add_explicit(&s->c.n_provider_allocs, 1, memory_order_relaxed);
+    } else {
+      atomic_fetch_add_explicit(&s->c.n_provider_frees, 1, memory_order_relaxed);
+    }
+  }
+}
+
+void mmb__space_count_use(mmbMemSpace *space, size_t n, bool alloc) {
+  for (mmbMemSpace *s = space; s; s = s->parent) {
+    if (alloc) {
+      size_t used = atomic_fetch_add_explicit(&s->c.used, n, memory_order_relaxed) + n;
+      raise_high(&s->c.used_high, used);
+      atomic_fetch_add_explicit(&s->c.n_allocs, 1, memory_order_relaxed);
+    } else {
+      atomic_fetch_sub_explicit(&s->c.used, n, memory_order_relaxed);
+      atomic_fetch_add_explicit(&s->c.n_frees, 1, memory_order_relaxed);
+    }
+  }
+}
+
+void mmb__space_count_failure(mmbMemSpace *space) {
+  for (mmbMemSpace *s = space; s; s = s->parent)
+    atomic_fetch_add_explicit(&s->c.n_failed, 1, memory_order_relaxed);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+static mmbExecutionContext resolve_context(mmbMemLayer layer, mmbExecutionContext ctx) {
+  if (ctx != MMB_EXECUTION_CONTEXT_DEFAULT) return ctx;
+  return layer == MMB_GDRAM ? MMB_GPU_CUDA : MMB_CPU;
+}
+
+static mmbMemSpace *find_discovered(mmbMemLayer layer, mmbExecutionContext ctx, int index) {
+  for (size_t i = 0; i < n_discovered; i++) {
+    mmbMemSpace *s = discovered[i];
+    if (s->info.layer == layer && s->info.context == ctx && s->info.index == index) return s;
+  }
+  return NULL;
+}
+
+mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
+                           const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!out_space, __func__, "out_space is NULL");
+  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
+  MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
+  ctx = resolve_context(layer, ctx);
+  int index = 0;
+  if (cfg) {
+    MMB__ARG(cfg->numa_node < 0 || cfg->device < 0, __func__,
+             "numa_node %d / device %d: indices are 0-based", cfg->numa_node, cfg->device);
+    index = layer == MMB_GDRAM ? cfg->device : cfg->numa_node;
+  }
+  mmbMemSpace *base = find_discovered(layer, ctx, index);
+  if (!base)
+    return mmb__fail(MMB_UNAVAILABLE, __func__, "no %s space #%d for %s on this node",
+                     mmb_layer_name(layer), index, mmb_context_name(ctx));
+  if (!cfg) {
+    *out_space = base;
+    return MMB_OK;
+  }
+  mmbMemSpace *s = mmb__calloc(1, sizeof *s);
+  if (!s) return MMB_OUT_OF_MEMORY;
+  s->info = base->info;
+  s->info.discovered = false;
+  s->info.capacity = base->info.capacity;
+  s->own_limit = cfg->size_limit ? cfg->size_limit : SIZE_MAX;
+  s->parent = base;
+  snprintf(s->info.name, sizeof s->info.name, "%.30s, limited", base->info.name);
+  atomic_fetch_add(&base->n_users, 1);
+  pthread_mutex_lock(&requested_lock);
+  s->next = requested;
+  requested = s;
+  pthread_mutex_unlock(&requested_lock);
+  *out_space = s;
+  return MMB_OK;
+}
+
+static bool is_discovered(const mmbMemSpace *space) {
+  for (size_t i = 0; i < n_discovered; i++)
+    if (discovered[i] == space) return true;
+  return false;
+}
+
+/* The space is looked up before it is read: releasing one twice is an error,
+   not a use after free. */
+mmbError mmb_space_release(mmbMemSpace *space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space, __func__, "space is NULL");
+  if (is_discovered(space)) return MMB_OK;
+  pthread_mutex_lock(&requested_lock);
+  mmbMemSpace **link = &requested;
+  while (*link && *link != space) link = &(*link)->next;
+  mmbError err = MMB_OK;
+  if (!*link) err = mmb__fail(MMB_INVALID_ARG, __func__, "%p is not a live space", (void *)space);
+  else if (atomic_load(&space->n_users) > 0)
+    err = mmb__fail(MMB_BUSY, __func__, "%zu interfaces or spaces still draw on it",
+                    atomic_load(&space->n_users));
+  else
+    *link = space->next;
+  pthread_mutex_unlock(&requested_lock);
+  if (err != MMB_OK) return err;
+  atomic_fetch_sub(&space->parent->n_users, 1);
+  mmb__free(space);
+  return MMB_OK;
+}
+
+mmbError mmb_space_count(size_t *count) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!count, __func__, "count is NULL");
+  *count = n_discovered;
+  return MMB_OK;
+}
+
+mmbError mmb_space_at(size_t i, mmbMemSpace **out_space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!out_space, __func__, "out_space is NULL");
+  MMB__ARG(i >= n_discovered, __func__, "index %zu past the %zu discovered spaces", i, n_discovered);
+  *out_space = discovered[i];
+  return MMB_OK;
+}
+
+mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space || !out_layer, __func__, "NULL argument");
+  *out_layer = space->info.layer;
+  return MMB_OK;
+}
+
+mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space || !out_bytes, __func__, "NULL argument");
+  *out_bytes = mmb__space_limit(space);
+  return MMB_OK;
+}
+
+mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space || !out_info, __func__, "NULL argument");
+  *out_info = space->info;
+  out_info->limit = mmb__space_limit(space);
+  unsigned providers = 0;
+  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
+    const mmbProviderOps *ops = mmb__provider_lookup((mmbProviderType)t);
+    if (ops && mmb__provider_serves(ops, (mmbProviderType)t, space)) providers |= 1u << t;
+  }
+  out_info->providers = providers;
+  return MMB_OK;
+}
+
+mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!space || !out, __func__, "NULL argument");
+  const mmb__space_counters *c = &space->c;
+  *out = (mmbStats){
+      .used_current = atomic_load(&c->used),
+      .used_high = atomic_load(&c->used_high),
+      .reserved_current = atomic_load(&c->reserved),
+      .reserved_high = atomic_load(&c->reserved_high),
+      .n_allocs = atomic_load(&c->n_allocs),
+      .n_frees = atomic_load(&c->n_frees),
+      .n_provider_allocs = atomic_load(&c->n_provider_allocs),
+      .n_provider_frees = atomic_load(&c->n_provider_frees),
+      .n_failed = atomic_load(&c->n_failed),
+  };
+  return MMB_OK;
+}

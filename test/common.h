@@ -1,0 +1,73 @@
+/* Shared by the tests: a fixture that initialises mmb, and assertions. */
+#ifndef MMB_TEST_COMMON_H
+#define MMB_TEST_COMMON_H
+
+#include <criterion/criterion.h>
+#include <mmb/mmb.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OK(call) cr_assert_eq((call), MMB_OK, "%s: %s", #call, mmb_error_string(call))
+#define FAILS(call, err)                                                                \
+  do {                                                                                  \
+    mmbError got_ = (call);                                                             \
+    cr_assert_eq(got_, (err), "%s returned %s, expected %s", #call, mmb_error_string(got_), \
+                 mmb_error_string(err));                                                \
+  } while (0)
+
+/* Criterion ignores the exit status LeakSanitizer gives a test's process, so
+   the fixtures ask for the leak check themselves. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#define ASSERT_NO_LEAKS() \
+  cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer found leaks (above)")
+#else
+#define ASSERT_NO_LEAKS() ((void)0)
+#endif
+
+static inline void mmb_test_setup(void) {
+  mmbOptions opts = {.log_level = MMB_LOG_OFF};
+  cr_assert_eq(mmb_init(&opts), MMB_OK);
+}
+static inline void mmb_test_teardown(void) {
+  cr_assert_eq(mmb_finalize(), MMB_OK);
+  ASSERT_NO_LEAKS();
+}
+
+/* A test that runs between mmb_init and mmb_finalize, then checks for leaks.
+   (Criterion ignores failures in .init/.fini, so the fixture runs in the body.) */
+#define MMB_TEST(suite, name)                         \
+  static void suite##_##name##_body(void);            \
+  Test(suite, name) {                                 \
+    mmb_test_setup();                                 \
+    suite##_##name##_body();                          \
+    mmb_test_teardown();                              \
+  }                                                   \
+  static void suite##_##name##_body(void)
+
+/* An interface on the first CPU DRAM space with the given provider. */
+static inline mmbMemInterface *test_interface(mmbProviderType provider, unsigned flags) {
+  mmbMemSpace *space;
+  cr_assert_eq(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &space), MMB_OK);
+  mmbMemInterfaceConfig cfg = {.provider = provider, .flags = flags};
+  mmbMemInterface *iface;
+  cr_assert_eq(mmb_request_interface(space, &cfg, &iface), MMB_OK);
+  return iface;
+}
+
+/* splitmix64: the fixed-seed generator of the randomized tests. */
+static inline uint64_t test_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static inline void fill_pattern(void *p, size_t n, uint64_t seed) {
+  unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)test_rand(&seed);
+}
+
+#endif

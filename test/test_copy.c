@@ -1,0 +1,185 @@
+/* Copies: every out-of-bounds shape is refused; copy_nd matches a reference
+   loop on random shapes. */
+#include "common.h"
+
+static mmbAllocation *alloc_pattern(mmbMemInterface *iface, size_t n, uint64_t seed) {
+  mmbAllocation *a;
+  OK(mmb_allocate(n, iface, &a));
+  fill_pattern(mmb_allocation_ptr(a), n, seed);
+  return a;
+}
+
+MMB_TEST(copy, whole_and_1d) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbAllocation *src = alloc_pattern(iface, 1000, 1), *dst = alloc_pattern(iface, 1200, 2);
+  mmbAllocation *small = alloc_pattern(iface, 999, 3);
+  OK(mmb_copy(dst, src));
+  cr_assert_eq(memcmp(mmb_allocation_ptr(dst), mmb_allocation_ptr(src), 1000), 0);
+  FAILS(mmb_copy(small, src), MMB_INVALID_ARG);
+  FAILS(mmb_copy(NULL, src), MMB_INVALID_ARG);
+  FAILS(mmb_copy(dst, NULL), MMB_INVALID_ARG);
+
+  OK(mmb_copy_1d(small, 10, src, 500, 300));
+  cr_assert_eq(memcmp((char *)mmb_allocation_ptr(small) + 10, (char *)mmb_allocation_ptr(src) + 500, 300), 0);
+  FAILS(mmb_copy_1d(small, 0, src, 0, 0), MMB_INVALID_ARG);            /* zero width */
+  FAILS(mmb_copy_1d(small, 700, src, 0, 300), MMB_INVALID_ARG);        /* dst end 1000 > 999 */
+  FAILS(mmb_copy_1d(small, 0, src, 701, 300), MMB_INVALID_ARG);        /* src end 1001 > 1000 */
+  OK(mmb_copy_1d(small, 699, src, 700, 300));                          /* both exactly at the end */
+  FAILS(mmb_copy_1d(small, SIZE_MAX, src, 0, 2), MMB_OVERFLOW);
+  FAILS(mmb_copy_1d(small, 0, src, SIZE_MAX - 1, 4), MMB_OVERFLOW);
+  OK(mmb_free(src));
+  FAILS(mmb_copy_1d(small, 0, src, 0, 1), MMB_INVALID_ARG);            /* freed source */
+  OK(mmb_free(dst));
+  OK(mmb_free(small));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(copy, overlapping_1d_is_a_memmove) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbAllocation *a = alloc_pattern(iface, 256, 5);
+  unsigned char ref[256];
+  memcpy(ref, mmb_allocation_ptr(a), 256);
+  memmove(ref + 10, ref, 200);
+  OK(mmb_copy_1d(a, 10, a, 0, 200));
+  cr_assert_eq(memcmp(ref, mmb_allocation_ptr(a), 256), 0);
+  /* overlapping 2-D blocks of one allocation are refused */
+  FAILS(mmb_copy_2d(a, 0, 0, 16, a, 8, 0, 16, 8, 4), MMB_INVALID_ARG);
+  /* disjoint ones are fine */
+  OK(mmb_copy_2d(a, 0, 8, 16, a, 0, 0, 16, 16, 4));
+  OK(mmb_free(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(copy, out_of_bounds_2d) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbAllocation *s = alloc_pattern(iface, 64 * 10, 1), *d = alloc_pattern(iface, 64 * 10, 2);
+  OK(mmb_copy_2d(d, 0, 0, 64, s, 0, 0, 64, 64, 10));                /* all of it */
+  OK(mmb_copy_2d(d, 32, 9, 64, s, 0, 0, 64, 32, 1));                /* the last half row */
+  FAILS(mmb_copy_2d(d, 33, 9, 64, s, 0, 0, 64, 32, 1), MMB_INVALID_ARG);  /* x past pitch */
+  FAILS(mmb_copy_2d(d, 0, 1, 64, s, 0, 0, 64, 64, 10), MMB_INVALID_ARG);  /* y past the end */
+  FAILS(mmb_copy_2d(d, 0, 0, 64, s, 0, 1, 64, 64, 10), MMB_INVALID_ARG);
+  FAILS(mmb_copy_2d(d, 0, 0, 32, s, 0, 0, 64, 64, 2), MMB_INVALID_ARG);   /* width > pitch */
+  FAILS(mmb_copy_2d(d, 0, 0, 0, s, 0, 0, 64, 8, 2), MMB_INVALID_ARG);     /* zero pitch */
+  FAILS(mmb_copy_2d(d, 0, 0, 64, s, 0, 0, 64, 0, 2), MMB_INVALID_ARG);    /* zero width */
+  FAILS(mmb_copy_2d(d, 0, 0, 64, s, 0, 0, 64, 8, 0), MMB_INVALID_ARG);    /* zero height */
+  FAILS(mmb_copy_2d(d, 0, SIZE_MAX / 2, 64, s, 0, 0, 64, 8, 2), MMB_OVERFLOW);
+  FAILS(mmb_copy_2d(d, 0, 0, SIZE_MAX, s, 0, 0, 64, 8, 3), MMB_OVERFLOW);
+  FAILS(mmb_copy_2d(NULL, 0, 0, 64, s, 0, 0, 64, 8, 2), MMB_INVALID_ARG);
+  OK(mmb_free(s));
+  OK(mmb_free(d));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(copy, out_of_bounds_nd) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  /* a 4 x 5 x 16-byte box in an 8 x 6 x 32-byte array */
+  const size_t pitch[3] = {32, 32 * 6, 0};
+  mmbAllocation *s = alloc_pattern(iface, 32 * 6 * 8, 1), *d = alloc_pattern(iface, 32 * 6 * 8, 2);
+  size_t off[3] = {16, 1, 4}, zero[3] = {0, 0, 0}, dims[3] = {16, 5, 4};
+  OK(mmb_copy_nd(d, off, pitch, s, zero, pitch, 3, dims));
+  size_t x_out[3] = {17, 1, 4}, y_out[3] = {16, 2, 4}, z_out[3] = {16, 1, 5};
+  FAILS(mmb_copy_nd(d, x_out, pitch, s, zero, pitch, 3, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, y_out, pitch, s, zero, pitch, 3, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, z_out, pitch, s, zero, pitch, 3, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, off, pitch, s, zero, pitch, 0, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, off, pitch, s, zero, pitch, MMB_MAX_DIMS + 1, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, NULL, pitch, s, zero, pitch, 3, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, off, NULL, s, zero, pitch, 3, dims), MMB_INVALID_ARG);
+  FAILS(mmb_copy_nd(d, off, pitch, s, zero, pitch, 3, NULL), MMB_INVALID_ARG);
+  size_t zero_dim[3] = {16, 0, 4};
+  FAILS(mmb_copy_nd(d, zero, pitch, s, zero, pitch, 3, zero_dim), MMB_INVALID_ARG);
+  size_t bad_pitch[3] = {32, 32 * 4, 0};   /* 6 rows do not fit in a 4-row slice */
+  size_t six_rows[3] = {16, 6, 2};
+  FAILS(mmb_copy_nd(d, zero, bad_pitch, s, zero, pitch, 3, six_rows), MMB_INVALID_ARG);
+  size_t huge_off[3] = {0, 0, SIZE_MAX / 64};
+  FAILS(mmb_copy_nd(d, huge_off, pitch, s, zero, pitch, 3, dims), MMB_OVERFLOW);
+  /* 1-D needs no pitch */
+  size_t w = 100;
+  OK(mmb_copy_nd(d, zero, NULL, s, zero, NULL, 1, &w));
+  OK(mmb_free(s));
+  OK(mmb_free(d));
+  OK(mmb_interface_destroy(iface));
+}
+
+/* The reference: element by element, straight from the documented units. */
+static void reference_copy(unsigned char *d, const size_t *doff, const size_t *dpitch,
+                           const unsigned char *s, const size_t *soff, const size_t *spitch,
+                           size_t ndims, const size_t *dims) {
+  size_t idx[MMB_MAX_DIMS] = {0};
+  for (;;) {
+    size_t da = doff[0] + idx[0], sa = soff[0] + idx[0];
+    for (size_t k = 1; k < ndims; k++) {
+      da += (doff[k] + idx[k]) * dpitch[k - 1];
+      sa += (soff[k] + idx[k]) * spitch[k - 1];
+    }
+    d[da] = s[sa];
+    size_t k = 0;
+    while (k < ndims && ++idx[k] == dims[k]) idx[k++] = 0;
+    if (k == ndims) return;
+  }
+}
+
+/* Random shapes: an array of extents ext[k] (+ padding) on each side, a box
+   inside both. Contiguous cases are made often, to exercise the folding. */
+static void random_side(uint64_t *rng, size_t ndims, const size_t *dims, size_t *off,
+                        size_t *pitch, size_t *bytes) {
+  size_t unit = 1;
+  for (size_t k = 0; k < ndims; k++) {
+    bool tight = test_rand(rng) % 3 == 0;
+    off[k] = tight ? 0 : test_rand(rng) % 3;
+    size_t extent = off[k] + dims[k] + (tight ? 0 : test_rand(rng) % 3);
+    unit *= extent;
+    pitch[k] = unit;   /* pitch[k] is the stride of dim k+1 */
+  }
+  *bytes = unit;
+}
+
+MMB_TEST(copy, nd_matches_the_reference_on_random_shapes) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  uint64_t rng = 20261122;
+  for (int iter = 0; iter < 400; iter++) {
+    size_t ndims = 1 + test_rand(&rng) % 5, dims[MMB_MAX_DIMS];
+    for (size_t k = 0; k < ndims; k++) dims[k] = 1 + test_rand(&rng) % (k == 0 ? 40 : 5);
+    size_t doff[MMB_MAX_DIMS], dpitch[MMB_MAX_DIMS], soff[MMB_MAX_DIMS], spitch[MMB_MAX_DIMS];
+    size_t dbytes, sbytes;
+    random_side(&rng, ndims, dims, doff, dpitch, &dbytes);
+    random_side(&rng, ndims, dims, soff, spitch, &sbytes);
+    mmbAllocation *s = alloc_pattern(iface, sbytes, iter), *d = alloc_pattern(iface, dbytes, ~iter);
+    unsigned char *expect = malloc(dbytes);
+    memcpy(expect, mmb_allocation_ptr(d), dbytes);
+    reference_copy(expect, doff, dpitch, mmb_allocation_ptr(s), soff, spitch, ndims, dims);
+    OK(mmb_copy_nd(d, doff, dpitch, s, soff, spitch, ndims, dims));
+    cr_assert_eq(memcmp(expect, mmb_allocation_ptr(d), dbytes), 0, "iteration %d, %zu dims", iter,
+                 ndims);
+    if (ndims == 2) {   /* copy_2d is the same copy */
+      memcpy(mmb_allocation_ptr(d), expect, dbytes);
+      OK(mmb_copy_2d(d, doff[0], doff[1], dpitch[0], s, soff[0], soff[1], spitch[0], dims[0], dims[1]));
+      cr_assert_eq(memcmp(expect, mmb_allocation_ptr(d), dbytes), 0);
+    }
+    free(expect);
+    OK(mmb_free(s));
+    OK(mmb_free(d));
+  }
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(copy, between_providers_and_spaces) {
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *pin = test_interface(MMB_PROVIDER_PINNED, 0);
+  mmbMemSpace *lim;
+  mmbMemSpaceConfig cfg = {.size_limit = 1 << 20};
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &cfg, &lim));
+  mmbMemInterface *small;
+  OK(mmb_request_interface(lim, NULL, &small));
+  mmbAllocation *a = alloc_pattern(sys, 64 * 64, 1), *b = alloc_pattern(pin, 64 * 64, 2);
+  mmbAllocation *c = alloc_pattern(small, 64 * 64, 3);
+  OK(mmb_copy(b, a));
+  OK(mmb_copy(c, b));
+  cr_assert_eq(memcmp(mmb_allocation_ptr(a), mmb_allocation_ptr(c), 64 * 64), 0);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  OK(mmb_free(c));
+  OK(mmb_interface_destroy(sys));
+  OK(mmb_interface_destroy(pin));
+  OK(mmb_interface_destroy(small));
+}

@@ -1,0 +1,80 @@
+/* Fault injection at every allocation site of a full scenario: each site, in
+   turn, fails; every call must then return OK or MMB_OUT_OF_MEMORY, leave
+   the stats consistent, and leak nothing (ASan's leak check runs at the end
+   of each test's process). */
+#include "common.h"
+
+#include "fault/fault.h"
+
+#define TOLERATED(call)                                                       \
+  do {                                                                        \
+    mmbError e_ = (call);                                                     \
+    cr_assert(e_ == MMB_OK || e_ == MMB_OUT_OF_MEMORY, "%s: %s", #call,        \
+              mmb_error_string(e_));                                          \
+  } while (0)
+
+static void use_interface(mmbMemInterface *iface) {
+  mmbAllocation *a = NULL, *b = NULL, *c = NULL;
+  if (mmb_allocate(100, iface, &a) != MMB_OK) a = NULL;
+  if (mmb_allocate(200 << 10, iface, &b) != MMB_OK) b = NULL;
+  if (mmb_allocate_opts(4096, iface, &(mmbAllocateOptions){.alignment = 1 << 16}, &c) != MMB_OK)
+    c = NULL;
+  if (a && b) OK(mmb_copy_1d(b, 0, a, 0, 100));
+  if (a) OK(mmb_free(a));
+  if (b) OK(mmb_free(b));
+  if (c) OK(mmb_free(c));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.reserved_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+}
+
+static void scenario(void) {
+  mmbOptions opts = {.log_level = MMB_LOG_OFF};
+  mmbError err = mmb_init(&opts);
+  TOLERATED(err);
+  if (err != MMB_OK) {
+    cr_assert_not(mmb_is_initialized());
+    return;
+  }
+  mmbMemSpace *dram, *limited = NULL;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  TOLERATED(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 24}, &limited));
+  mmbProviderType providers[] = {MMB_PROVIDER_SYSTEM, MMB_PROVIDER_PINNED};
+  for (size_t p = 0; p < 2; p++) {
+    mmbMemInterface *iface = NULL;
+    mmbMemInterfaceConfig cfg = {.provider = providers[p], .flags = p ? MMB_INTERFACE_THREAD_SAFE : 0};
+    err = mmb_request_interface(limited ? limited : dram, &cfg, &iface);
+    TOLERATED(err);
+    if (err != MMB_OK) continue;
+    use_interface(iface);
+    OK(mmb_interface_destroy(iface));
+  }
+  if (limited) OK(mmb_space_release(limited));
+  mmbStats st;
+  OK(mmb_space_get_stats(dram, &st));
+  cr_assert_eq(st.reserved_current, 0);
+  OK(mmb_finalize());
+}
+
+Test(fault, every_allocation_site_fails_cleanly) {
+  unsigned long site = 0;
+  for (;; site++) {
+    mmb__fault_arm(site, 1);
+    scenario();
+    if (mmb__fault_failures() == 0) break;   /* the scenario has fewer sites */
+  }
+  mmb__fault_disarm();
+  ASSERT_NO_LEAKS();
+  cr_assert_gt(site, 8, "only %lu fault sites were reached", site);
+}
+
+Test(fault, bursts_of_failures) {
+  for (unsigned long site = 0; site < 12; site++) {
+    mmb__fault_arm(site, 3);
+    scenario();
+  }
+  mmb__fault_disarm();
+  ASSERT_NO_LEAKS();
+}

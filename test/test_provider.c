@@ -1,0 +1,209 @@
+/* User providers through mmb_provider_register, and the fault provider. */
+#include "common.h"
+
+#include "fault/fault.h"
+
+/* A host provider that counts its calls and keeps its target. */
+typedef struct counting_state {
+  mmbProviderTarget target;
+  int allocs, frees;
+  bool finalized;
+} counting_state;
+
+static counting_state *last_state;
+
+static mmbError counting_init(void *state, const mmbProviderTarget *target) {
+  counting_state *st = state;
+  st->target = *target;
+  last_state = st;
+  return MMB_OK;
+}
+static mmbError counting_alloc(void *state, size_t size, size_t alignment, unsigned flags, void **out) {
+  ((counting_state *)state)->allocs++;
+  if (posix_memalign(out, alignment, size)) return MMB_OUT_OF_MEMORY;
+  if (flags & MMB_ALLOC_ZERO) memset(*out, 0, size);
+  return MMB_OK;
+}
+static void counting_free(void *state, void *ptr, size_t size, size_t alignment) {
+  ((counting_state *)state)->frees++;
+  free(ptr);
+}
+
+static const mmbProviderOps counting_ops = {
+    .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "counting",
+    .state_size = sizeof(counting_state), .caps = MMB_PROVIDER_HOST_ACCESSIBLE,
+    .init = counting_init, .alloc = counting_alloc, .free = counting_free,
+};
+
+MMB_TEST(provider, a_registered_provider_serves_allocations) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&counting_ops, &type));
+  cr_assert_geq(type, MMB_PROVIDER_USER);
+  cr_assert_str_eq(mmb_provider_name(type), "counting");
+  const mmbProviderOps *ops;
+  OK(mmb_provider_get_ops(type, &ops));
+  cr_assert_eq(ops, &counting_ops);
+  mmbMemInterface *iface = test_interface(type, 0);
+  counting_state *st = last_state;
+  cr_assert_eq(st->target.layer, MMB_DRAM);
+  cr_assert_eq(st->target.context, MMB_CPU);
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(100, iface, &a));
+  OK(mmb_allocate(200, iface, &b));
+  memset(mmb_allocation_ptr(a), 1, 100);
+  OK(mmb_copy_1d(b, 0, a, 0, 100));
+  cr_assert_eq(st->allocs, 2);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  cr_assert_eq(st->frees, 2);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(provider, bad_registrations) {
+  mmbProviderType type = 0;
+  FAILS(mmb_provider_register(NULL, &type), MMB_INVALID_ARG);
+  FAILS(mmb_provider_register(&counting_ops, NULL), MMB_INVALID_ARG);
+  mmbProviderOps ops = counting_ops;
+  ops.abi_version = 99;
+  FAILS(mmb_provider_register(&ops, &type), MMB_UNSUPPORTED);
+  ops = counting_ops;
+  ops.name = NULL;
+  FAILS(mmb_provider_register(&ops, &type), MMB_INVALID_ARG);
+  ops = counting_ops;
+  ops.alloc = NULL;
+  FAILS(mmb_provider_register(&ops, &type), MMB_INVALID_ARG);
+  ops = counting_ops;
+  ops.free = NULL;
+  FAILS(mmb_provider_register(&ops, &type), MMB_INVALID_ARG);
+  ops = counting_ops;
+  ops.caps = 0;   /* not host accessible, and no copy */
+  FAILS(mmb_provider_register(&ops, &type), MMB_INVALID_ARG);
+  ops = counting_ops;
+  ops.layers = 1u << 7;
+  FAILS(mmb_provider_register(&ops, &type), MMB_INVALID_ARG);
+  cr_assert_eq(type, 0);
+  static mmbProviderOps many[33];
+  for (int i = 0; i < 32; i++) {
+    many[i] = counting_ops;
+    OK(mmb_provider_register(&many[i], &type));
+  }
+  many[32] = counting_ops;
+  FAILS(mmb_provider_register(&many[32], &type), MMB_OUT_OF_MEMORY);
+  FAILS(mmb_provider_get_ops((mmbProviderType)(MMB_PROVIDER_USER + 40), &(const mmbProviderOps *){0}),
+        MMB_UNAVAILABLE);
+}
+
+static mmbError failing_init(void *state, const mmbProviderTarget *target) {
+  return MMB_UNAVAILABLE;
+}
+
+MMB_TEST(provider, layers_and_init_errors_are_respected) {
+  mmbProviderOps hbm_only = counting_ops;
+  hbm_only.layers = 1u << MMB_HBM;
+  mmbProviderType type;
+  OK(mmb_provider_register(&hbm_only, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterfaceConfig cfg = {.provider = type};
+  mmbMemInterface *iface = NULL;
+  FAILS(mmb_request_interface(dram, &cfg, &iface), MMB_UNSUPPORTED);
+  cr_assert_null(iface);
+  static mmbProviderOps failing;
+  failing = counting_ops;
+  failing.init = failing_init;
+  OK(mmb_provider_register(&failing, &type));
+  cfg.provider = type;
+  FAILS(mmb_request_interface(dram, &cfg, &iface), MMB_UNAVAILABLE);   /* its own error */
+  cr_assert_null(iface);
+}
+
+/* A "device" provider: its memory is not host accessible, so the core must
+   route every copy that touches it through copy_2d / copy_3d. */
+static int device_copies_2d, device_copies_3d;
+static mmbError dev_alloc(void *state, size_t size, size_t alignment, unsigned flags, void **out) {
+  if ((flags & MMB_ALLOC_ZERO)) return MMB_UNSUPPORTED;   /* zeroing goes through memset */
+  return posix_memalign(out, alignment, size) ? MMB_OUT_OF_MEMORY : MMB_OK;
+}
+static void dev_free(void *state, void *ptr, size_t size, size_t alignment) { free(ptr); }
+static mmbError dev_copy_2d(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,
+                            size_t width, size_t height) {
+  device_copies_2d++;
+  for (size_t r = 0; r < height; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+  return MMB_OK;
+}
+static mmbError dev_copy_3d(void *state, void *dst, size_t dpitch, size_t dslice, const void *src,
+                            size_t spitch, size_t sslice, size_t width, size_t height, size_t depth) {
+  device_copies_3d++;
+  for (size_t z = 0; z < depth; z++)
+    for (size_t r = 0; r < height; r++)
+      memcpy((char *)dst + z * dslice + r * dpitch, (const char *)src + z * sslice + r * spitch, width);
+  return MMB_OK;
+}
+static const mmbProviderOps device_ops = {
+    .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "fake-device",
+    .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE, .alloc = dev_alloc, .free = dev_free,
+    .copy_2d = dev_copy_2d, .copy_3d = dev_copy_3d,
+};
+
+MMB_TEST(provider, copies_touching_device_memory_go_through_the_provider) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&device_ops, &type));
+  mmbMemInterface *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterfaceConfig cfg = {.provider = type};
+  mmbMemInterface *dev;
+  OK(mmb_request_interface(dram, &cfg, &dev));
+  mmbAllocation *h, *d, *back;
+  OK(mmb_allocate(8 * 8 * 8, host, &h));
+  OK(mmb_allocate(8 * 8 * 8, dev, &d));
+  OK(mmb_allocate(8 * 8 * 8, host, &back));
+  fill_pattern(mmb_allocation_ptr(h), 512, 9);
+  memset(mmb_allocation_ptr(back), 0, 512);
+  OK(mmb_copy(d, h));                                       /* host -> device, 1-D */
+  cr_assert_eq(device_copies_2d, 1);
+  OK(mmb_copy_2d(back, 0, 0, 8, d, 0, 0, 8, 4, 8));         /* device -> host, 2-D */
+  cr_assert_eq(device_copies_2d, 2);
+  const size_t pitch[2] = {8, 64}, zero[3] = {0}, box[3] = {4, 4, 4};
+  OK(mmb_copy_nd(back, zero, pitch, d, zero, pitch, 3, box));
+  cr_assert_eq(device_copies_3d, 1);
+  for (size_t z = 0; z < 4; z++)
+    for (size_t y = 0; y < 4; y++)
+      for (size_t x = 0; x < 4; x++)
+        cr_assert_eq(((unsigned char *)mmb_allocation_ptr(back))[z * 64 + y * 8 + x],
+                     ((unsigned char *)mmb_allocation_ptr(h))[z * 64 + y * 8 + x]);
+  mmbAllocation *z = NULL;
+  FAILS(mmb_allocate_opts(64, dev, &(mmbAllocateOptions){.flags = MMB_ALLOC_ZERO}, &z), MMB_UNSUPPORTED);
+  cr_assert_null(z);
+  OK(mmb_free(h));
+  OK(mmb_free(d));
+  OK(mmb_free(back));
+  OK(mmb_interface_destroy(host));
+  OK(mmb_interface_destroy(dev));
+}
+
+MMB_TEST(provider, fault_provider_errors_reach_the_caller) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&mmb__fault_provider, &type));
+  mmbMemInterface *iface = test_interface(type, 0);
+  mmb__fault_provider_configure(1, 2, MMB_ERROR);   /* calls 1 and 2 fail */
+  mmbAllocation *a, *b = NULL, *c;
+  OK(mmb_allocate(32, iface, &a));
+  FAILS(mmb_allocate(32, iface, &b), MMB_ERROR);
+  FAILS(mmb_allocate(32, iface, &b), MMB_ERROR);
+  OK(mmb_allocate(32, iface, &c));
+  cr_assert_null(b);
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.n_failed, 2);
+  cr_assert_eq(st.n_allocs, 2);
+  cr_assert_eq(st.reserved_current, 64);
+  mmbMemSpace *space;
+  OK(mmb_interface_space(iface, &space));
+  OK(mmb_space_get_stats(space, &st));
+  cr_assert_eq(st.n_failed, 2);
+  cr_assert_eq(st.reserved_current, 64, "failed trips leave the space's reservation alone");
+  OK(mmb_free(a));
+  OK(mmb_free(c));
+  OK(mmb_interface_destroy(iface));
+}
