@@ -1,7 +1,7 @@
 # mmb: one entry point. Targets: all, test, run, bench, install, clean.
 #   make CUDA=0|1     force the CUDA parts off/on (default: on when nvcc and cudart are found)
 #   make SANITIZE=1   AddressSanitizer + UBSan (in build/sanitize); SANITIZE=thread: TSan (build/tsan)
-#   make DEBUG=1      -O0, fills and checks (in build/debug)
+#   make DEBUG=1      -O0 -DMMB_DEBUG=1 (in build/debug)
 #   make install PREFIX=/opt/mmb
 
 PREFIX    ?= /usr/local
@@ -56,6 +56,12 @@ DEPS_OK  := $(BUILD)/.deps-ok
 # Programs outside the library see only the public API, through libmmb.so.
 APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 
+# Objects depend on the flags they were built with: `make CUDA=0` after a
+# CUDA build rebuilds instead of mixing the two.
+FLAGS_FILE := $(BUILD)/.flags
+FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
+$(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
+
 .PHONY: all test run bench install clean deps install-check
 all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
 
@@ -65,17 +71,17 @@ $(DEPS_OK):
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_OK)
 
-$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+$(BUILD)/obj/%.o: %.c $(FLAGS_FILE) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) -c $< -o $@
 
-$(STATIC): $(LIB_OBJ)
+$(STATIC): $(LIB_OBJ) $(FLAGS_FILE)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
-$(SHARED): $(LIB_OBJ)
+$(SHARED): $(LIB_OBJ) $(FLAGS_FILE)
 	@mkdir -p $(@D)
-	$(CC) -shared $(SAN) -Wl,-soname,libmmb.so.0 -o $@.0 $^ $(LIBS)
+	$(CC) -shared $(SAN) -Wl,-soname,libmmb.so.0 -o $@.0 $(LIB_OBJ) $(LIBS)
 	ln -sf libmmb.so.0 $@
 
 $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
@@ -95,12 +101,24 @@ $(TESTS): $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS)
 
-$(BUILD)/obj/test/%.o: test/%.c | $(DEPS_OK)
+$(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -Iproviders -c $< -o $@
 
-test: $(TESTS) install-check
+STRESS := $(BUILD)/test/stress-threads
+$(STRESS): test/stress/threads.c $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $< -o $@ $(STATIC) $(LIBS)
+
+# Criterion cannot run under ThreadSanitizer: there, the threaded driver alone.
+ifeq ($(SANITIZE),thread)
+test: $(STRESS)
+	$(STRESS)
+else
+test: $(TESTS) $(STRESS) install-check
+	$(STRESS)
 	$(TESTS) --jobs 2
+endif
 
 # An outside program builds against the installed headers with pkg-config.
 install-check: $(STATIC) $(SHARED)

@@ -16,7 +16,7 @@ typedef struct cuda_state {
 static mmbError translate(cudaError_t e, const char *call) {
   if (e == cudaSuccess) return MMB_OK;
   mmb__log(MMB_LOG_DEBUG, "%s: %s: %s", call, cudaGetErrorName(e), cudaGetErrorString(e));
-  cudaGetLastError();   /* clear the sticky-free error state */
+  cudaGetLastError();   /* reset the last-error slot so the next call starts clean */
   switch (e) {
     case cudaErrorMemoryAllocation: return MMB_OUT_OF_MEMORY;
     case cudaErrorInvalidValue:

@@ -3,7 +3,6 @@
 #include "alloc.h"
 
 #define MAX_USER_PROVIDERS 32
-#define HOST_LAYERS ((1u << MMB_DRAM) | (1u << MMB_HBM) | (1u << MMB_NVDIMM))
 
 #if MMB_HAVE_CUDA
 extern const mmb__cuda_runtime mmb__cuda_runtime_impl;

@@ -10,7 +10,6 @@
 
 #define MMB__LIKELY(x) __builtin_expect(!!(x), 1)
 #define MMB__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MMB__INTERNAL __attribute__((visibility("hidden")))
 
 /* ---- lifecycle ---------------------------------------------------------- */
 bool mmb__initialized(void);
