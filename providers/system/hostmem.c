@@ -8,9 +8,10 @@
 #define HUGE_PAGE_ADVICE_BYTES ((size_t)2 << 20)
 
 size_t mmb__page_size(void) {
-  static size_t page;
-  if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
-  return page;
+  static _Atomic size_t page;   /* threads may race to fill it: same value */
+  size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+  if (!p) atomic_store_explicit(&page, p = (size_t)sysconf(_SC_PAGESIZE), memory_order_relaxed);
+  return p;
 }
 
 static size_t round_to_page(size_t n) {
