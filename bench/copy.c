@@ -52,7 +52,7 @@ static void run_mmb(const copy_case *c) {
   } else if (c->nd == 2) {
     CHECK(mmb_copy_2d(dst, 0, 0, c->pitch, src, 0, 0, c->pitch, c->width, rows));
   } else {
-    size_t planes = 16, per = rows / planes;
+    size_t planes = 16, per = rows / planes;   /* main() keeps rows a multiple of 16 */
     size_t off[3] = {0, 0, 0}, pitch[3] = {c->pitch, c->pitch * per, 0};
     size_t dims[3] = {c->width, per, planes};
     CHECK(mmb_copy_nd(dst, off, pitch, src, off, pitch, 3, dims));
@@ -76,7 +76,9 @@ static double best_seconds(const copy_case *c, bool baseline) {
 
 int main(int argc, char **argv) {
   payload = (argc > 1 ? strtoull(argv[1], NULL, 10) : 256) << 20;
+  if (payload < ((size_t)1 << 20)) payload = (size_t)1 << 20;   /* whole MiB: rows split into 16 planes */
   reps = argc > 2 ? strtoull(argv[2], NULL, 10) : 5;
+  if (reps < 1) reps = 1;
   CHECK(mmb_init(NULL));
   mmbMemSpace *dram;
   mmbMemInterface *iface;
