@@ -82,7 +82,10 @@ MMB_EXPORT mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *o
 
 /**
  * Statistics of every byte drawn from \p space, through any interface, and
- * through the spaces requested on it.
+ * through the spaces requested on it. Everything is exact except used_high
+ * when several interfaces draw on the space at once: it is then the largest
+ * of each interface's used_high and of the total seen at every provider trip
+ * and every read.
  * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out);
@@ -90,6 +93,19 @@ MMB_EXPORT mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out)
 /**
  * Makes an interface: allocations from \p space through a provider and a
  * strategy.
+ *
+ * MMB_STRATEGY_POOL caches what is freed (on any provider: a pooled device
+ * interface stops calling cudaMalloc/cudaFree once warm). Sizes round up to
+ * 512 B; requests up to 1 MiB share 2 MiB segments, larger ones 20 MiB
+ * segments, and from 10 MiB each has a segment of its own; the best fitting
+ * free block is split, and freed neighbours coalesce. Wholly free segments go
+ * back to the provider once the interface holds more than release_threshold
+ * bytes (0: never, until mmb_interface_trim).
+ *
+ * Without MMB_INTERFACE_THREAD_SAFE an interface belongs to one thread at a
+ * time. With it, any thread may allocate and free; a pool then gives every
+ * thread a small cache of freed blocks up to 32 KiB (at most 64 KiB per size,
+ * kept when the thread exits for the next thread to adopt).
  * \param cfg  NULL or zeroed: the space's default provider (system for CPU
  *             host spaces, pinned for (DRAM, GPU_CUDA), cuda for GDRAM), basic
  *             strategy, one thread at a time.
@@ -114,7 +130,13 @@ MMB_EXPORT mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMem
 /** The provider type serving \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
 
-/** Exact statistics of \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+/**
+ * Statistics of \p interface. Bytes that regions hold count as used. All
+ * exact, but for used_high of a thread-safe interface used by several threads:
+ * the largest total seen when a thread cache met the shared pool, at a read,
+ * or one thread's own peak.
+ * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
+ */
 MMB_EXPORT mmbError mmb_interface_get_stats(const mmbMemInterface *interface, mmbStats *out);
 
 /** Resets used_high and reserved_high of \p interface to their current values.
@@ -122,8 +144,11 @@ MMB_EXPORT mmbError mmb_interface_get_stats(const mmbMemInterface *interface, mm
 MMB_EXPORT mmbError mmb_interface_reset_high(mmbMemInterface *interface);
 
 /**
- * Returns cached bytes to the provider until at most \p min_bytes_to_keep
- * stay cached. The basic strategy caches nothing, so this does nothing there.
+ * Gives cached memory back to the provider until the interface holds at most
+ * \p min_bytes_to_keep bytes from it, or nothing cached is left (like
+ * cudaMemPoolTrimTo): the free blocks of regions, the calling thread's cache
+ * and those of exited threads, then wholly free pool segments. Blocks in use
+ * are never touched. The basic strategy caches only region blocks.
  * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_interface_trim(mmbMemInterface *interface, size_t min_bytes_to_keep);

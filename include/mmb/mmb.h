@@ -9,6 +9,8 @@
 #include <mmb/core.h>
 #include <mmb/memory.h>
 #include <mmb/allocation.h>
+#include <mmb/region.h>
+#include <mmb/trace.h>
 #include <mmb/provider.h>
 
 #define MMB_VERSION_MAJOR 0

@@ -112,17 +112,24 @@ typedef struct mmbMemInterfaceConfig {
   mmbProviderType provider;
   mmbStrategyType strategy;
   unsigned flags;              /**< MMB_INTERFACE_THREAD_SAFE */
-  size_t release_threshold;    /**< bytes a pool keeps cached when idle */
+  size_t release_threshold;    /**< pool: once it holds more than this many bytes
+                                    from the provider, wholly free segments go back;
+                                    0 = keep them until mmb_interface_trim */
 } mmbMemInterfaceConfig;
 
 /** The interface may be used from several threads at once. Without it, an
     interface belongs to one thread at a time. */
 #define MMB_INTERFACE_THREAD_SAFE 0x1u
 
+typedef struct mmbRegion mmbRegion;
+
 /** Options of mmb_allocate_opts. */
 typedef struct mmbAllocateOptions {
   size_t alignment;   /**< a power of two; 0 = MMB_DEFAULT_ALIGNMENT */
   unsigned flags;     /**< MMB_ALLOC_ZERO */
+  mmbRegion *region;  /**< place the allocation in this region (of the same
+                           interface): its bytes go when the region is reset or
+                           destroyed, and so does the handle; NULL = none */
 } mmbAllocateOptions;
 
 /** Zero the allocation's bytes before returning it. */
@@ -132,7 +139,10 @@ typedef struct mmbAllocateOptions {
 /** The largest alignment an allocation may ask for (1 GiB, a huge page). */
 #define MMB_MAX_ALIGNMENT ((size_t)1 << 30)
 
-typedef struct mmbRegionOptions { size_t block_size; } mmbRegionOptions;
+/** Options of mmb_region_create. */
+typedef struct mmbRegionOptions {
+  size_t block_size;  /**< bytes per block, rounded up to 4 KiB; 0 = 1 MiB */
+} mmbRegionOptions;
 typedef struct mmbLayoutPadding { size_t row_alignment; } mmbLayoutPadding;
 typedef struct mmbTileIteratorOptions { mmbTileSchedule schedule; } mmbTileIteratorOptions;
 typedef struct mmbQueueOptions { mmbQueueBackend backend; int device; } mmbQueueOptions;
@@ -151,7 +161,6 @@ typedef struct mmbStats {
 typedef struct mmbMemSpace mmbMemSpace;
 typedef struct mmbMemInterface mmbMemInterface;
 typedef struct mmbAllocation mmbAllocation;
-typedef struct mmbRegion mmbRegion;
 typedef struct mmbLayout mmbLayout;
 typedef struct mmbArray mmbArray;
 typedef struct mmbTileIterator mmbTileIterator;

@@ -11,11 +11,14 @@
 
 /* ---- spaces (space.c) --------------------------------------------------- */
 
-/* Space counters are atomics: interfaces of one space may live on different
-   threads. A charge walks the chain space -> parent -> ... -> layer root. */
+/* Space counters that change only on slow paths (provider trips, failures)
+   are atomics charged along the chain space -> parent -> ... -> layer root;
+   used bytes and call counts are merged from the interfaces when read. */
 typedef struct mmb__space_counters {
-  _Atomic size_t used, used_high, reserved, reserved_high;
-  _Atomic unsigned long long n_allocs, n_frees, n_provider_allocs, n_provider_frees, n_failed;
+  _Atomic size_t reserved, reserved_high, used_high;   /* used_high: sampled */
+  _Atomic unsigned long long n_provider_allocs, n_provider_frees, n_failed;
+  /* what interfaces that drew on it left behind when they were destroyed */
+  _Atomic unsigned long long retired_allocs, retired_frees;
 } mmb__space_counters;
 
 struct mmbMemSpace {
@@ -38,8 +41,11 @@ bool mmb__space_reserve(mmbMemSpace *space, size_t n);
 void mmb__space_unreserve(mmbMemSpace *space, size_t n);
 /* Counts a completed trip to the provider (and the reserved high watermark). */
 void mmb__space_count_trip(mmbMemSpace *space, bool alloc);
-void mmb__space_count_use(mmbMemSpace *space, size_t n, bool alloc);
 void mmb__space_count_failure(mmbMemSpace *space);
+/* Raises a high watermark to value (a CAS loop; any thread). */
+void mmb__raise_high(_Atomic size_t *high, size_t value);
+/* True if `ancestor` is space or one of the spaces it draws on. */
+bool mmb__space_draws_on(const mmbMemSpace *space, const mmbMemSpace *ancestor);
 /* Number of CUDA devices found at init (0 without CUDA or without a driver). */
 int mmb__cuda_device_count(void);
 
@@ -77,7 +83,12 @@ bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type, const
 void mmb__providers_finalize(void);
 
 /* ---- allocations and the registry (registry.c) -------------------------- */
-enum { MMB__HANDLE_FREE = 0x0fee, MMB__HANDLE_LIVE = 0x11fe, MMB__HANDLE_FREEING = 0xdead };
+enum {
+  MMB__HANDLE_FREE = 0x0fee,
+  MMB__HANDLE_LIVE = 0x11fe,      /* handed to a caller */
+  MMB__HANDLE_FREEING = 0xdead,   /* claimed by mmb_free */
+  MMB__HANDLE_INTERNAL = 0x1b10,  /* a region's block: never a caller's */
+};
 
 struct mmbAllocation {
   _Atomic uint32_t state;
@@ -86,9 +97,10 @@ struct mmbAllocation {
   void *ptr;
   size_t size;              /* bytes asked for */
   size_t alignment;
-  size_t reserved;          /* bytes held for it from the provider */
-  void *block;              /* the strategy's own record */
-  mmbAllocation *next;      /* free-handle list */
+  size_t reserved;          /* bytes held for it (a pool block's size) */
+  void *block;              /* the strategy's record; a region for region allocations */
+  mmbAllocation *next;      /* free-handle list; a region's list of live handles */
+  mmbAllocation *prev;
 };
 
 typedef struct mmb__handle_cache {
@@ -101,25 +113,88 @@ typedef struct mmb__handle_cache {
 mmbAllocation *mmb__handle_take(mmb__handle_cache *cache);
 void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a);
 void mmb__handle_cache_flush(mmb__handle_cache *cache);
-/* True and the handle is now FREEING if `a` is a live handle of ours. */
-bool mmb__handle_claim(mmbAllocation *a);
+bool mmb__handle_is_ours(const mmbAllocation *a);
+static inline void mmb__handle_fill(mmbAllocation *a, mmbMemInterface *iface, size_t size,
+                                    size_t alignment, size_t reserved, void *block) {
+  a->interface = iface;
+  a->flags = 0;
+  a->size = size;
+  a->alignment = alignment;
+  a->reserved = reserved;
+  a->block = block;
+}
 bool mmb__handle_is_live(const mmbAllocation *a);
 void mmb__registry_finalize(void);
 /* Calls fn on every live handle (finalize uses it to release leaks). */
 void mmb__registry_for_each_live(void (*fn)(mmbAllocation *a));
 
-/* ---- interfaces and strategies (interface.c, basic.c) ------------------- */
+/* ---- statistics (stats.c) ----------------------------------------------- */
+/* Hot-path counters: written only by their owner (one thread, or whoever
+   holds the interface lock) with relaxed loads and stores, which compile to
+   plain increments; read by anyone, and merged when read. */
+typedef struct mmb__counters {
+  _Atomic size_t used, used_high;
+  _Atomic unsigned long long n_allocs, n_frees;
+} mmb__counters;
+
+#define MMB__GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define MMB__SET(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define MMB__ADD(x, d) MMB__SET(x, MMB__GET(x) + (d))
+
+static inline void mmb__count_alloc(mmb__counters *c, size_t n) {
+  size_t used = MMB__GET(c->used) + n;
+  MMB__SET(c->used, used);
+  if (used > MMB__GET(c->used_high)) MMB__SET(c->used_high, used);
+  MMB__ADD(c->n_allocs, 1);
+}
+static inline void mmb__count_free(mmb__counters *c, size_t n) {
+  MMB__SET(c->used, MMB__GET(c->used) - n);
+  MMB__ADD(c->n_frees, 1);
+}
+
+/* Counters of several owners summed. A high watermark cannot be summed: it
+   is exact when one owner did all the work, else sampled (see stats.c). */
+typedef struct mmb__merged {
+  size_t used, high_single;
+  unsigned long long n_allocs, n_frees;
+  unsigned owners;
+} mmb__merged;
+void mmb__merge_counters(mmb__merged *acc, const mmb__counters *c);
+void mmb__merge_interface(mmb__merged *acc, const mmbMemInterface *iface);
+/* Raises the sampled used_high of iface's space chain (slow paths only). */
+void mmb__space_sample_used(mmbMemSpace *space);
+/* mmb_space_get_stats without the checks. */
+void mmb__space_stats(const mmbMemSpace *space, mmbStats *out);
+/* Calls fn on every discovered and requested space. */
+void mmb__spaces_for_each(void (*fn)(const mmbMemSpace *space, void *arg), void *arg);
+/* Folds a dying interface's counters into its spaces. */
+void mmb__space_retire_interface(const mmbMemInterface *iface);
+
+/* ---- interfaces and strategies (interface.c, basic.c, pool*.c) ---------- */
+/* Internal allocation flags, above the public MMB_ALLOC_* ones. */
+#define MMB__ALLOC_UNCOUNTED 0x100u   /* a region block: the region counts it */
+
 typedef struct mmb__strategy_ops {
   const char *name;
   mmbError (*init)(mmbMemInterface *iface);                  /* optional */
   void (*finalize)(mmbMemInterface *iface);                  /* optional */
-  /* a->size and a->alignment are set; fills a->ptr, a->reserved, a->block. */
-  mmbError (*alloc)(mmbMemInterface *iface, mmbAllocation *a, unsigned flags);
-  void (*free)(mmbMemInterface *iface, mmbAllocation *a);
+  /* Returns a handle with interface, ptr, size, alignment, reserved and block
+     set, counted in the stats unless MMB__ALLOC_UNCOUNTED; its state is left
+     to the caller. n and alignment are checked; alignment is a power of two. */
+  mmbError (*allocate)(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,
+                       mmbAllocation **out);
+  /* Takes back a handle `allocate` gave (the caller has claimed it). */
+  void (*release)(mmbMemInterface *iface, mmbAllocation *a, unsigned flags);
   void (*trim)(mmbMemInterface *iface, size_t keep);         /* optional */
+  /* Adds counters kept outside iface->c (thread caches). Optional. */
+  void (*merge)(const mmbMemInterface *iface, mmb__merged *acc);
+  void (*reset_high)(mmbMemInterface *iface);                /* optional, likewise */
 } mmb__strategy_ops;
 
 extern const mmb__strategy_ops mmb__basic_strategy;
+extern const mmb__strategy_ops mmb__pool_strategy;
+
+typedef struct mmb__region_cache mmb__region_cache;   /* region.c */
 
 struct mmbMemInterface {
   mmbMemSpace *space;
@@ -128,30 +203,82 @@ struct mmbMemInterface {
   void *strategy_state;
   unsigned flags;
   size_t release_threshold;
-  pthread_mutex_t lock;        /* taken only with MMB_INTERFACE_THREAD_SAFE */
-  mmbStats stats;              /* exact, guarded like the strategy */
-  mmb__handle_cache handles;
+  /* With MMB_INTERFACE_THREAD_SAFE: guards the strategy's shared state, c,
+     the reserved counters and the region block cache. Lock order: interface
+     lock -> interface list lock -> registry lock. */
+  pthread_mutex_t lock;
+  mmb__counters c;
+  _Atomic size_t used_high_sampled;          /* see stats.c */
+  _Atomic size_t reserved, reserved_high;    /* written under the lock */
+  _Atomic unsigned long long n_provider_allocs, n_provider_frees, n_failed;
+  _Atomic size_t n_regions;
+  mmb__region_cache *region_cache;           /* NULL until a region uses it */
+  mmb__handle_cache handles;                 /* guarded like c */
   mmbMemInterface *next, *prev;
 };
 
+static inline bool mmb__iface_ts(const mmbMemInterface *i) {
+  return i->flags & MMB_INTERFACE_THREAD_SAFE;
+}
 static inline void mmb__iface_lock(mmbMemInterface *i) {
-  if (i->flags & MMB_INTERFACE_THREAD_SAFE) pthread_mutex_lock(&i->lock);
+  if (mmb__iface_ts(i)) pthread_mutex_lock(&i->lock);
 }
 static inline void mmb__iface_unlock(mmbMemInterface *i) {
-  if (i->flags & MMB_INTERFACE_THREAD_SAFE) pthread_mutex_unlock(&i->lock);
+  if (mmb__iface_ts(i)) pthread_mutex_unlock(&i->lock);
 }
 static inline bool mmb__iface_host_accessible(const mmbMemInterface *i) {
   return i->provider.ops->caps & MMB_PROVIDER_HOST_ACCESSIBLE;
 }
 
-/* A trip to the provider: fault injection, the space's limits, stats. */
+/* A trip to the provider: fault injection, the space's limits, stats. The
+   caller holds the interface lock (or owns a non-thread-safe interface). */
 mmbError mmb__provider_alloc(mmbMemInterface *iface, size_t size, size_t alignment,
                              unsigned flags, void **out);
 void mmb__provider_free(mmbMemInterface *iface, void *ptr, size_t size, size_t alignment);
+/* Zeroes bytes of the interface's memory, host or device. */
+mmbError mmb__provider_zero(mmbMemInterface *iface, void *ptr, size_t n);
 void mmb__interfaces_finalize(void);
-/* Releases a live allocation through its strategy and retires the handle;
-   the caller holds the interface lock and has claimed the handle. */
+/* Calls fn on every live interface, under the interface list lock. */
+void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg);
+/* Counts a refused allocation on the interface and its spaces. */
+void mmb__count_failure(mmbMemInterface *iface);
+
+/* Gives a claimed handle's bytes back (strategy or region) and retires it. */
 void mmb__allocation_release(mmbAllocation *a);
+#define MMB__IN_REGION 0x1u   /* mmbAllocation.flags: placed in a region */
+
+/* ---- regions (region.c) -------------------------------------------------- */
+/* Places an allocation in a region: the handle is retired when the region is
+   reset or destroyed. */
+mmbError mmb__region_allocate(mmbRegion *region, mmbMemInterface *iface, size_t n,
+                              size_t alignment, unsigned flags, mmbAllocation **out);
+void mmb__region_release(mmbAllocation *a);
+/* Destroys an interface's leftover regions and cached blocks (teardown). */
+void mmb__regions_teardown(mmbMemInterface *iface);
+/* Returns cached region blocks to the strategy (trim). */
+void mmb__region_cache_trim(mmbMemInterface *iface);
+
+/* ---- trace (trace.c) ----------------------------------------------------- */
+/* Recording costs one relaxed load while no trace runs. */
+extern _Atomic bool mmb__tracing;
+typedef enum mmb__trace_kind {
+  MMB__TRACE_ALLOC, MMB__TRACE_FREE, MMB__TRACE_RESERVE, MMB__TRACE_UNRESERVE
+} mmb__trace_kind;
+void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void *ptr, size_t size);
+/* A duration event ("X"): name is a string literal, start from mmb__trace_now. */
+void mmb__trace_duration(const char *name, uint64_t start_ns, size_t bytes,
+                         const mmbMemSpace *from, const mmbMemSpace *to);
+uint64_t mmb__trace_now(void);
+mmbError mmb__trace_init(void);      /* MMB_TRACE, MMB_TRACE_CAPACITY, MMB_TRACE_BACKTRACE */
+void mmb__trace_finalize(void);      /* dumps to MMB_TRACE */
+
+static inline bool mmb__trace_active(void) {
+  return MMB__UNLIKELY(atomic_load_explicit(&mmb__tracing, memory_order_relaxed));
+}
+static inline void mmb__trace_reserve(mmbMemInterface *iface, size_t size, bool alloc) {
+  if (mmb__trace_active())
+    mmb__trace_record(alloc ? MMB__TRACE_RESERVE : MMB__TRACE_UNRESERVE, iface, NULL, size);
+}
 
 /* ---- the copy engine (engine.c) ----------------------------------------- */
 /* Host-to-host strided copies. ndims >= 1, dims[0] in bytes; stride[k] is the

@@ -1,4 +1,5 @@
-/* Allocations: argument checks, the handle, the strategy, stats. */
+/* Allocations: argument checks, the handle's life (LIVE -> FREEING -> FREE),
+   and the dispatch to the interface's strategy or to a region. */
 #include "alloc.h"
 
 #include <stdint.h>
@@ -22,70 +23,65 @@ static mmbError check_request(size_t n_bytes, const mmbAllocateOptions *opts, si
   return MMB_OK;
 }
 
+static mmbError allocation_failed(mmbMemInterface *iface, size_t n_bytes, mmbError err) {
+  mmb__count_failure(iface);
+  return mmb__fail(err, "mmb_allocate", "%zu bytes from %s: %s", n_bytes, iface->space->info.name,
+                   mmb_error_string(err));
+}
+
 mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllocateOptions *opts,
                            mmbAllocation **out_allocation) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!iface || !out_allocation, __func__, "NULL argument");
   size_t alignment = 0;
   mmbError err = check_request(n_bytes, opts, &alignment);
-  if (err != MMB_OK) return err;
-
-  mmb__iface_lock(iface);
-  mmbAllocation *a = mmb__handle_take(&iface->handles);
-  if (!a) {
-    err = MMB_OUT_OF_MEMORY;
+  if (MMB__UNLIKELY(err != MMB_OK)) return err;
+  unsigned flags = opts ? opts->flags : 0;
+  mmbAllocation *a;
+  if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
+    err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
+    if (err != MMB_OK) return err;
   } else {
-    a->interface = iface;
-    a->size = n_bytes;
-    a->alignment = alignment;
-    a->flags = 0;
-    a->block = NULL;
-    err = iface->strategy->alloc(iface, a, opts ? opts->flags : 0);
+    err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
+    if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
+    if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, a->ptr, n_bytes);
   }
-  if (err == MMB_OK) {
-    mmbStats *st = &iface->stats;
-    st->used_current += n_bytes;
-    if (st->used_current > st->used_high) st->used_high = st->used_current;
-    st->n_allocs++;
-    atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
-  } else {
-    if (a) mmb__handle_give(&iface->handles, a);
-    iface->stats.n_failed++;
-  }
-  mmb__iface_unlock(iface);
-
-  if (err != MMB_OK) {
-    mmb__space_count_failure(iface->space);
-    return mmb__fail(err, __func__, "%zu bytes from %s: %s", n_bytes, iface->space->info.name,
-                     mmb_error_string(err));
-  }
-  mmb__space_count_use(iface->space, n_bytes, true);
+  atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
   *out_allocation = a;
   return MMB_OK;
 }
 
+/* LIVE -> FREEING. An interface without MMB_INTERFACE_THREAD_SAFE belongs to
+   one thread, so its handles need no atomic exchange. */
+static bool claim(mmbAllocation *a) {
+  uint32_t live = MMB__HANDLE_LIVE;
+  if (atomic_load_explicit(&a->state, memory_order_acquire) != live) return false;
+  if (!mmb__iface_ts(a->interface)) {
+    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_relaxed);
+    return true;
+  }
+  return atomic_compare_exchange_strong(&a->state, &live, MMB__HANDLE_FREEING);
+}
+
 void mmb__allocation_release(mmbAllocation *a) {
   mmbMemInterface *iface = a->interface;
-  size_t size = a->size;
-  iface->strategy->free(iface, a);
-  iface->stats.used_current -= size;
-  iface->stats.n_frees++;
-  mmb__handle_give(&iface->handles, a);
-  mmb__space_count_use(iface->space, size, false);
+  if (a->flags & MMB__IN_REGION) {
+    mmb__region_release(a);
+    return;
+  }
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, a->ptr, a->size);
+  iface->strategy->release(iface, a, 0);
 }
 
 mmbError mmb_free(mmbAllocation *allocation) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!allocation, __func__, "allocation is NULL");
-  if (!mmb__handle_claim(allocation)) {
+  if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation))) {
     mmb__log(MMB_LOG_ERROR, "mmb_free: %p is not a live allocation (freed twice, or not "
              "from mmb); nothing was freed", (void *)allocation);
     return MMB_INVALID_ARG;
   }
-  mmbMemInterface *iface = allocation->interface;
-  mmb__iface_lock(iface);
   mmb__allocation_release(allocation);
-  mmb__iface_unlock(iface);
   return MMB_OK;
 }
 

@@ -121,7 +121,15 @@ static mmbError copy_nd(const char *func, mmbAllocation *dst, const size_t *doff
   side d = {0}, s = {0};
   mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &d);
   if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &s);
-  return err == MMB_OK ? run_copy(func, &d, &s, ndims, dims) : err;
+  if (err != MMB_OK) return err;
+  uint64_t start = mmb__trace_active() ? mmb__trace_now() : 0;
+  err = run_copy(func, &d, &s, ndims, dims);
+  if (start && err == MMB_OK) {
+    size_t bytes = 1;
+    for (size_t k = 0; k < ndims; k++) bytes *= dims[k];   /* bounded by the range checks */
+    mmb__trace_duration("copy", start, bytes, src->interface->space, dst->interface->space);
+  }
+  return err;
 }
 
 mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,

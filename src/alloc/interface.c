@@ -1,5 +1,5 @@
-/* Interfaces: a space + a provider instance + a strategy, with exact stats.
-   Also the alloc layer's init and finalize. */
+/* Interfaces: a space + a provider instance + a strategy. Also the alloc
+   layer's init and finalize. */
 #include "alloc.h"
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -9,9 +9,7 @@ static mmbError resolve_strategy(mmbStrategyType type, const mmb__strategy_ops *
   switch (type) {
     case MMB_STRATEGY_DEFAULT:
     case MMB_STRATEGY_BASIC: *out = &mmb__basic_strategy; return MMB_OK;
-    case MMB_STRATEGY_POOL:
-      return mmb__fail(MMB_UNSUPPORTED, "mmb_request_interface",
-                       "the pool strategy is not part of this build");
+    case MMB_STRATEGY_POOL: *out = &mmb__pool_strategy; return MMB_OK;
   }
   return mmb__fail(MMB_INVALID_ARG, "mmb_request_interface", "unknown strategy %d", (int)type);
 }
@@ -64,12 +62,13 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     mmb__free(iface);
     return err;
   }
+  pthread_mutex_init(&iface->lock, NULL);
   if (iface->strategy->init && (err = iface->strategy->init(iface)) != MMB_OK) {
+    pthread_mutex_destroy(&iface->lock);
     provider_stop(iface);
     mmb__free(iface);
     return err;
   }
-  pthread_mutex_init(&iface->lock, NULL);
   atomic_fetch_add(&space->n_users, 1);
   pthread_mutex_lock(&list_lock);
   iface->next = interfaces;
@@ -81,6 +80,8 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
 }
 
 static void interface_teardown(mmbMemInterface *iface) {
+  mmb__regions_teardown(iface);
+  mmb__space_retire_interface(iface);
   if (iface->strategy->finalize) iface->strategy->finalize(iface);
   mmb__handle_cache_flush(&iface->handles);
   provider_stop(iface);
@@ -95,14 +96,21 @@ static void unlink_locked(mmbMemInterface *iface) {
   if (iface->next) iface->next->prev = iface->prev;
 }
 
+static unsigned long long live_allocations(const mmbMemInterface *iface) {
+  mmb__merged m = {0};
+  mmb__merge_interface(&m, iface);
+  return m.n_allocs - m.n_frees;
+}
+
 mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!iface, __func__, "interface is NULL");
+  size_t regions = atomic_load(&iface->n_regions);
+  if (regions) return mmb__fail(MMB_BUSY, __func__, "%zu regions still live", regions);
   mmb__iface_lock(iface);
-  unsigned long long live = iface->stats.n_allocs - iface->stats.n_frees;
+  unsigned long long live = live_allocations(iface);
   mmb__iface_unlock(iface);
-  if (live)
-    return mmb__fail(MMB_BUSY, __func__, "%llu allocations still live", live);
+  if (live) return mmb__fail(MMB_BUSY, __func__, "%llu allocations still live", live);
   pthread_mutex_lock(&list_lock);
   unlink_locked(iface);
   pthread_mutex_unlock(&list_lock);
@@ -124,33 +132,18 @@ mmbError mmb_interface_provider(const mmbMemInterface *iface, mmbProviderType *o
   return MMB_OK;
 }
 
-mmbError mmb_interface_get_stats(const mmbMemInterface *iface, mmbStats *out) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out, __func__, "NULL argument");
-  mmbMemInterface *i = (mmbMemInterface *)iface;   /* the lock is not part of its value */
-  mmb__iface_lock(i);
-  *out = i->stats;
-  mmb__iface_unlock(i);
-  return MMB_OK;
-}
-
-mmbError mmb_interface_reset_high(mmbMemInterface *iface) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!iface, __func__, "interface is NULL");
-  mmb__iface_lock(iface);
-  iface->stats.used_high = iface->stats.used_current;
-  iface->stats.reserved_high = iface->stats.reserved_current;
-  mmb__iface_unlock(iface);
-  return MMB_OK;
-}
-
 mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!iface, __func__, "interface is NULL");
-  mmb__iface_lock(iface);
+  mmb__region_cache_trim(iface);
   if (iface->strategy->trim) iface->strategy->trim(iface, min_bytes_to_keep);
-  mmb__iface_unlock(iface);
   return MMB_OK;
+}
+
+void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg) {
+  pthread_mutex_lock(&list_lock);
+  for (mmbMemInterface *i = interfaces; i; i = i->next) fn(i, arg);
+  pthread_mutex_unlock(&list_lock);
 }
 
 static void release_leaked(mmbAllocation *a) {
@@ -162,24 +155,30 @@ static void release_leaked(mmbAllocation *a) {
 
 void mmb__interfaces_finalize(void) {
   mmb__registry_for_each_live(release_leaked);
-  pthread_mutex_lock(&list_lock);
-  while (interfaces) {
+  for (;;) {   /* a teardown may read the list (stats), so it runs unlocked */
+    pthread_mutex_lock(&list_lock);
     mmbMemInterface *iface = interfaces;
-    unlink_locked(iface);
+    if (iface) unlink_locked(iface);
+    pthread_mutex_unlock(&list_lock);
+    if (!iface) break;
     interface_teardown(iface);
   }
-  pthread_mutex_unlock(&list_lock);
 }
 
 mmbError mmb__alloc_init(void) {
   mmbError err = mmb__spaces_init();
   if (err == MMB_OK) err = mmb__topology_discover();
-  if (err != MMB_OK) mmb__spaces_finalize();
+  if (err == MMB_OK) err = mmb__trace_init();
+  if (err != MMB_OK) {
+    mmb__spaces_finalize();
+    mmb__topology_finalize();
+  }
   return err;
 }
 
 void mmb__alloc_finalize(void) {
   mmb__interfaces_finalize();
+  mmb__trace_finalize();
   mmb__registry_finalize();
   mmb__spaces_finalize();
   mmb__topology_finalize();

@@ -96,7 +96,7 @@ void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a) {
 
 void mmb__handle_cache_flush(mmb__handle_cache *cache) { spill(cache, 0); }
 
-static bool is_ours(const mmbAllocation *a) {
+bool mmb__handle_is_ours(const mmbAllocation *a) {
   size_t n = atomic_load_explicit(&n_slabs, memory_order_acquire);
   uintptr_t p = (uintptr_t)a;
   for (size_t i = 0; i < n; i++) {
@@ -108,14 +108,8 @@ static bool is_ours(const mmbAllocation *a) {
 }
 
 bool mmb__handle_is_live(const mmbAllocation *a) {
-  return a && is_ours(a) &&
+  return a && mmb__handle_is_ours(a) &&
          atomic_load_explicit(&a->state, memory_order_acquire) == MMB__HANDLE_LIVE;
-}
-
-bool mmb__handle_claim(mmbAllocation *a) {
-  if (!a || !is_ours(a)) return false;
-  uint32_t live = MMB__HANDLE_LIVE;
-  return atomic_compare_exchange_strong(&a->state, &live, MMB__HANDLE_FREEING);
 }
 
 void mmb__registry_finalize(void) {

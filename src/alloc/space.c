@@ -99,7 +99,7 @@ size_t mmb__space_limit(const mmbMemSpace *space) {
   return limit;
 }
 
-static void raise_high(_Atomic size_t *high, size_t value) {
+void mmb__raise_high(_Atomic size_t *high, size_t value) {
   size_t h = atomic_load_explicit(high, memory_order_relaxed);
   while (value > h &&
          !atomic_compare_exchange_weak_explicit(high, &h, value, memory_order_relaxed,
@@ -133,23 +133,10 @@ void mmb__space_unreserve(mmbMemSpace *space, size_t n) {
 void mmb__space_count_trip(mmbMemSpace *space, bool alloc) {
   for (mmbMemSpace *s = space; s; s = s->parent) {
     if (alloc) {
-      raise_high(&s->c.reserved_high, atomic_load_explicit(&s->c.reserved, memory_order_relaxed));
+      mmb__raise_high(&s->c.reserved_high, atomic_load_explicit(&s->c.reserved, memory_order_relaxed));
       atomic_fetch_add_explicit(&s->c.n_provider_allocs, 1, memory_order_relaxed);
     } else {
       atomic_fetch_add_explicit(&s->c.n_provider_frees, 1, memory_order_relaxed);
-    }
-  }
-}
-
-void mmb__space_count_use(mmbMemSpace *space, size_t n, bool alloc) {
-  for (mmbMemSpace *s = space; s; s = s->parent) {
-    if (alloc) {
-      size_t used = atomic_fetch_add_explicit(&s->c.used, n, memory_order_relaxed) + n;
-      raise_high(&s->c.used_high, used);
-      atomic_fetch_add_explicit(&s->c.n_allocs, 1, memory_order_relaxed);
-    } else {
-      atomic_fetch_sub_explicit(&s->c.used, n, memory_order_relaxed);
-      atomic_fetch_add_explicit(&s->c.n_frees, 1, memory_order_relaxed);
     }
   }
 }
@@ -284,20 +271,15 @@ mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
   return MMB_OK;
 }
 
-mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out, __func__, "NULL argument");
-  const mmb__space_counters *c = &space->c;
-  *out = (mmbStats){
-      .used_current = atomic_load(&c->used),
-      .used_high = atomic_load(&c->used_high),
-      .reserved_current = atomic_load(&c->reserved),
-      .reserved_high = atomic_load(&c->reserved_high),
-      .n_allocs = atomic_load(&c->n_allocs),
-      .n_frees = atomic_load(&c->n_frees),
-      .n_provider_allocs = atomic_load(&c->n_provider_allocs),
-      .n_provider_frees = atomic_load(&c->n_provider_frees),
-      .n_failed = atomic_load(&c->n_failed),
-  };
-  return MMB_OK;
+bool mmb__space_draws_on(const mmbMemSpace *space, const mmbMemSpace *ancestor) {
+  for (const mmbMemSpace *s = space; s; s = s->parent)
+    if (s == ancestor) return true;
+  return false;
+}
+
+void mmb__spaces_for_each(void (*fn)(const mmbMemSpace *space, void *arg), void *arg) {
+  for (size_t i = 0; i < n_discovered; i++) fn(discovered[i], arg);
+  pthread_mutex_lock(&requested_lock);
+  for (mmbMemSpace *s = requested; s; s = s->next) fn(s, arg);
+  pthread_mutex_unlock(&requested_lock);
 }

@@ -1,0 +1,398 @@
+/* Regions (arenas). A root region owns a chain of fixed-size blocks and a
+   bump position in it; mmb_region_push opens a child that bumps on in the
+   same chain from where its parent stood, and gives everything after that
+   mark back when it is reset or destroyed. Regions therefore live in stack
+   order: only the innermost one allocates, and a region with a live child
+   cannot be reset or destroyed (MMB_BUSY).
+
+   Reset moves the position back (O(1) in allocations) and keeps the blocks.
+   An allocation bigger than a block gets a dedicated block. Blocks come from
+   the interface's strategy (so a pooled interface serves them from its pool)
+   through a free-block list shared by every region of the interface: a
+   region that shrinks feeds one that grows, with no provider trip. Blocks
+   held by regions count as used bytes of the interface.
+
+   A region belongs to one thread at a time; the shared list is guarded by
+   the interface lock. */
+#include "alloc.h"
+#include "poison.h"
+
+#include <stdalign.h>
+#include <stddef.h>
+
+#define DEFAULT_BLOCK ((size_t)1 << 20)
+#define BLOCK_ROUND ((size_t)4096)
+#define DEFAULT_ALIGN alignof(max_align_t)
+
+typedef struct rblock {
+  mmbAllocation *a;      /* the strategy's handle (state INTERNAL) */
+  char *base;
+  size_t size;
+  struct rblock *next;
+} rblock;
+
+struct mmb__region_cache {
+  rblock *head;          /* free blocks of every region of the interface */
+  mmbRegion *roots;      /* live root regions, for teardown */
+};
+
+struct mmbRegion {
+  mmbMemInterface *iface;
+  mmbRegion *root, *parent, *child;
+  mmbRegion *next_root, *prev_root;   /* roots only */
+  size_t block_size, block_align;
+  bool host;
+  /* the bump position, in the root only */
+  rblock *first, *last, *cur;
+  uintptr_t bump, end;
+  /* where this region started (children) */
+  rblock *mark_block;
+  uintptr_t mark_bump;
+  rblock *dedicated;                  /* oversize blocks allocated here */
+  mmbAllocation *handles;             /* live mmbAllocations placed here */
+};
+
+/* ---- the shared free-block list ----------------------------------------- */
+
+static bool block_fits(const rblock *b, size_t n, size_t align, size_t max_size) {
+  uintptr_t p = ((uintptr_t)b->base + align - 1) & ~(uintptr_t)(align - 1);
+  return b->size <= max_size && p - (uintptr_t)b->base <= b->size &&
+         n <= b->size - (p - (uintptr_t)b->base);
+}
+
+static rblock *cache_take(mmb__region_cache *cache, size_t n, size_t align, size_t max_size) {
+  if (!cache) return NULL;
+  for (rblock **link = &cache->head; *link; link = &(*link)->next) {
+    rblock *b = *link;
+    if (!block_fits(b, n, align, max_size)) continue;
+    *link = b->next;
+    return b;
+  }
+  return NULL;
+}
+
+static mmb__region_cache *cache_of(mmbMemInterface *iface) {   /* lock held */
+  if (!iface->region_cache) iface->region_cache = mmb__calloc(1, sizeof(mmb__region_cache));
+  return iface->region_cache;
+}
+
+/* A block of at least n bytes at `align` (n <= size): from the shared list,
+   else from the strategy. */
+static rblock *block_get(mmbMemInterface *iface, size_t size, size_t n, size_t align) {
+  mmb__iface_lock(iface);
+  rblock *b = cache_take(iface->region_cache, n, align, 2 * size);
+  if (b) mmb__count_alloc(&iface->c, b->size);
+  mmb__iface_unlock(iface);
+  if (b) {
+    if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, b->base, b->size);
+    return b;
+  }
+  b = mmb__malloc(sizeof *b);
+  mmbAllocation *a = NULL;
+  if (!b || iface->strategy->allocate(iface, size, align, MMB__ALLOC_UNCOUNTED, &a) != MMB_OK) {
+    mmb__free(b);
+    return NULL;
+  }
+  atomic_store(&a->state, MMB__HANDLE_INTERNAL);
+  *b = (rblock){.a = a, .base = a->ptr, .size = size};
+  mmb__poison(mmb__iface_host_accessible(iface), b->base, b->size);
+  mmb__iface_lock(iface);
+  mmb__count_alloc(&iface->c, size);
+  mmb__iface_unlock(iface);
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, b->base, size);
+  return b;
+}
+
+/* Puts a list of blocks on the shared list. */
+static void blocks_put(mmbMemInterface *iface, rblock *list) {
+  if (!list) return;
+  bool host = mmb__iface_host_accessible(iface);
+  rblock *last = list;
+  size_t bytes = 0;
+  unsigned long long n = 0;
+  for (rblock *b = list; b; last = b, b = b->next) {
+    mmb__poison(host, b->base, b->size);
+    if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, b->base, b->size);
+    bytes += b->size;
+    n++;
+  }
+  mmb__iface_lock(iface);
+  mmb__region_cache *cache = cache_of(iface);
+  if (cache) {
+    last->next = cache->head;
+    cache->head = list;
+  }
+  MMB__SET(iface->c.used, MMB__GET(iface->c.used) - bytes);
+  MMB__ADD(iface->c.n_frees, n);
+  mmb__iface_unlock(iface);
+  if (!cache) {   /* no memory for the list itself: give the blocks back */
+    for (rblock *b = list, *next; b; b = next) {
+      next = b->next;
+      iface->strategy->release(iface, b->a, MMB__ALLOC_UNCOUNTED);
+      mmb__free(b);
+    }
+  }
+}
+
+static void blocks_release(mmbMemInterface *iface, rblock *list) {
+  for (rblock *b = list, *next; b; b = next) {
+    next = b->next;
+    mmb__unpoison(mmb__iface_host_accessible(iface), b->base, b->size);
+    atomic_store(&b->a->state, MMB__HANDLE_FREEING);
+    iface->strategy->release(iface, b->a, MMB__ALLOC_UNCOUNTED);
+    mmb__free(b);
+  }
+}
+
+void mmb__region_cache_trim(mmbMemInterface *iface) {
+  mmb__iface_lock(iface);
+  rblock *list = iface->region_cache ? iface->region_cache->head : NULL;
+  if (list) iface->region_cache->head = NULL;
+  mmb__iface_unlock(iface);
+  blocks_release(iface, list);
+}
+
+/* ---- create, push, destroy ----------------------------------------------- */
+
+static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
+  mmbRegion *r = mmb__calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->iface = iface;
+  r->root = r;
+  r->block_size = block_size;
+  r->host = mmb__iface_host_accessible(iface);
+  r->block_align = r->host ? BLOCK_ROUND : 256;
+  atomic_fetch_add(&iface->n_regions, 1);
+  return r;
+}
+
+mmbError mmb_region_create(mmbMemInterface *iface, const mmbRegionOptions *opts,
+                           mmbRegion **out_region) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!iface || !out_region, __func__, "NULL argument");
+  size_t block = opts && opts->block_size ? opts->block_size : DEFAULT_BLOCK;
+  if (block > PTRDIFF_MAX / 4)
+    return mmb__fail(MMB_OVERFLOW, __func__, "block_size %zu is too large", block);
+  block = (block + BLOCK_ROUND - 1) & ~(BLOCK_ROUND - 1);
+  mmb__iface_lock(iface);
+  mmb__region_cache *cache = cache_of(iface);
+  mmbRegion *r = cache ? region_new(iface, block) : NULL;
+  if (r) {
+    r->next_root = cache->roots;
+    if (cache->roots) cache->roots->prev_root = r;
+    cache->roots = r;
+  }
+  mmb__iface_unlock(iface);
+  if (!r) return MMB_OUT_OF_MEMORY;
+  *out_region = r;
+  return MMB_OK;
+}
+
+mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!parent || !out_child, __func__, "NULL argument");
+  if (parent->child)
+    return mmb__fail(MMB_BUSY, __func__, "the region already has a live child; push on it");
+  mmbRegion *c = region_new(parent->iface, parent->block_size);
+  if (!c) return MMB_OUT_OF_MEMORY;
+  c->root = parent->root;
+  c->parent = parent;
+  c->mark_block = c->root->cur;
+  c->mark_bump = c->root->bump;
+  parent->child = c;
+  *out_child = c;
+  return MMB_OK;
+}
+
+/* Retires the handles placed in r: using one afterwards is a reported error. */
+static void retire_handles(mmbRegion *r) {
+  if (!r->handles) return;
+  mmbMemInterface *iface = r->iface;
+  mmb__iface_lock(iface);
+  for (mmbAllocation *a = r->handles, *next; a; a = next) {
+    next = a->next;
+    mmb__handle_give(&iface->handles, a);
+  }
+  mmb__iface_unlock(iface);
+  r->handles = NULL;
+}
+
+/* Poisons the chain from (block, from) to the current position. */
+static void poison_from(mmbRegion *root, rblock *block, uintptr_t from) {
+  if (!root->host || !root->cur) return;
+  rblock *b = block ? block : root->first;
+  if (!block) from = (uintptr_t)b->base;
+  for (;;) {
+    uintptr_t stop = b == root->cur ? root->bump : (uintptr_t)b->base + b->size;
+    if (stop > from) mmb__poison(true, (void *)from, stop - from);
+    if (b == root->cur || !b->next) break;
+    b = b->next;
+    from = (uintptr_t)b->base;
+  }
+}
+
+static void region_clear(mmbRegion *r) {
+  mmbRegion *root = r->root;
+  retire_handles(r);
+  blocks_put(r->iface, r->dedicated);
+  r->dedicated = NULL;
+  poison_from(root, r->mark_block, r->mark_bump);
+  root->cur = r->mark_block;
+  root->bump = r->mark_bump;
+  root->end = r->mark_block ? (uintptr_t)r->mark_block->base + r->mark_block->size : 0;
+}
+
+mmbError mmb_region_reset(mmbRegion *region) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!region, __func__, "region is NULL");
+  if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
+  region_clear(region);
+  return MMB_OK;
+}
+
+static void region_free(mmbRegion *r) {
+  mmbMemInterface *iface = r->iface;
+  region_clear(r);
+  if (r == r->root) {
+    blocks_put(iface, r->first);
+    mmb__iface_lock(iface);
+    if (r->prev_root) r->prev_root->next_root = r->next_root;
+    else iface->region_cache->roots = r->next_root;
+    if (r->next_root) r->next_root->prev_root = r->prev_root;
+    mmb__iface_unlock(iface);
+  } else {
+    r->parent->child = NULL;
+  }
+  atomic_fetch_sub(&iface->n_regions, 1);
+  mmb__free(r);
+}
+
+mmbError mmb_region_destroy(mmbRegion *region) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!region, __func__, "region is NULL");
+  if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
+  region_free(region);
+  return MMB_OK;
+}
+
+void mmb__regions_teardown(mmbMemInterface *iface) {
+  mmb__region_cache *cache = iface->region_cache;
+  if (!cache) return;
+  while (cache->roots) {
+    mmbRegion *r = cache->roots;
+    while (r->child) r = r->child;
+    mmb__log(MMB_LOG_WARN, "finalize: destroying a live region of %s", iface->space->info.name);
+    region_free(r);
+  }
+  rblock *list = cache->head;
+  cache->head = NULL;
+  blocks_release(iface, list);
+  mmb__free(cache);
+  iface->region_cache = NULL;
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+static mmbError region_alloc_slow(mmbRegion *r, size_t n, size_t align, void **out) {
+  mmbRegion *root = r->root;
+  size_t worst = n + (align > r->block_align ? align - r->block_align : 0);
+  if (worst > root->block_size) {   /* a dedicated block */
+    size_t bsize = (n + BLOCK_ROUND - 1) & ~(BLOCK_ROUND - 1);
+    rblock *b = block_get(r->iface, bsize, n, align > r->block_align ? align : r->block_align);
+    if (!b) return MMB_OUT_OF_MEMORY;
+    b->next = r->dedicated;
+    r->dedicated = b;
+    void *p = (void *)(((uintptr_t)b->base + align - 1) & ~(uintptr_t)(align - 1));
+    mmb__unpoison(r->host, p, n);
+    *out = p;
+    return MMB_OK;
+  }
+  rblock *next = root->cur ? root->cur->next : root->first;
+  if (!next) {
+    if (!(next = block_get(r->iface, root->block_size, root->block_size, r->block_align)))
+      return MMB_OUT_OF_MEMORY;
+    next->next = NULL;
+    if (root->last) root->last->next = next;
+    else root->first = next;
+    root->last = next;
+  }
+  root->cur = next;
+  root->bump = (uintptr_t)next->base;
+  root->end = root->bump + next->size;
+  uintptr_t p = (root->bump + align - 1) & ~(uintptr_t)(align - 1);
+  root->bump = p + n;
+  mmb__unpoison(r->host, (void *)p, n);
+  *out = (void *)p;
+  return MMB_OK;
+}
+
+static mmbError region_check(mmbRegion *r, size_t n, size_t *align, const char *func) {
+  MMB__ARG(n == 0, func, "zero bytes requested");
+  if (!*align) *align = DEFAULT_ALIGN;
+  MMB__ARG(!mmb__is_pow2(*align) || *align > MMB_MAX_ALIGNMENT, func,
+           "alignment %zu is not a power of two up to %zu", *align, MMB_MAX_ALIGNMENT);
+  if (n > PTRDIFF_MAX / 2) return mmb__fail(MMB_OVERFLOW, func, "%zu bytes cannot be addressed", n);
+  if (r->child) return mmb__fail(MMB_BUSY, func, "a child region is live: allocate in the child");
+  return MMB_OK;
+}
+
+static inline mmbError region_bump(mmbRegion *r, size_t n, size_t align, void **out) {
+  mmbRegion *root = r->root;
+  uintptr_t p = (root->bump + align - 1) & ~(uintptr_t)(align - 1);
+  if (MMB__LIKELY(p >= root->bump && p <= root->end && n <= root->end - p)) {
+    root->bump = p + n;
+    mmb__unpoison(r->host, (void *)p, n);
+    *out = (void *)p;
+    return MMB_OK;
+  }
+  mmbError err = region_alloc_slow(r, n, align, out);
+  if (err != MMB_OK) mmb__count_failure(r->iface);
+  return err;
+}
+
+mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!region || !out_ptr, __func__, "NULL argument");
+  mmbError err = region_check(region, n_bytes, &alignment, __func__);
+  if (MMB__UNLIKELY(err != MMB_OK)) return err;
+  return region_bump(region, n_bytes, alignment, out_ptr);
+}
+
+mmbError mmb__region_allocate(mmbRegion *r, mmbMemInterface *iface, size_t n, size_t align,
+                              unsigned flags, mmbAllocation **out) {
+  MMB__ARG(r->iface != iface, "mmb_allocate", "the region belongs to another interface");
+  mmbError err = region_check(r, n, &align, "mmb_allocate");
+  if (err != MMB_OK) return err;
+  mmb__iface_lock(iface);
+  mmbAllocation *a = mmb__handle_take(&iface->handles);
+  mmb__iface_unlock(iface);
+  void *p = NULL;
+  if (!a) return MMB_OUT_OF_MEMORY;
+  if ((err = region_bump(r, n, align, &p)) == MMB_OK && (flags & MMB_ALLOC_ZERO))
+    err = mmb__provider_zero(iface, p, n);
+  if (err != MMB_OK) {
+    mmb__iface_lock(iface);
+    mmb__handle_give(&iface->handles, a);
+    mmb__iface_unlock(iface);
+    return err;
+  }
+  mmb__handle_fill(a, iface, n, align, 0, r);
+  a->flags = MMB__IN_REGION;
+  a->ptr = p;
+  a->prev = NULL;
+  a->next = r->handles;
+  if (r->handles) r->handles->prev = a;
+  r->handles = a;
+  *out = a;
+  return MMB_OK;
+}
+
+void mmb__region_release(mmbAllocation *a) {
+  mmbRegion *r = a->block;
+  if (a->prev) a->prev->next = a->next;
+  else r->handles = a->next;
+  if (a->next) a->next->prev = a->prev;
+  mmb__iface_lock(r->iface);
+  mmb__handle_give(&r->iface->handles, a);
+  mmb__iface_unlock(r->iface);
+}
