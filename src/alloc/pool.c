@@ -224,14 +224,13 @@ pool_block *mmb__pool_take(pool *p, size_t need, size_t align) {
   return b;
 }
 
-static pool_block *merge_next(pool *p, pool_block *b) {
+/* b swallows its next neighbour, which is out of the bins. */
+static void absorb_next(pool *p, pool_block *b) {
   pool_block *q = b->next;
-  bins_remove(bins_of(p, b->seg), q);
   b->size += q->size;
   b->next = q->next;
   if (q->next) q->next->prev = b;
   record_free(p, q);
-  return b;
 }
 
 void mmb__pool_put(pool *p, pool_block *b) {
@@ -241,13 +240,17 @@ void mmb__pool_put(pool *p, pool_block *b) {
     segment_release(p, b);
     return;
   }
-  if (b->next && b->next->free) merge_next(p, b);
+  pool_bins *bins = bins_of(p, b->seg);
+  if (b->next && b->next->free) {
+    bins_remove(bins, b->next);
+    absorb_next(p, b);
+  }
   if (b->prev && b->prev->free) {
     b = b->prev;
-    bins_remove(bins_of(p, b->seg), b);
-    merge_next(p, b);
+    bins_remove(bins, b);
+    absorb_next(p, b);
   }
-  bins_insert(bins_of(p, b->seg), b);
+  bins_insert(bins, b);
   if (!b->prev && !b->next) free_list_link(p, b->seg);
   size_t keep = p->iface->release_threshold;
   if (keep && MMB__GET(p->iface->reserved) > keep) mmb__pool_release_free(p, keep);

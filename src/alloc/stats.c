@@ -70,7 +70,9 @@ mmbError mmb_interface_reset_high(mmbMemInterface *iface) {
   MMB__ARG(!iface, __func__, "interface is NULL");
   mmb__iface_lock(iface);
   mmb__merged m;
-  interface_merge(iface, &m);
+  size_t high = interface_merge(iface, &m);
+  for (mmbMemSpace *s = iface->space; s; s = s->parent)   /* the spaces keep the peak */
+    mmb__raise_high(&s->c.used_high, high);
   MMB__SET(iface->c.used_high, MMB__GET(iface->c.used));
   if (iface->strategy->reset_high) iface->strategy->reset_high(iface);
   MMB__SET(iface->used_high_sampled, m.used);

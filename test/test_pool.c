@@ -1,0 +1,444 @@
+/* The pool strategy: reuse, size classes, split and coalesce against a
+   reference model, release threshold and trim, exact stats, limits, thread
+   caches, and ASan poisoning of freed blocks. */
+#include "common.h"
+
+#include "poison_child.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#define MiB ((size_t)1 << 20)
+
+static mmbMemInterface *pool_on(mmbMemSpace *space, mmbProviderType provider, unsigned flags,
+                                size_t threshold) {
+  mmbMemInterfaceConfig cfg = {.provider = provider, .strategy = MMB_STRATEGY_POOL,
+                               .flags = flags, .release_threshold = threshold};
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(space, &cfg, &iface));
+  return iface;
+}
+
+static mmbMemInterface *pool_interface(unsigned flags, size_t threshold) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  return pool_on(dram, MMB_PROVIDER_SYSTEM, flags, threshold);
+}
+
+static mmbStats stats_of(mmbMemInterface *iface) {
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  return st;
+}
+
+MMB_TEST(pool, bad_input_is_refused) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  mmbAllocation *a = NULL;
+  FAILS(mmb_allocate(0, iface, &a), MMB_INVALID_ARG);
+  FAILS(mmb_allocate(SIZE_MAX, iface, &a), MMB_OVERFLOW);
+  FAILS(mmb_allocate((size_t)PTRDIFF_MAX + 1, iface, &a), MMB_OVERFLOW);
+  FAILS(mmb_allocate_opts(64, iface, &(mmbAllocateOptions){.alignment = 48}, &a), MMB_INVALID_ARG);
+  cr_assert_null(a);
+  /* more than the machine: refused, counted, and the pool is unchanged */
+  FAILS(mmb_allocate((size_t)1 << 50, iface, &a), MMB_OUT_OF_MEMORY);
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.n_failed, 1);
+  cr_assert_eq(st.reserved_current, 0);
+  OK(mmb_allocate(100, iface, &a));
+  OK(mmb_free(a));
+  FAILS(mmb_free(a), MMB_INVALID_ARG);   /* parked in the pool's cache: still caught */
+  cr_assert_null(mmb_allocation_ptr(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(pool, a_freed_block_is_reused_without_a_provider_trip) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  size_t sizes[] = {1, 100, 512, 513, 4000, 32 << 10, (32 << 10) + 1, 300 << 10, MiB,
+                    MiB + 1, 5 * MiB, 12 * MiB};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    mmbAllocation *a, *b;
+    OK(mmb_allocate(sizes[i], iface, &a));
+    void *p = mmb_allocation_ptr(a);
+    memset(p, 0x5a, sizes[i]);
+    OK(mmb_free(a));
+    unsigned long long trips = stats_of(iface).n_provider_allocs;
+    for (int k = 0; k < 50; k++) {
+      OK(mmb_allocate(sizes[i], iface, &b));
+      cr_assert_eq(mmb_allocation_ptr(b), p, "size %zu: the freed block comes back", sizes[i]);
+      cr_assert_eq(mmb_allocation_size(b), sizes[i]);
+      OK(mmb_free(b));
+    }
+    cr_assert_eq(stats_of(iface).n_provider_allocs, trips, "size %zu", sizes[i]);
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+  OK(mmb_interface_trim(iface, 0));
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 0);
+  cr_assert_eq(st.n_provider_allocs, st.n_provider_frees);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(pool, small_requests_share_a_2mib_segment_and_large_ones_20mib) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  mmbAllocation *small[64], *large[4];
+  for (int i = 0; i < 64; i++) OK(mmb_allocate(10000, iface, &small[i]));   /* 20 granules */
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.n_provider_allocs, 1);
+  cr_assert_eq(st.reserved_current, 2 * MiB);
+  for (int i = 0; i < 4; i++) OK(mmb_allocate(3 * MiB, iface, &large[i]));
+  st = stats_of(iface);
+  cr_assert_eq(st.n_provider_allocs, 2);
+  cr_assert_eq(st.reserved_current, 22 * MiB);
+  mmbAllocation *huge;
+  OK(mmb_allocate(11 * MiB, iface, &huge));   /* its own segment, rounded to 2 MiB */
+  st = stats_of(iface);
+  cr_assert_eq(st.n_provider_allocs, 3);
+  cr_assert_eq(st.reserved_current, 34 * MiB);
+  for (int i = 0; i < 64; i++) OK(mmb_free(small[i]));
+  for (int i = 0; i < 4; i++) OK(mmb_free(large[i]));
+  OK(mmb_free(huge));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(pool, alignment_of_every_power_of_two) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  for (size_t align = 1; align <= 4 * MiB; align <<= 1) {
+    mmbAllocation *a, *b;
+    OK(mmb_allocate_opts(1000, iface, &(mmbAllocateOptions){.alignment = align}, &a));
+    OK(mmb_allocate_opts(3 * MiB, iface, &(mmbAllocateOptions){.alignment = align}, &b));
+    cr_assert_eq((uintptr_t)mmb_allocation_ptr(a) % align, 0, "alignment %zu", align);
+    cr_assert_eq((uintptr_t)mmb_allocation_ptr(b) % align, 0, "alignment %zu", align);
+    memset(mmb_allocation_ptr(a), 1, 1000);
+    memset(mmb_allocation_ptr(b), 2, 3 * MiB);
+    OK(mmb_free(a));
+    OK(mmb_free(b));
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(pool, zeroing_covers_a_reused_block) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  size_t sizes[] = {700, 40000, 3 * MiB};
+  for (int i = 0; i < 3; i++) {
+    mmbAllocation *a;
+    OK(mmb_allocate(sizes[i], iface, &a));
+    memset(mmb_allocation_ptr(a), 0xff, sizes[i]);
+    OK(mmb_free(a));
+    OK(mmb_allocate_opts(sizes[i], iface, &(mmbAllocateOptions){.flags = MMB_ALLOC_ZERO}, &a));
+    unsigned char *p = mmb_allocation_ptr(a);
+    for (size_t k = 0; k < sizes[i]; k++) cr_assert_eq(p[k], 0, "byte %zu of %zu", k, sizes[i]);
+    OK(mmb_free(a));
+  }
+  OK(mmb_interface_destroy(iface));
+}
+
+/* Random allocations and frees, every byte pattern checked, no two live
+   blocks overlapping; then, everything freed, a block as large as a whole
+   small segment comes out of the coalesced segments with no provider trip. */
+typedef struct live {
+  mmbAllocation *a;
+  unsigned char *p;
+  size_t n;
+  uint64_t seed;
+} live;
+
+static void check_pattern(const live *l) {
+  uint64_t s = l->seed;
+  for (size_t k = 0; k < l->n; k++)
+    cr_assert_eq(l->p[k], (unsigned char)test_rand(&s), "byte %zu of a %zu-byte block", k, l->n);
+}
+
+static void check_disjoint(const live *slots, size_t n_slots, const live *l) {
+  for (size_t i = 0; i < n_slots; i++) {
+    const live *o = &slots[i];
+    if (!o->a || o == l) continue;
+    cr_assert(l->p + l->n <= o->p || o->p + o->n <= l->p, "blocks overlap");
+  }
+}
+
+MMB_TEST(pool, split_and_coalesce_against_a_reference_model) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  enum { SLOTS = 200, STEPS = 6000 };
+  static live slots[SLOTS];
+  memset(slots, 0, sizeof slots);
+  uint64_t rng = 20261122;
+  size_t model_used = 0;
+  for (int step = 0; step < STEPS; step++) {
+    live *l = &slots[test_rand(&rng) % SLOTS];
+    if (l->a) {
+      check_pattern(l);
+      OK(mmb_free(l->a));
+      model_used -= l->n;
+      l->a = NULL;
+    } else {
+      uint64_t r = test_rand(&rng);
+      size_t n = r % 16 == 0 ? MiB + r % (6 * MiB) : 1 + r % (64 << 10);
+      OK(mmb_allocate(n, iface, &l->a));
+      l->p = mmb_allocation_ptr(l->a);
+      l->n = n;
+      l->seed = test_rand(&rng);
+      fill_pattern(l->p, n, l->seed);
+      check_disjoint(slots, SLOTS, l);
+      model_used += n;
+    }
+    if (step % 500 == 0) cr_assert_eq(stats_of(iface).used_current, model_used);
+  }
+  for (int i = 0; i < SLOTS; i++) {
+    if (!slots[i].a) continue;
+    check_pattern(&slots[i]);
+    OK(mmb_free(slots[i].a));
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+  cr_assert_gt(st.n_provider_allocs, 0);
+  mmbAllocation *whole;
+  OK(mmb_allocate(MiB, iface, &whole));   /* the largest small request */
+  cr_assert_eq(stats_of(iface).n_provider_allocs, st.n_provider_allocs,
+               "freed neighbours were coalesced");
+  OK(mmb_free(whole));
+  OK(mmb_interface_trim(iface, 0));
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 0);
+  cr_assert_eq(st.n_provider_frees, st.n_provider_allocs);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(pool, release_threshold_and_trim) {
+  mmbAllocation *a[10];
+  /* default: everything stays cached */
+  mmbMemInterface *keep = pool_interface(0, 0);
+  for (int i = 0; i < 10; i++) OK(mmb_allocate(3 * MiB, keep, &a[i]));
+  cr_assert_eq(stats_of(keep).reserved_current, 40 * MiB);
+  for (int i = 0; i < 10; i++) OK(mmb_free(a[i]));
+  cr_assert_eq(stats_of(keep).reserved_current, 40 * MiB);
+  OK(mmb_interface_trim(keep, 30 * MiB));   /* one segment goes */
+  cr_assert_eq(stats_of(keep).reserved_current, 20 * MiB);
+  OK(mmb_interface_trim(keep, 0));
+  cr_assert_eq(stats_of(keep).reserved_current, 0);
+  OK(mmb_interface_destroy(keep));
+
+  /* a threshold: wholly free segments beyond it go back as they empty */
+  mmbMemInterface *lean = pool_interface(0, 20 * MiB);
+  for (int i = 0; i < 10; i++) OK(mmb_allocate(3 * MiB, lean, &a[i]));
+  for (int i = 0; i < 10; i++) OK(mmb_free(a[i]));
+  mmbStats st = stats_of(lean);
+  cr_assert_eq(st.reserved_current, 20 * MiB);
+  cr_assert_eq(st.reserved_high, 40 * MiB);
+  cr_assert_eq(st.n_provider_frees, 1);
+  /* small blocks parked in the quick bins do not pin memory past it either */
+  mmbAllocation *s[300];
+  for (int i = 0; i < 300; i++) OK(mmb_allocate(2000 + (size_t)i, lean, &s[i]));
+  for (int i = 0; i < 300; i++) OK(mmb_free(s[i]));
+  cr_assert_leq(stats_of(lean).reserved_current, 20 * MiB);
+  OK(mmb_interface_destroy(lean));
+}
+
+MMB_TEST(pool, stats_are_exact_and_reset_high_works) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  mmbAllocation *a, *b, *c;
+  OK(mmb_allocate(1000, iface, &a));
+  OK(mmb_allocate(5000, iface, &b));
+  OK(mmb_free(a));
+  OK(mmb_allocate(2 * MiB, iface, &c));
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 5000 + 2 * MiB);
+  cr_assert_eq(st.used_high, 5000 + 2 * MiB);
+  cr_assert_eq(st.n_allocs, 3);
+  cr_assert_eq(st.n_frees, 1);
+  cr_assert_eq(st.reserved_current, 22 * MiB);
+  OK(mmb_free(c));
+  st = stats_of(iface);
+  cr_assert_eq(st.used_current, 5000);
+  cr_assert_eq(st.used_high, 5000 + 2 * MiB);
+  OK(mmb_interface_reset_high(iface));
+  st = stats_of(iface);
+  cr_assert_eq(st.used_high, 5000);
+  cr_assert_eq(st.reserved_high, 22 * MiB);
+  OK(mmb_interface_trim(iface, 0));
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 2 * MiB, "the segment holding b stays");
+  OK(mmb_interface_reset_high(iface));
+  cr_assert_eq(stats_of(iface).reserved_high, 2 * MiB);
+  FAILS(mmb_interface_destroy(iface), MMB_BUSY);
+  OK(mmb_free(b));
+  mmbMemSpace *dram;
+  OK(mmb_interface_space(iface, &dram));
+  mmbStats sp;
+  OK(mmb_space_get_stats(dram, &sp));
+  cr_assert_eq(sp.used_current, 0);
+  cr_assert_eq(sp.used_high, 5000 + 2 * MiB);
+  cr_assert_eq(sp.n_allocs, 3);
+  cr_assert_eq(sp.n_frees, 3);
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_get_stats(dram, &sp));
+  cr_assert_eq(sp.n_allocs, 3, "a destroyed interface's counts stay with its space");
+  cr_assert_eq(sp.reserved_current, 0);
+}
+
+MMB_TEST(pool, a_tight_limit_gets_exact_segments_then_a_clean_refusal) {
+  mmbMemSpace *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 3 * MiB}, &limited));
+  mmbMemInterface *iface = pool_on(limited, MMB_PROVIDER_SYSTEM, 0, 0);
+  mmbAllocation *a, *b, *c = NULL;
+  OK(mmb_allocate(MiB + 512, iface, &a));     /* 20 MiB refused: exactly what was asked */
+  OK(mmb_allocate(1024, iface, &b));          /* 2 MiB refused: one granule pair */
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, MiB + 512 + 1024);
+  FAILS(mmb_allocate(2 * MiB, iface, &c), MMB_OUT_OF_MEMORY);
+  cr_assert_null(c);
+  st = stats_of(iface);
+  cr_assert_eq(st.n_failed, 1);
+  cr_assert_eq(st.reserved_current, MiB + 512 + 1024);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  /* cached segments stand in the way of a bigger one: they are given back */
+  OK(mmb_allocate(2 * MiB + 4096, iface, &c));
+  OK(mmb_free(c));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(limited));
+}
+
+MMB_TEST(pool, pinned_provider_is_pooled_too) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface = pool_on(dram, MMB_PROVIDER_PINNED, 0, 0);
+  mmbAllocation *a;
+  for (int i = 0; i < 20; i++) {
+    OK(mmb_allocate(64 << 10, iface, &a));
+    memset(mmb_allocation_ptr(a), i, 64 << 10);
+    OK(mmb_free(a));
+  }
+  cr_assert_eq(stats_of(iface).n_provider_allocs, 1);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* A provider whose memory the host must not touch: the pool never does. */
+static int dev_allocs;
+static mmbError dev_alloc(void *state, size_t size, size_t alignment, unsigned flags, void **out) {
+  (void)state;
+  (void)flags;
+  if (alignment > 256) return MMB_UNSUPPORTED;
+  *out = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  dev_allocs++;
+  return *out == MAP_FAILED ? MMB_OUT_OF_MEMORY : MMB_OK;
+}
+static void dev_free(void *state, void *ptr, size_t size, size_t alignment) {
+  (void)state;
+  (void)alignment;
+  munmap(ptr, size);
+}
+static mmbError dev_copy_2d(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,
+                            size_t width, size_t height) {
+  return MMB_UNSUPPORTED;
+}
+static const mmbProviderOps dev_ops = {
+    .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "noaccess", .alloc = dev_alloc,
+    .free = dev_free, .copy_2d = dev_copy_2d};
+
+MMB_TEST(pool, a_device_like_provider_is_pooled_without_host_access) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&dev_ops, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface = pool_on(dram, type, 0, 0);
+  dev_allocs = 0;
+  mmbAllocation *a[8];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 8; i++)
+      OK(mmb_allocate_opts(1000 << i, iface, &(mmbAllocateOptions){.alignment = 1024}, &a[i]));
+    for (int i = 0; i < 8; i++) OK(mmb_free(a[i]));
+  }
+  cr_assert_eq(dev_allocs, 1, "one segment, reused (no cudaMalloc in steady state)");
+  /* zeroing needs the provider's memset, which this one lacks */
+  FAILS(mmb_allocate_opts(100, iface, &(mmbAllocateOptions){.flags = MMB_ALLOC_ZERO}, &a[0]),
+        MMB_UNSUPPORTED);
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* ---- thread safety -------------------------------------------------------- */
+
+typedef struct pool_worker {
+  mmbMemInterface *iface;
+  mmbAllocation *handoff[64];   /* freed by the next worker */
+  uint64_t seed;
+  int errors;
+} pool_worker;
+
+static void *pool_work(void *arg) {
+  pool_worker *w = arg;
+  mmbAllocation *mine[32] = {0};
+  for (int i = 0; i < 20000; i++) {
+    int k = (int)(test_rand(&w->seed) % 32);
+    if (mine[k]) {
+      unsigned char *p = mmb_allocation_ptr(mine[k]);
+      if (p[0] != (unsigned char)k) w->errors++;
+      if (mmb_free(mine[k]) != MMB_OK) w->errors++;
+      mine[k] = NULL;
+    } else {
+      size_t n = 1 + test_rand(&w->seed) % 9000;
+      if (mmb_allocate(n, w->iface, &mine[k]) != MMB_OK) {
+        w->errors++;
+        continue;
+      }
+      memset(mmb_allocation_ptr(mine[k]), k, n);
+    }
+  }
+  for (int k = 0; k < 32; k++)
+    if (mine[k] && mmb_free(mine[k]) != MMB_OK) w->errors++;
+  for (int k = 0; k < 64; k++)
+    if (mmb_allocate(100 + (size_t)k, w->iface, &w->handoff[k]) != MMB_OK) w->errors++;
+  return NULL;
+}
+
+MMB_TEST(pool, thread_safe_interface_from_four_threads_with_cross_thread_frees) {
+  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE, 0);
+  pool_worker w[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (pool_worker){.iface = iface, .seed = 77 + (uint64_t)i};
+    pthread_create(&t[i], NULL, pool_work, &w[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    cr_assert_eq(w[i].errors, 0);
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.n_allocs - st.n_frees, 4 * 64);
+  for (int i = 0; i < 4; i++)   /* this thread frees what the workers left */
+    for (int k = 0; k < 64; k++) OK(mmb_free(w[i].handoff[k]));
+  st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+  cr_assert_gt(st.used_high, 0);
+  OK(mmb_interface_trim(iface, 0));   /* exited threads' caches are flushed too */
+  cr_assert_eq(stats_of(iface).reserved_current, 0);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* ---- poisoning ------------------------------------------------------------ */
+
+#ifdef __SANITIZE_ADDRESS__
+static void use_after_free_in_pool(void) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  mmbAllocation *a;
+  if (mmb_allocate(256, iface, &a) != MMB_OK) _exit(0);
+  volatile char *p = mmb_allocation_ptr(a);
+  mmb_free(a);
+  p[10] = 1;   /* the block is parked in the pool: ASan must see it */
+}
+#endif
+
+MMB_TEST(pool, asan_reports_a_use_after_free_inside_the_pool) {
+#ifdef __SANITIZE_ADDRESS__
+  cr_assert(asan_reports(use_after_free_in_pool, "use-after-poison"));
+#else
+  cr_skip_test("poisoning is checked under make test SANITIZE=1");
+#endif
+}

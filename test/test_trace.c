@@ -1,0 +1,112 @@
+/* The trace: start/stop/dump rules, the JSON it writes (checked by
+   test/trace/check_trace.py), the bounded ring, MMB_TRACE at init. */
+#include "common.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static char *temp_path(const char *tag) {
+  static char path[128];
+  snprintf(path, sizeof path, "/tmp/mmb-trace-%s-%d.json", tag, (int)getpid());
+  return path;
+}
+
+/* Runs the checker on path; true when every expectation holds. */
+static bool trace_holds(const char *path, const char *expect) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "python3 test/trace/check_trace.py %s %s", path, expect);
+  return system(cmd) == 0;
+}
+
+MMB_TEST(trace, start_stop_and_dump_rules) {
+  FAILS(mmb_trace_stop(), MMB_INVALID_STATE);
+  FAILS(mmb_trace_set_capacity(0), MMB_INVALID_ARG);
+  FAILS(mmb_trace_set_capacity(SIZE_MAX), MMB_OVERFLOW);
+  FAILS(mmb_trace_dump(NULL), MMB_INVALID_ARG);
+  FAILS(mmb_trace_dump(""), MMB_INVALID_ARG);
+  FAILS(mmb_trace_dump("/nonexistent-dir/trace.json"), MMB_IO);
+  char *path = temp_path("empty");
+  OK(mmb_trace_dump(path));   /* nothing recorded: still a valid trace */
+  cr_assert(trace_holds(path, "allocs=0 dropped=0"));
+  OK(mmb_trace_start());
+  FAILS(mmb_trace_start(), MMB_BUSY);
+  FAILS(mmb_trace_set_capacity(10), MMB_BUSY);
+  OK(mmb_trace_stop());
+  FAILS(mmb_trace_stop(), MMB_INVALID_STATE);
+  unlink(path);
+}
+
+MMB_TEST(trace, events_and_counter_tracks) {
+  mmbMemSpace *dram, *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *before = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *old;
+  OK(mmb_allocate(4096, before, &old));   /* live when the trace starts */
+  OK(mmb_trace_start());
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 26}, &limited));
+  mmbMemInterfaceConfig pool = {.strategy = MMB_STRATEGY_POOL};
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(limited, &pool, &iface));
+  mmbAllocation *a[10];
+  for (int i = 0; i < 10; i++) OK(mmb_allocate(1000 * (size_t)(i + 1), iface, &a[i]));
+  OK(mmb_copy_1d(a[1], 0, a[0], 0, 1000));
+  OK(mmb_copy_1d(a[0], 0, old, 0, 1000));
+  for (int i = 0; i < 10; i++) OK(mmb_free(a[i]));
+  OK(mmb_trace_stop());
+  mmbAllocation *late;
+  OK(mmb_allocate(64, iface, &late));   /* after stop: not recorded */
+  char *path = temp_path("events");
+  OK(mmb_trace_dump(path));
+  char expect[256];
+  snprintf(expect, sizeof expect, "allocs=10 frees=10 copies=2 dropped=0 space='%s' final_used=4096",
+           "DRAM (NUMA 0)");
+  cr_assert(trace_holds(path, expect), "%s", expect);
+  cr_assert(trace_holds(path, "space='DRAM (NUMA 0), limited' final_used=0"));
+  unlink(path);
+  OK(mmb_free(late));
+  OK(mmb_free(old));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_interface_destroy(before));
+  OK(mmb_space_release(limited));
+}
+
+MMB_TEST(trace, the_ring_drops_the_oldest_and_says_so) {
+  OK(mmb_trace_set_capacity(16));
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  OK(mmb_trace_start());
+  mmbAllocation *a;
+  for (int i = 0; i < 50; i++) {   /* basic: alloc, trip, free, trip = 4 events each */
+    OK(mmb_allocate(100, iface, &a));
+    OK(mmb_free(a));
+  }
+  OK(mmb_allocate(777, iface, &a));
+  char *path = temp_path("ring");
+  OK(mmb_trace_dump(path));   /* while running */
+  cr_assert(trace_holds(path, "dropped=186 space='DRAM (NUMA 0)' final_used=777"));
+  unlink(path);
+  OK(mmb_free(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+Test(trace, mmb_trace_at_init_dumps_at_finalize) {
+  char *path = temp_path("env");
+  unlink(path);
+  setenv("MMB_TRACE", path, 1);
+  setenv("MMB_TRACE_BACKTRACE", "4", 1);
+  mmb_test_setup();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *a;
+  OK(mmb_allocate(12345, iface, &a));
+  OK(mmb_free(a));
+  mmb_test_teardown();
+  cr_assert(trace_holds(path, "allocs=1 frees=1 stacks=1"));
+  unlink(path);
+  setenv("MMB_TRACE_CAPACITY", "lots", 1);
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  FAILS(mmb_init(&quiet), MMB_INVALID_ARG);
+  setenv("MMB_TRACE_CAPACITY", "8", 1);
+  setenv("MMB_TRACE_BACKTRACE", "9", 1);
+  FAILS(mmb_init(&quiet), MMB_INVALID_ARG);
+  cr_assert_not(mmb_is_initialized());
+  ASSERT_NO_LEAKS();
+}
