@@ -49,8 +49,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
-EXAMPLES := $(BUILD)/bin/quickstart
-BENCHES  := $(BUILD)/bin/bench-copy
+EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop
+BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc
 TESTS    := $(BUILD)/test/mmb-tests
 DEPS_OK  := $(BUILD)/.deps-ok
 # Programs outside the library see only the public API, through libmmb.so.
@@ -62,7 +62,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all test run bench install clean deps install-check
+.PHONY: all test run bench install clean deps install-check plot-check
 all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
 
 # Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
@@ -88,13 +88,18 @@ $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
-$(BUILD)/bin/quickstart: examples/quickstart.c $(SHARED)
+$(BUILD)/bin/quickstart $(BUILD)/bin/training_loop: $(BUILD)/bin/%: examples/%.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
 $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+
+# The allocation benchmark alone links mimalloc, as its baseline.
+$(BUILD)/bin/bench-alloc: bench/alloc.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lmimalloc -lpthread -lm
 
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
@@ -115,7 +120,7 @@ ifeq ($(SANITIZE),thread)
 test: $(STRESS)
 	$(STRESS)
 else
-test: $(TESTS) $(STRESS) install-check
+test: $(TESTS) $(STRESS) install-check plot-check
 	$(STRESS)
 	$(TESTS) --jobs 2
 endif
@@ -128,12 +133,22 @@ install-check: $(STATIC) $(SHARED)
 	  -o $(BUILD)/stage/outside $$(PKG_CONFIG_PATH=$(BUILD)/stage/lib/pkgconfig pkg-config --cflags --libs mmb)
 	LD_LIBRARY_PATH=$(BUILD)/stage/lib $(BUILD)/stage/outside
 
+# A traced run of the training-loop example, drawn by tools/mmb-plot.
+plot-check: $(BUILD)/bin/training_loop
+	MMB_TRACE=$(BUILD)/training_loop.json $(BUILD)/bin/training_loop 3 >/dev/null
+	python3 test/trace/check_trace.py $(BUILD)/training_loop.json min_allocs=6 \
+	  "space=DRAM (NUMA 0)" final_used=0
+	tools/mmb-plot $(BUILD)/training_loop.json $(BUILD)/training_loop.svg
+	@grep -q '<svg' $(BUILD)/training_loop.svg
+
 run: all
 	$(BUILD)/bin/mmb-info
 	$(BUILD)/bin/quickstart
+	$(BUILD)/bin/training_loop
 
 bench: $(BENCHES)
 	$(BUILD)/bin/bench-copy
+	$(BUILD)/bin/bench-alloc
 
 install: $(STATIC) $(SHARED) $(TOOLS)
 	install -d $(DESTDIR)$(PREFIX)/include/mmb $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
@@ -141,7 +156,7 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED).0 $(DESTDIR)$(PREFIX)/lib/libmmb.so.0
 	ln -sf libmmb.so.0 $(DESTDIR)$(PREFIX)/lib/libmmb.so
-	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(TOOLS) tools/mmb-plot $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS_PRIVATE@|$(filter-out -lhwloc,$(LIBS))|' \
 	  mmb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mmb.pc
 

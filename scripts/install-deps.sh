@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what mmb needs to build, test and run its examples on Debian/Ubuntu:
 # hwloc (topology, NUMA binding), OpenBLAS (example kernels), Criterion (tests),
-# mimalloc (benchmark baseline only) and pkg-config. Idempotent: it installs
+# mimalloc (benchmark baseline only), pkg-config, and gnuplot + python3 for
+# tools/mmb-plot and the trace checks. Idempotent: it installs
 # nothing when every dependency is already present. The Makefile calls it when a
 # header it needs is missing; run it yourself with sudo as a non-root user.
 set -euo pipefail
@@ -14,6 +15,8 @@ have_header mimalloc.h              || need+=(libmimalloc-dev)
 { have_header cblas.h || have_header x86_64-linux-gnu/cblas.h || have_header openblas/cblas.h; } \
     || need+=(libopenblas-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v gnuplot >/dev/null 2>&1    || need+=(gnuplot-nox)     # tools/mmb-plot
+[ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

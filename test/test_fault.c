@@ -23,6 +23,24 @@ static void use_interface(mmbMemInterface *iface) {
   if (a) OK(mmb_free(a));
   if (b) OK(mmb_free(b));
   if (c) OK(mmb_free(c));
+  mmbRegion *r = NULL, *child = NULL;
+  mmbError err = mmb_region_create(iface, &(mmbRegionOptions){.block_size = 8192}, &r);
+  TOLERATED(err);
+  if (err == MMB_OK) {
+    void *p;
+    for (int i = 0; i < 4; i++) TOLERATED(mmb_region_alloc(r, 3000, 0, &p));
+    err = mmb_region_push(r, &child);
+    TOLERATED(err);
+    if (err == MMB_OK) {
+      TOLERATED(mmb_region_alloc(child, 100000, 0, &p));   /* a dedicated block */
+      TOLERATED(mmb_allocate_opts(64, iface, &(mmbAllocateOptions){.region = child}, &a));
+      OK(mmb_region_reset(child));
+      OK(mmb_region_destroy(child));
+    }
+    OK(mmb_region_reset(r));
+    OK(mmb_region_destroy(r));
+  }
+  OK(mmb_interface_trim(iface, 0));
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.used_current, 0);
@@ -42,9 +60,11 @@ static void scenario(void) {
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
   TOLERATED(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 24}, &limited));
   mmbProviderType providers[] = {MMB_PROVIDER_SYSTEM, MMB_PROVIDER_PINNED};
-  for (size_t p = 0; p < 2; p++) {
+  for (size_t p = 0; p < 4; p++) {
     mmbMemInterface *iface = NULL;
-    mmbMemInterfaceConfig cfg = {.provider = providers[p], .flags = p ? MMB_INTERFACE_THREAD_SAFE : 0};
+    mmbMemInterfaceConfig cfg = {.provider = providers[p % 2],
+                                 .strategy = p < 2 ? MMB_STRATEGY_BASIC : MMB_STRATEGY_POOL,
+                                 .flags = p % 2 ? MMB_INTERFACE_THREAD_SAFE : 0};
     err = mmb_request_interface(limited ? limited : dram, &cfg, &iface);
     TOLERATED(err);
     if (err != MMB_OK) continue;
@@ -71,7 +91,7 @@ Test(fault, every_allocation_site_fails_cleanly) {
 }
 
 Test(fault, bursts_of_failures) {
-  for (unsigned long site = 0; site < 12; site++) {
+  for (unsigned long site = 0; site < 40; site++) {
     mmb__fault_arm(site, 3);
     scenario();
   }

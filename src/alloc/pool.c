@@ -12,6 +12,9 @@
    block becomes reusable: queue-aware reuse hooks in there. */
 #include "pool.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static _Atomic uint64_t next_pool_id = 1;
 
 /* ---- bins ---------------------------------------------------------------- */
@@ -270,6 +273,8 @@ mmbError mmb__pool_init(pool *p, mmbMemInterface *iface) {
   p->block_align = mmb__iface_host_accessible(iface) ? POOL_GRANULE : 256;
   p->own.c = &iface->c;
   p->own.handles = &iface->handles;
+  const char *env = getenv("MMB_POOL_THREAD_CACHES");
+  p->thread_caches = mmb__iface_ts(iface) && !(env && !strcmp(env, "0"));
   return MMB_OK;
 }
 

@@ -72,7 +72,8 @@ typedef struct pool {
   pool_segment *segments, *free_segments;
   pool_block *spare_blocks;          /* block records to reuse */
   void *record_chunks;               /* every chunk of block records, for finalize */
-  pool_cache own;                    /* without MMB_INTERFACE_THREAD_SAFE */
+  pool_cache own;                    /* without thread caches */
+  bool thread_caches;                /* thread-safe, and MMB_POOL_THREAD_CACHES is not 0 */
   pool_tcache *_Atomic tcaches;      /* with it: appended under the thread-cache lock */
   struct pool *next_live;            /* the live pools, for exiting threads */
 } pool;

@@ -1,22 +1,32 @@
-/* Threads against one MMB_INTERFACE_THREAD_SAFE interface and one shared
-   space, with a reference model per thread (fixed seeds). A plain program,
-   not a Criterion test: Criterion cannot run under ThreadSanitizer, and this
-   is what `make test SANITIZE=thread` runs. Exit 0 = every byte and every
-   counter as expected. */
+/* Threads against MMB_INTERFACE_THREAD_SAFE interfaces (basic and pool) and
+   one shared space, with a reference model per thread (fixed seeds): each
+   thread also bumps through its own region on the shared pool, hands blocks
+   to its neighbour to free, while another thread reads stats and a trace
+   records everything. A plain program, not a Criterion test: Criterion
+   cannot run under ThreadSanitizer, and this is what `make test
+   SANITIZE=thread` runs. Exit 0 = every byte and every counter as expected. */
 #include <mmb/mmb.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { THREADS = 4, SLOTS = 64, STEPS = 20000 };
 
+enum { HANDOFF = 256 };
+
 typedef struct worker {
-  mmbMemInterface *shared, *own;
+  mmbMemInterface *shared, *pool, *own;
   uint64_t seed;
   int failed;
+  mmbAllocation *handoff[HANDOFF];   /* allocated here, freed by the next worker */
+  struct worker *next_worker;
 } worker;
+
+static pthread_barrier_t handoff_ready;
+static _Atomic int stop_reader;
 
 static uint64_t next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -24,10 +34,57 @@ static uint64_t next(uint64_t *s) {
   return z ^ (z >> 27);
 }
 
+static void use_region(worker *w) {
+  mmbRegion *r;
+  if (mmb_region_create(w->pool, &(mmbRegionOptions){.block_size = 64 << 10}, &r) != MMB_OK) {
+    w->failed = 1;
+    return;
+  }
+  for (int round = 0; round < 20; round++) {
+    unsigned char *p[64];
+    for (int i = 0; i < 64; i++) {
+      if (mmb_region_alloc(r, 200 + 40 * (size_t)i, 16, (void **)&p[i]) != MMB_OK) {
+        w->failed = 1;
+        return;
+      }
+      memset(p[i], i, 200);
+    }
+    for (int i = 0; i < 64; i++)
+      if (p[i][0] != i || p[i][199] != i) w->failed = 1;
+    if (mmb_region_reset(r) != MMB_OK) w->failed = 1;
+  }
+  if (mmb_region_destroy(r) != MMB_OK) w->failed = 1;
+}
+
+static void *read_stats(void *p) {
+  mmbMemInterface **ifaces = p;
+  mmbStats st;
+  mmbMemSpace *dram;
+  mmb_interface_space(ifaces[0], &dram);
+  while (!atomic_load(&stop_reader)) {
+    mmb_interface_get_stats(ifaces[0], &st);
+    mmb_interface_get_stats(ifaces[1], &st);
+    mmb_space_get_stats(dram, &st);
+  }
+  return NULL;
+}
+
 static void *run(void *p) {
   worker *w = p;
   mmbAllocation *slot[SLOTS] = {0};
   unsigned char tag[SLOTS];
+  for (int k = 0; k < HANDOFF; k++) {
+    if (mmb_allocate(16 + (size_t)k * 8, w->pool, &w->handoff[k]) != MMB_OK) w->failed = 1;
+    else memset(mmb_allocation_ptr(w->handoff[k]), k, 16);
+  }
+  pthread_barrier_wait(&handoff_ready);
+  for (int k = 0; k < HANDOFF; k++) {
+    mmbAllocation *a = w->next_worker->handoff[k];
+    if (!a) continue;
+    if (*(unsigned char *)mmb_allocation_ptr(a) != (unsigned char)k) w->failed = 1;
+    if (mmb_free(a) != MMB_OK) w->failed = 1;
+  }
+  use_region(w);
   for (int i = 0; i < STEPS && !w->failed; i++) {
     int k = (int)(next(&w->seed) % SLOTS);
     if (slot[k]) {
@@ -37,7 +94,7 @@ static void *run(void *p) {
       if (mmb_free(slot[k]) != MMB_OK) w->failed = 1;
       slot[k] = NULL;
     } else {
-      mmbMemInterface *iface = k % 2 ? w->shared : w->own;
+      mmbMemInterface *iface = k % 3 == 0 ? w->shared : k % 3 == 1 ? w->pool : w->own;
       size_t n = 1 + next(&w->seed) % 5000;
       if (mmb_allocate(n, iface, &slot[k]) != MMB_OK) {
         w->failed = 1;
@@ -57,25 +114,41 @@ int main(void) {
   if (mmb_init(&opts) != MMB_OK) return 1;
   mmbMemSpace *dram;
   mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram);
-  mmbMemInterface *shared;
+  mmbMemInterface *shared, *pool;
   mmbMemInterfaceConfig ts = {.flags = MMB_INTERFACE_THREAD_SAFE};
+  mmbMemInterfaceConfig ts_pool = {.flags = MMB_INTERFACE_THREAD_SAFE, .strategy = MMB_STRATEGY_POOL};
   if (mmb_request_interface(dram, &ts, &shared) != MMB_OK) return 1;
-  worker w[THREADS];
-  pthread_t t[THREADS];
+  if (mmb_request_interface(dram, &ts_pool, &pool) != MMB_OK) return 1;
+  if (mmb_trace_set_capacity(4096) != MMB_OK || mmb_trace_start() != MMB_OK) return 1;
+  static worker w[THREADS];
+  pthread_t t[THREADS], reader;
+  mmbMemInterface *watched[2] = {shared, pool};
+  pthread_barrier_init(&handoff_ready, NULL, THREADS);
+  pthread_create(&reader, NULL, read_stats, watched);
   for (int i = 0; i < THREADS; i++) {
-    w[i] = (worker){.shared = shared, .seed = 1000 + (uint64_t)i};
+    w[i] = (worker){.shared = shared, .pool = pool, .seed = 1000 + (uint64_t)i,
+                    .next_worker = &w[(i + 1) % THREADS]};
     if (mmb_request_interface(dram, NULL, &w[i].own) != MMB_OK) return 1;
-    pthread_create(&t[i], NULL, run, &w[i]);
   }
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, run, &w[i]);
   int failed = 0;
   for (int i = 0; i < THREADS; i++) {
     pthread_join(t[i], NULL);
     failed |= w[i].failed;
     failed |= mmb_interface_destroy(w[i].own) != MMB_OK;
   }
+  atomic_store(&stop_reader, 1);
+  pthread_join(reader, NULL);
+  failed |= mmb_trace_stop() != MMB_OK || mmb_trace_dump("/dev/null") != MMB_OK;
   mmbStats st;
   mmb_interface_get_stats(shared, &st);
   failed |= st.n_allocs != st.n_frees || st.used_current || st.reserved_current;
+  mmb_interface_get_stats(pool, &st);
+  failed |= st.n_allocs != st.n_frees || st.used_current != 0;
+  failed |= mmb_interface_trim(pool, 0) != MMB_OK;
+  mmb_interface_get_stats(pool, &st);
+  failed |= st.reserved_current != 0;
+  failed |= mmb_interface_destroy(pool) != MMB_OK;
   mmb_space_get_stats(dram, &st);
   failed |= st.used_current != 0 || st.reserved_current != 0 || st.n_allocs != st.n_frees;
   failed |= mmb_interface_destroy(shared) != MMB_OK;
