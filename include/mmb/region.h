@@ -27,9 +27,14 @@
 #include <mmb/export.h>
 #include <mmb/types.h>
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** The alignment of mmb_region_alloc when 0 is asked for (that of max_align_t). */
+#define MMB_REGION_DEFAULT_ALIGNMENT 16u
 
 /**
  * Creates a region drawing blocks from \p interface.
@@ -52,7 +57,7 @@ MMB_EXPORT mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child);
 /**
  * Allocates \p n_bytes in \p region: a pointer bump in the common case. An
  * allocation larger than a block gets a block of its own.
- * \param alignment  a power of two up to MMB_MAX_ALIGNMENT; 0 = alignof(max_align_t).
+ * \param alignment  a power of two up to MMB_MAX_ALIGNMENT; 0 = MMB_REGION_DEFAULT_ALIGNMENT.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, \p n_bytes == 0 or a bad
  *         alignment; MMB_OVERFLOW for sizes that cannot be addressed; MMB_BUSY
  *         while \p region has a live child; MMB_OUT_OF_MEMORY when no block
@@ -60,6 +65,40 @@ MMB_EXPORT mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child);
  */
 MMB_EXPORT mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment,
                                      void **out_ptr);
+
+/** \cond INTERNAL
+    The first member of every mmbRegion: its bump position, and how far the
+    inline path below may bump (0 when only the library may). Read and
+    written by mmb_region_alloc only; not part of the API. */
+typedef struct mmb__region_cursor {
+  uintptr_t bump, limit;
+} mmb__region_cursor;
+
+/* mmb_region_alloc's common case, inlined into the caller: a bump within the
+   current block. Everything else (a new block, a dedicated block, bad
+   arguments, a region with a live child) goes to the library's function,
+   which is still exported as mmb_region_alloc (take its address, or define
+   MMB_NO_INLINE, to call it directly). */
+static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_bytes,
+                                                size_t alignment, void **out_ptr) {
+  if (region && out_ptr && n_bytes - 1 < ((size_t)1 << 40) && alignment <= 4096 &&
+      !(alignment & (alignment - 1))) {
+    mmb__region_cursor *c = (mmb__region_cursor *)(void *)region;
+    uintptr_t a = alignment ? alignment : MMB_REGION_DEFAULT_ALIGNMENT;
+    uintptr_t p = (c->bump + a - 1) & ~(a - 1);
+    if (p >= c->bump && p <= c->limit && n_bytes <= c->limit - p) {
+      c->bump = p + n_bytes;
+      *out_ptr = (void *)p;
+      return MMB_OK;
+    }
+  }
+  return (mmb_region_alloc)(region, n_bytes, alignment, out_ptr);
+}
+#ifndef MMB_NO_INLINE
+#define mmb_region_alloc(region, n_bytes, alignment, out_ptr) \
+  mmb__region_alloc_inline((region), (n_bytes), (alignment), (out_ptr))
+#endif
+/** \endcond */
 
 /**
  * Forgets everything allocated in \p region (and every mmbAllocation placed

@@ -108,7 +108,7 @@ typedef struct mmb__handle_cache {
   size_t count;
 } mmb__handle_cache;
 
-/* A handle costs no malloc: handles come from slabs that are never unmapped
+/* A handle costs no malloc: handles live in a range that is never unmapped
    while the library is initialised, so checking a freed handle is safe. */
 mmbAllocation *mmb__handle_take(mmb__handle_cache *cache);
 void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a);
@@ -246,6 +246,7 @@ void mmb__count_failure(mmbMemInterface *iface);
 /* Gives a claimed handle's bytes back (strategy or region) and retires it. */
 void mmb__allocation_release(mmbAllocation *a);
 #define MMB__IN_REGION 0x1u   /* mmbAllocation.flags: placed in a region */
+#define MMB__QUICK 0x2u       /* a pool block that fits a quick bin as it is */
 
 /* ---- regions (region.c) -------------------------------------------------- */
 /* Places an allocation in a region: the handle is retired when the region is

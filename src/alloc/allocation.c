@@ -1,11 +1,27 @@
 /* Allocations: argument checks, the handle's life (LIVE -> FREEING -> FREE),
    and the dispatch to the interface's strategy or to a region. */
 #include "alloc.h"
+#include "pool.h"
 
 #include <stdint.h>
 
-mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *interface, mmbAllocation **out_allocation) {
-  return mmb_allocate_opts(n_bytes, interface, NULL, out_allocation);
+static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocation **out) {
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, a->ptr, a->size);
+  atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
+  *out = a;
+}
+
+/* The pool's quick bins are tried first, straight from here: the common
+   case of a pooled interface is a list pop with no call through the table. */
+mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
+  mmbAllocation *a;
+  if (MMB__LIKELY(iface && out_allocation && n_bytes && iface->strategy == &mmb__pool_strategy &&
+                  mmb__initialized() &&
+                  mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
+    hand_out(iface, a, out_allocation);
+    return MMB_OK;
+  }
+  return mmb_allocate_opts(n_bytes, iface, NULL, out_allocation);
 }
 
 static mmbError check_request(size_t n_bytes, const mmbAllocateOptions *opts, size_t *alignment) {
@@ -41,13 +57,14 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
   if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
     err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
     if (err != MMB_OK) return err;
+    atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
+    *out_allocation = a;
+    return MMB_OK;
   } else {
     err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
     if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
-    if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, a->ptr, n_bytes);
   }
-  atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
-  *out_allocation = a;
+  hand_out(iface, a, out_allocation);
   return MMB_OK;
 }
 
@@ -81,6 +98,10 @@ mmbError mmb_free(mmbAllocation *allocation) {
              "from mmb); nothing was freed", (void *)allocation);
     return MMB_INVALID_ARG;
   }
+  mmbMemInterface *iface = allocation->interface;
+  if (MMB__LIKELY(allocation->flags == MMB__QUICK && !mmb__trace_active() &&
+                  mmb__pool_free_quick(iface, allocation)))
+    return MMB_OK;
   mmb__allocation_release(allocation);
   return MMB_OK;
 }

@@ -80,9 +80,96 @@ typedef struct pool {
 
 static inline size_t pool_round(size_t n) { return (n + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1); }
 static inline size_t pool_quick_class(size_t block_size) { return block_size / POOL_GRANULE - 1; }
-static inline size_t pool_quick_cap(size_t cls) {
-  size_t cap = ((size_t)64 << 10) / ((cls + 1) * POOL_GRANULE);
-  return cap < 4 ? 4 : cap > 64 ? 64 : cap;
+/* How many freed blocks a quick bin keeps: 64 KiB worth, from 4 to 64. */
+#define POOL_CAP(c) ((65536 / (((c) + 1) * 512)) < 4 ? 4 : (65536 / (((c) + 1) * 512)) > 64 ? 64 : (65536 / (((c) + 1) * 512)))
+#define POOL_CAP8(c) POOL_CAP(c), POOL_CAP(c + 1), POOL_CAP(c + 2), POOL_CAP(c + 3), \
+                     POOL_CAP(c + 4), POOL_CAP(c + 5), POOL_CAP(c + 6), POOL_CAP(c + 7)
+static const uint8_t pool_quick_caps[POOL_QUICK_CLASSES] = {
+    POOL_CAP8(0), POOL_CAP8(8), POOL_CAP8(16), POOL_CAP8(24),
+    POOL_CAP8(32), POOL_CAP8(40), POOL_CAP8(48), POOL_CAP8(56)};
+static inline size_t pool_quick_cap(size_t cls) { return pool_quick_caps[cls]; }
+
+/* ---- thread caches (pool_cache.c) --------------------------------------- */
+struct pool_tcache {
+  pool_cache cache;
+  mmb__counters c;
+  mmb__handle_cache handles;
+  pool_tcache *_Atomic next;
+  _Atomic int owned;   /* 0: free to adopt; 1: a thread's; 2: being flushed by trim */
+};
+
+/* Each thread finds its caches through a few slots keyed by pool id
+   (initial-exec: a plain %fs-relative load, no __tls_get_addr). */
+#define POOL_TL_SLOTS 4
+typedef struct mmb__tl_slot {
+  uint64_t pool_id;
+  pool_tcache *tc;
+} mmb__tl_slot;
+extern _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS]
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
+/* The calling thread's cache for p, adopting one on first use; NULL only
+   when there is no memory for one (the caller then works under the lock). */
+pool_cache *mmb__pool_tcache_find(pool *p);
+
+static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
+  if (!p->thread_caches) return &p->own;
+  if (MMB__LIKELY(mmb__tl_slots[0].pool_id == p->id)) return &mmb__tl_slots[0].tc->cache;
+  return mmb__pool_tcache_find(p);
+}
+
+static inline bool pool_under_threshold(const mmbMemInterface *iface) {
+  return !iface->release_threshold || MMB__GET(iface->reserved) <= iface->release_threshold;
+}
+
+static inline bool pool_quick(const pool *p, size_t n, size_t align) {
+  return n <= POOL_QUICK_MAX && align <= p->block_align;
+}
+
+/* ---- the fast paths: a pop or a push on a quick bin ---------------------- */
+/* Both return false to send the caller to the slow path. Without thread
+   caches, a thread-safe interface does the same under its lock. */
+static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, size_t n, size_t align,
+                                         mmbAllocation **out) {
+  pool *p = iface->strategy_state;
+  if (MMB__UNLIKELY(!pool_quick(p, n, align))) return false;
+  bool locked = mmb__iface_ts(iface) && !p->thread_caches;
+  if (locked) pthread_mutex_lock(&iface->lock);
+  pool_cache *cache = pool_cache_of(p);
+  size_t cls = pool_quick_class(pool_round(n));
+  mmbAllocation *a = cache ? cache->bin[cls] : NULL;
+  if (MMB__LIKELY(a != NULL)) {
+    cache->bin[cls] = a->next;
+    cache->count[cls]--;
+    a->size = n;
+    a->alignment = align;
+    a->flags = MMB__QUICK;
+    mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
+    mmb__count_alloc(cache->c, n);
+    *out = a;
+  }
+  if (locked) pthread_mutex_unlock(&iface->lock);
+  return a != NULL;
+}
+
+/* a->flags says MMB__QUICK: a->reserved is the block's size, a->ptr its start. */
+static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
+  pool *p = iface->strategy_state;
+  if (MMB__UNLIKELY(!pool_under_threshold(iface))) return false;
+  bool locked = mmb__iface_ts(iface) && !p->thread_caches;
+  if (locked) pthread_mutex_lock(&iface->lock);
+  pool_cache *cache = pool_cache_of(p);
+  size_t cls = pool_quick_class(a->reserved);
+  bool hit = cache && cache->count[cls] < pool_quick_cap(cls);
+  if (MMB__LIKELY(hit)) {
+    mmb__count_free(cache->c, a->size);
+    mmb__poison(mmb__iface_host_accessible(iface), a->ptr, a->reserved);
+    atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
+    a->next = cache->bin[cls];
+    cache->bin[cls] = a;
+    cache->count[cls]++;
+  }
+  if (locked) pthread_mutex_unlock(&iface->lock);
+  return hit;
 }
 
 /* ---- pool.c: the shared pool; the caller holds the interface lock ------- */

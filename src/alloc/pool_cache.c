@@ -16,21 +16,10 @@
    order: thread-cache lock, then interface lock. */
 #include "pool.h"
 
-struct pool_tcache {
-  pool_cache cache;
-  mmb__counters c;
-  mmb__handle_cache handles;
-  pool_tcache *_Atomic next;
-  _Atomic int owned;   /* 0: free to adopt; 1: a thread's; 2: being flushed by trim */
-};
-
-#define TL_SLOTS 4
-typedef struct tl_slot {
-  uint64_t pool_id;
-  pool_tcache *tc;
-} tl_slot;
-
-static _Thread_local tl_slot tl_slots[TL_SLOTS];
+_Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS];
+#define tl_slots mmb__tl_slots
+#define TL_SLOTS POOL_TL_SLOTS
+typedef mmb__tl_slot tl_slot;
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;   /* live_pools, adoption */
 static pool *live_pools;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -73,7 +62,7 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
 
 /* The calling thread's cache for p, adopting one on first use. NULL only
    when no memory is left for one: the caller then works under the lock. */
-static pool_cache *tcache_find(pool *p) {
+pool_cache *mmb__pool_tcache_find(pool *p) {
   for (int i = 1; i < TL_SLOTS; i++) {
     if (tl_slots[i].pool_id != p->id) continue;
     tl_slot hit = tl_slots[i];
@@ -95,19 +84,9 @@ static pool_cache *tcache_find(pool *p) {
   return &tc->cache;
 }
 
-static inline pool_cache *cache_of(pool *p) {
-  if (!p->thread_caches) return &p->own;
-  if (MMB__LIKELY(tl_slots[0].pool_id == p->id)) return &tl_slots[0].tc->cache;
-  return tcache_find(p);
-}
-
-static inline bool under_threshold(const mmbMemInterface *iface) {
-  return !iface->release_threshold || MMB__GET(iface->reserved) <= iface->release_threshold;
-}
-
-static inline bool quick(const pool *p, size_t n, size_t align) {
-  return n <= POOL_QUICK_MAX && align <= p->block_align;
-}
+#define cache_of pool_cache_of
+#define under_threshold pool_under_threshold
+#define quick pool_quick
 
 /* ---- flushing ------------------------------------------------------------ */
 
@@ -189,6 +168,8 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
 
   mmb__handle_fill(a, iface, n, align, b->size, b);
   a->ptr = (void *)(((uintptr_t)b->ptr + align - 1) & ~(uintptr_t)(align - 1));
+  if (b->size <= POOL_QUICK_MAX && a->ptr == (void *)b->ptr && !b->seg->dedicated)
+    a->flags = MMB__QUICK;
   mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
   if (flags & MMB_ALLOC_ZERO) {
     mmbError err = mmb__provider_zero(iface, a->ptr, n);
@@ -203,28 +184,8 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
 
 static mmbError pool_allocate(mmbMemInterface *iface, size_t n, size_t align, unsigned flags,
                               mmbAllocation **out) {
-  pool *p = iface->strategy_state;
-  if (MMB__LIKELY(!flags && quick(p, n, align))) {
-    bool locked = mmb__iface_ts(iface) && !p->thread_caches;
-    if (locked) pthread_mutex_lock(&iface->lock);
-    pool_cache *cache = cache_of(p);
-    size_t cls = pool_quick_class(pool_round(n));
-    mmbAllocation *a;
-    if (MMB__LIKELY(cache && (a = cache->bin[cls]))) {
-      cache->bin[cls] = a->next;
-      cache->count[cls]--;
-      a->size = n;
-      a->alignment = align;
-      a->flags = 0;
-      mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
-      mmb__count_alloc(cache->c, n);
-      if (locked) pthread_mutex_unlock(&iface->lock);
-      *out = a;
-      return MMB_OK;
-    }
-    if (locked) pthread_mutex_unlock(&iface->lock);
-  }
-  return allocate_slow(p, n, align, flags, out);
+  if (MMB__LIKELY(!flags) && mmb__pool_alloc_quick(iface, n, align, out)) return MMB_OK;
+  return allocate_slow(iface->strategy_state, n, align, flags, out);
 }
 
 /* ---- release ------------------------------------------------------------- */
@@ -251,27 +212,8 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
 }
 
 static void pool_release(mmbMemInterface *iface, mmbAllocation *a, unsigned flags) {
-  pool *p = iface->strategy_state;
-  pool_block *b = a->block;
-  if (MMB__LIKELY(!flags && b->size <= POOL_QUICK_MAX && a->ptr == b->ptr &&
-                  under_threshold(iface))) {
-    bool locked = mmb__iface_ts(iface) && !p->thread_caches;
-    if (locked) pthread_mutex_lock(&iface->lock);
-    pool_cache *cache = cache_of(p);
-    size_t cls = pool_quick_class(b->size);
-    if (MMB__LIKELY(cache && cache->count[cls] < pool_quick_cap(cls))) {
-      mmb__count_free(cache->c, a->size);
-      mmb__poison(mmb__iface_host_accessible(iface), a->ptr, b->size);
-      atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
-      a->next = cache->bin[cls];
-      cache->bin[cls] = a;
-      cache->count[cls]++;
-      if (locked) pthread_mutex_unlock(&iface->lock);
-      return;
-    }
-    if (locked) pthread_mutex_unlock(&iface->lock);
-  }
-  release_slow(p, a, flags);
+  if (MMB__LIKELY(!flags && a->flags == MMB__QUICK) && mmb__pool_free_quick(iface, a)) return;
+  release_slow(iface->strategy_state, a, flags);
 }
 
 /* ---- the rest of the strategy -------------------------------------------- */

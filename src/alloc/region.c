@@ -22,7 +22,15 @@
 
 #define DEFAULT_BLOCK ((size_t)1 << 20)
 #define BLOCK_ROUND ((size_t)4096)
-#define DEFAULT_ALIGN alignof(max_align_t)
+#define DEFAULT_ALIGN MMB_REGION_DEFAULT_ALIGNMENT
+
+/* Where memory is poisoned, every allocation must go through the library
+   (to unpoison it): the inline path in region.h then sees no room. */
+#if defined(__SANITIZE_ADDRESS__) || MMB_DEBUG
+#define INLINE_LIMIT(end) ((uintptr_t)0)
+#else
+#define INLINE_LIMIT(end) (end)
+#endif
 
 typedef struct rblock {
   mmbAllocation *a;      /* the strategy's handle (state INTERNAL) */
@@ -37,14 +45,18 @@ struct mmb__region_cache {
 };
 
 struct mmbRegion {
+  /* The bump position, first so that region.h's inline path can read it.
+     Only the innermost region of a stack has one; its parents have none,
+     so that their allocations go the slow way and are refused. */
+  mmb__region_cursor cursor;
+  uintptr_t end;                      /* the current block's real end */
   mmbMemInterface *iface;
   mmbRegion *root, *parent, *child;
   mmbRegion *next_root, *prev_root;   /* roots only */
   size_t block_size, block_align;
   bool host;
-  /* the bump position, in the root only */
-  rblock *first, *last, *cur;
-  uintptr_t bump, end;
+  /* the chain of blocks and the one the position is in: in the root */
+  rblock *first, *last, *block;
   /* where this region started (children) */
   rblock *mark_block;
   uintptr_t mark_bump;
@@ -152,6 +164,14 @@ void mmb__region_cache_trim(mmbMemInterface *iface) {
   blocks_release(iface, list);
 }
 
+static void set_cursor(mmbRegion *r, uintptr_t bump, uintptr_t end) {
+  r->cursor.bump = bump;
+  r->cursor.limit = INLINE_LIMIT(end);
+  r->end = end;
+}
+
+static uintptr_t block_end(const rblock *b) { return b ? (uintptr_t)b->base + b->size : 0; }
+
 /* ---- create, push, destroy ----------------------------------------------- */
 
 static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
@@ -197,8 +217,10 @@ mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child) {
   if (!c) return MMB_OUT_OF_MEMORY;
   c->root = parent->root;
   c->parent = parent;
-  c->mark_block = c->root->cur;
-  c->mark_bump = c->root->bump;
+  c->mark_block = c->root->block;
+  c->mark_bump = parent->cursor.bump;
+  set_cursor(c, parent->cursor.bump, parent->end);
+  set_cursor(parent, 0, 0);
   parent->child = c;
   *out_child = c;
   return MMB_OK;
@@ -217,29 +239,29 @@ static void retire_handles(mmbRegion *r) {
   r->handles = NULL;
 }
 
-/* Poisons the chain from (block, from) to the current position. */
-static void poison_from(mmbRegion *root, rblock *block, uintptr_t from) {
-  if (!root->host || !root->cur) return;
-  rblock *b = block ? block : root->first;
-  if (!block) from = (uintptr_t)b->base;
+/* Poisons what r allocated in the chain: from its mark to its position. */
+static void poison_used(mmbRegion *r) {
+  mmbRegion *root = r->root;
+  if (!r->host || !root->block) return;
+  rblock *b = r->mark_block ? r->mark_block : root->first;
+  uintptr_t from = r->mark_block ? r->mark_bump : (uintptr_t)b->base;
   for (;;) {
-    uintptr_t stop = b == root->cur ? root->bump : (uintptr_t)b->base + b->size;
+    uintptr_t stop = b == root->block ? r->cursor.bump : block_end(b);
     if (stop > from) mmb__poison(true, (void *)from, stop - from);
-    if (b == root->cur || !b->next) break;
+    if (b == root->block || !b->next) break;
     b = b->next;
     from = (uintptr_t)b->base;
   }
 }
 
+/* Forgets what r allocated; r has no child. */
 static void region_clear(mmbRegion *r) {
-  mmbRegion *root = r->root;
   retire_handles(r);
   blocks_put(r->iface, r->dedicated);
   r->dedicated = NULL;
-  poison_from(root, r->mark_block, r->mark_bump);
-  root->cur = r->mark_block;
-  root->bump = r->mark_bump;
-  root->end = r->mark_block ? (uintptr_t)r->mark_block->base + r->mark_block->size : 0;
+  poison_used(r);
+  r->root->block = r->mark_block;
+  set_cursor(r, r->mark_bump, block_end(r->mark_block));
 }
 
 mmbError mmb_region_reset(mmbRegion *region) {
@@ -260,7 +282,8 @@ static void region_free(mmbRegion *r) {
     else iface->region_cache->roots = r->next_root;
     if (r->next_root) r->next_root->prev_root = r->prev_root;
     mmb__iface_unlock(iface);
-  } else {
+  } else {   /* the parent goes on from where the child began */
+    set_cursor(r->parent, r->cursor.bump, r->end);
     r->parent->child = NULL;
   }
   atomic_fetch_sub(&iface->n_regions, 1);
@@ -307,7 +330,7 @@ static mmbError region_alloc_slow(mmbRegion *r, size_t n, size_t align, void **o
     *out = p;
     return MMB_OK;
   }
-  rblock *next = root->cur ? root->cur->next : root->first;
+  rblock *next = root->block ? root->block->next : root->first;
   if (!next) {
     if (!(next = block_get(r->iface, root->block_size, root->block_size, r->block_align)))
       return MMB_OUT_OF_MEMORY;
@@ -316,11 +339,9 @@ static mmbError region_alloc_slow(mmbRegion *r, size_t n, size_t align, void **o
     else root->first = next;
     root->last = next;
   }
-  root->cur = next;
-  root->bump = (uintptr_t)next->base;
-  root->end = root->bump + next->size;
-  uintptr_t p = (root->bump + align - 1) & ~(uintptr_t)(align - 1);
-  root->bump = p + n;
+  root->block = next;
+  uintptr_t p = ((uintptr_t)next->base + align - 1) & ~(uintptr_t)(align - 1);
+  set_cursor(r, p + n, block_end(next));
   mmb__unpoison(r->host, (void *)p, n);
   *out = (void *)p;
   return MMB_OK;
@@ -337,10 +358,9 @@ static mmbError region_check(mmbRegion *r, size_t n, size_t *align, const char *
 }
 
 static inline mmbError region_bump(mmbRegion *r, size_t n, size_t align, void **out) {
-  mmbRegion *root = r->root;
-  uintptr_t p = (root->bump + align - 1) & ~(uintptr_t)(align - 1);
-  if (MMB__LIKELY(p >= root->bump && p <= root->end && n <= root->end - p)) {
-    root->bump = p + n;
+  uintptr_t bump = r->cursor.bump, p = (bump + align - 1) & ~(uintptr_t)(align - 1);
+  if (MMB__LIKELY(p >= bump && p <= r->end && n <= r->end - p)) {
+    r->cursor.bump = p + n;
     mmb__unpoison(r->host, (void *)p, n);
     *out = (void *)p;
     return MMB_OK;
@@ -350,7 +370,8 @@ static inline mmbError region_bump(mmbRegion *r, size_t n, size_t align, void **
   return err;
 }
 
-mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
+/* Parenthesised: region.h makes mmb_region_alloc(...) its inline fast path. */
+mmbError (mmb_region_alloc)(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!region || !out_ptr, __func__, "NULL argument");
   mmbError err = region_check(region, n_bytes, &alignment, __func__);

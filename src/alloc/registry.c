@@ -1,48 +1,51 @@
-/* The allocation registry: every mmbAllocation handle lives in a slab that
-   stays mapped until the last mmb_finalize. A handle is therefore always safe
-   to read, which makes a double free, or a pointer mmb never handed out, a
-   reported error instead of memory corruption; and a handle costs no malloc.
+/* The allocation registry: every mmbAllocation handle lives in one range of
+   address space reserved at the first allocation and never unmapped until
+   the last mmb_finalize. A handle is therefore always safe to read, which
+   makes a double free, or a pointer mmb never handed out, a reported error
+   instead of memory corruption; checking one is a subtraction and a
+   compare; and a handle costs no malloc.
 
-   Slabs grow geometrically (1 Ki, 2 Ki, ... 1 Mi handles), so membership is a
-   scan of a few dozen ranges. Interfaces keep a small cache of free handles;
-   the global free list behind it is guarded by `lock` (taken after an
-   interface lock, never before one). */
+   The range is reserved inaccessible and made usable in growing chunks
+   (1 Ki, 2 Ki, ... 1 Mi handles), up to 16 Mi handles. Interfaces keep a
+   small cache of free handles; the global free list behind it is guarded by
+   `lock` (taken after an interface lock, never before one). */
 #include "alloc.h"
 
 #include <sys/mman.h>
 
-#define MAX_SLABS 40
-#define FIRST_SLAB_HANDLES 1024u
-#define MAX_SLAB_HANDLES (1u << 20)
+#define MAX_HANDLES ((size_t)1 << 24)
+#define FIRST_CHUNK_HANDLES ((size_t)1 << 10)
+#define MAX_CHUNK_HANDLES ((size_t)1 << 20)
 #define REFILL_HANDLES 64u
 #define CACHE_MAX_HANDLES 512u
 
-typedef struct slab {
-  mmbAllocation *base;
-  size_t count;
-} slab;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static slab slabs[MAX_SLABS];            /* entries below n_slabs never change */
-static _Atomic size_t n_slabs;
+static mmbAllocation *_Atomic base;      /* the reserved range; set once under lock */
+static _Atomic size_t usable;            /* handles made accessible so far */
 static mmbAllocation *global_free;       /* guarded by lock */
-static size_t next_slab_handles = FIRST_SLAB_HANDLES;
+static size_t next_chunk = FIRST_CHUNK_HANDLES;
 
 static bool grow_locked(void) {
-  size_t n = atomic_load_explicit(&n_slabs, memory_order_relaxed);
-  if (n == MAX_SLABS || mmb__fault_hit()) return false;
-  size_t count = next_slab_handles;
-  mmbAllocation *h = mmap(NULL, count * sizeof *h, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (h == MAP_FAILED) return false;
-  for (size_t i = 0; i < count; i++) {
-    atomic_init(&h[i].state, MMB__HANDLE_FREE);
-    h[i].next = i + 1 < count ? &h[i + 1] : global_free;
+  mmbAllocation *b = atomic_load_explicit(&base, memory_order_relaxed);
+  if (mmb__fault_hit()) return false;
+  if (!b) {
+    void *range = mmap(NULL, MAX_HANDLES * sizeof *b, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (range == MAP_FAILED) return false;
+    b = range;
+    atomic_store_explicit(&base, b, memory_order_release);
   }
-  global_free = h;
-  slabs[n] = (slab){h, count};
-  atomic_store_explicit(&n_slabs, n + 1, memory_order_release);
-  if (next_slab_handles < MAX_SLAB_HANDLES) next_slab_handles *= 2;
+  size_t n = atomic_load_explicit(&usable, memory_order_relaxed);
+  size_t count = mmb__min(next_chunk, MAX_HANDLES - n);
+  if (!count || mprotect(b + n, count * sizeof *b, PROT_READ | PROT_WRITE) != 0) return false;
+  for (size_t i = 0; i < count; i++) {
+    mmbAllocation *h = &b[n + i];
+    atomic_init(&h->state, MMB__HANDLE_FREE);
+    h->next = i + 1 < count ? h + 1 : global_free;
+  }
+  global_free = &b[n];
+  atomic_store_explicit(&usable, n + count, memory_order_release);
+  if (next_chunk < MAX_CHUNK_HANDLES) next_chunk *= 2;
   return true;
 }
 
@@ -97,14 +100,10 @@ void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a) {
 void mmb__handle_cache_flush(mmb__handle_cache *cache) { spill(cache, 0); }
 
 bool mmb__handle_is_ours(const mmbAllocation *a) {
-  size_t n = atomic_load_explicit(&n_slabs, memory_order_acquire);
-  uintptr_t p = (uintptr_t)a;
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t base = (uintptr_t)slabs[i].base;
-    if (p >= base && p < base + slabs[i].count * sizeof *a)
-      return (p - base) % sizeof *a == 0;
-  }
-  return false;
+  const mmbAllocation *b = atomic_load_explicit(&base, memory_order_acquire);
+  uintptr_t off = (uintptr_t)a - (uintptr_t)b;
+  return b && off < atomic_load_explicit(&usable, memory_order_acquire) * sizeof *a &&
+         off % sizeof *a == 0;
 }
 
 bool mmb__handle_is_live(const mmbAllocation *a) {
@@ -114,17 +113,17 @@ bool mmb__handle_is_live(const mmbAllocation *a) {
 
 void mmb__registry_finalize(void) {
   pthread_mutex_lock(&lock);
-  size_t n = atomic_load(&n_slabs);
-  atomic_store(&n_slabs, 0);
-  for (size_t i = 0; i < n; i++) munmap(slabs[i].base, slabs[i].count * sizeof(mmbAllocation));
+  mmbAllocation *b = atomic_exchange(&base, NULL);
+  if (b) munmap(b, MAX_HANDLES * sizeof *b);
+  atomic_store(&usable, 0);
   global_free = NULL;
-  next_slab_handles = FIRST_SLAB_HANDLES;
+  next_chunk = FIRST_CHUNK_HANDLES;
   pthread_mutex_unlock(&lock);
 }
 
 void mmb__registry_for_each_live(void (*fn)(mmbAllocation *a)) {
-  size_t n = atomic_load_explicit(&n_slabs, memory_order_acquire);
+  mmbAllocation *b = atomic_load_explicit(&base, memory_order_acquire);
+  size_t n = atomic_load_explicit(&usable, memory_order_acquire);
   for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < slabs[i].count; j++)
-      if (atomic_load(&slabs[i].base[j].state) == MMB__HANDLE_LIVE) fn(&slabs[i].base[j]);
+    if (atomic_load(&b[i].state) == MMB__HANDLE_LIVE) fn(&b[i]);
 }

@@ -10,6 +10,7 @@
 
 #define MMB__LIKELY(x) __builtin_expect(!!(x), 1)
 #define MMB__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MMB__ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* ---- lifecycle ---------------------------------------------------------- */
 bool mmb__initialized(void);
