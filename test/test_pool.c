@@ -442,3 +442,25 @@ MMB_TEST(pool, asan_reports_a_use_after_free_inside_the_pool) {
   cr_skip_test("poisoning is checked under make test SANITIZE=1");
 #endif
 }
+
+MMB_TEST(pool, debug_builds_fill_freed_blocks_with_a_pattern) {
+#if MMB_DEBUG && !defined(__SANITIZE_ADDRESS__)
+  mmbMemInterface *iface = pool_interface(0, 0);
+  mmbAllocation *a;
+  OK(mmb_allocate(300, iface, &a));
+  unsigned char *p = mmb_allocation_ptr(a);
+  memset(p, 0x11, 300);
+  OK(mmb_free(a));
+  for (int k = 0; k < 300; k++) cr_assert_eq(p[k], 0xDB, "byte %d of a freed block", k);
+  mmbRegion *r;
+  OK(mmb_region_create(iface, NULL, &r));
+  OK(mmb_region_alloc(r, 100, 0, (void **)&p));
+  memset(p, 0x22, 100);
+  OK(mmb_region_reset(r));
+  for (int k = 0; k < 100; k++) cr_assert_eq(p[k], 0xDB, "byte %d after a reset", k);
+  OK(mmb_region_destroy(r));
+  OK(mmb_interface_destroy(iface));
+#else
+  cr_skip_test("the pattern is written by DEBUG=1 builds (ASan poisons instead)");
+#endif
+}
