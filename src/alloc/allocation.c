@@ -15,8 +15,8 @@ static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocat
    case of a pooled interface is a list pop with no call through the table. */
 mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
   mmbAllocation *a;
-  if (MMB__LIKELY(iface && out_allocation && n_bytes && iface->strategy == &mmb__pool_strategy &&
-                  mmb__initialized() &&
+  if (MMB__LIKELY(mmb__initialized() && iface && out_allocation && n_bytes &&
+                  iface->strategy == &mmb__pool_strategy &&
                   mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
     hand_out(iface, a, out_allocation);
     return MMB_OK;

@@ -143,7 +143,13 @@ static void add_to_chain(mmbMemInterface *iface, void *arg) {
     if (mmb__space_draws_on(iface->space, cs->level[k])) cs->used[k] += m.used;
 }
 
+/* Only spaces that several interfaces (or requested spaces) draw on need a
+   sample: for the others, the one interface's own high is exact. */
 void mmb__space_sample_used(mmbMemSpace *space) {
+  bool shared = false;
+  for (mmbMemSpace *s = space; s && s->parent; s = s->parent)
+    shared |= atomic_load_explicit(&s->n_users, memory_order_relaxed) > 1;
+  if (!shared) return;
   chain_sample cs = {.n = 0};
   for (mmbMemSpace *s = space; s && cs.n < MAX_CHAIN; s = s->parent) cs.level[cs.n++] = s;
   mmb__interfaces_for_each(add_to_chain, &cs);
