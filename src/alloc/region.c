@@ -181,7 +181,7 @@ static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
   r->root = r;
   r->block_size = block_size;
   r->host = mmb__iface_host_accessible(iface);
-  r->block_align = r->host ? BLOCK_ROUND : 256;
+  r->block_align = r->host ? 512 : 256;   /* a pool granule: no padding in a pool */
   atomic_fetch_add(&iface->n_regions, 1);
   return r;
 }
