@@ -17,9 +17,6 @@
 #include "pool.h"
 
 _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS];
-#define tl_slots mmb__tl_slots
-#define TL_SLOTS POOL_TL_SLOTS
-typedef mmb__tl_slot tl_slot;
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;   /* live_pools, adoption */
 static pool *live_pools;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -31,15 +28,15 @@ static bool pool_live(uint64_t id) {   /* tc_lock held */
   return false;
 }
 
-static void disown(tl_slot *slot) {    /* tc_lock held */
+static void disown(mmb__tl_slot *slot) {    /* tc_lock held */
   if (slot->pool_id && pool_live(slot->pool_id)) atomic_store(&slot->tc->owned, 0);
-  *slot = (tl_slot){0};
+  *slot = (mmb__tl_slot){0};
 }
 
 static void thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&tc_lock);
-  for (int i = 0; i < TL_SLOTS; i++) disown(&tl_slots[i]);
+  for (int i = 0; i < POOL_TL_SLOTS; i++) disown(&mmb__tl_slots[i]);
   pthread_mutex_unlock(&tc_lock);
 }
 
@@ -63,30 +60,26 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
 /* The calling thread's cache for p, adopting one on first use. NULL only
    when no memory is left for one: the caller then works under the lock. */
 pool_cache *mmb__pool_tcache_find(pool *p) {
-  for (int i = 1; i < TL_SLOTS; i++) {
-    if (tl_slots[i].pool_id != p->id) continue;
-    tl_slot hit = tl_slots[i];
-    tl_slots[i] = tl_slots[0];
-    tl_slots[0] = hit;
+  for (int i = 1; i < POOL_TL_SLOTS; i++) {
+    if (mmb__tl_slots[i].pool_id != p->id) continue;
+    mmb__tl_slot hit = mmb__tl_slots[i];
+    mmb__tl_slots[i] = mmb__tl_slots[0];
+    mmb__tl_slots[0] = hit;
     return &hit.tc->cache;
   }
   pthread_once(&key_once, make_exit_key);
   pthread_mutex_lock(&tc_lock);
   pool_tcache *tc = adopt(p);
   if (tc) {
-    disown(&tl_slots[TL_SLOTS - 1]);
-    for (int i = TL_SLOTS - 1; i > 0; i--) tl_slots[i] = tl_slots[i - 1];
-    tl_slots[0] = (tl_slot){p->id, tc};
+    disown(&mmb__tl_slots[POOL_TL_SLOTS - 1]);
+    for (int i = POOL_TL_SLOTS - 1; i > 0; i--) mmb__tl_slots[i] = mmb__tl_slots[i - 1];
+    mmb__tl_slots[0] = (mmb__tl_slot){p->id, tc};
   }
   pthread_mutex_unlock(&tc_lock);
   if (!tc) return NULL;
-  pthread_setspecific(exit_key, tl_slots);
+  pthread_setspecific(exit_key, mmb__tl_slots);
   return &tc->cache;
 }
-
-#define cache_of pool_cache_of
-#define under_threshold pool_under_threshold
-#define quick pool_quick
 
 /* ---- flushing ------------------------------------------------------------ */
 
@@ -145,7 +138,7 @@ static void sample_high(pool *p) {
 static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
                               mmbAllocation **out) {
   mmbMemInterface *iface = p->iface;
-  pool_cache *cache = cache_of(p);
+  pool_cache *cache = pool_cache_of(p);
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
   size_t pad = align > p->block_align && align <= POOL_PAD_MAX ? align - p->block_align : 0;
@@ -161,7 +154,7 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
   }
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_alloc(c, n);
   if (p->thread_caches) {
-    if (cache && quick(p, n, align)) refill(p, cache, need);
+    if (cache && pool_quick(p, n, align)) refill(p, cache, need);
     sample_high(p);
   }
   mmb__iface_unlock(iface);
@@ -192,14 +185,14 @@ static mmbError pool_allocate(mmbMemInterface *iface, size_t n, size_t align, un
 
 static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmbMemInterface *iface = p->iface;
-  pool_cache *cache = cache_of(p);
+  pool_cache *cache = pool_cache_of(p);
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
   pool_block *b = a->block;
 
   mmb__iface_lock(iface);
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(c, a->size);
-  if (cache && !under_threshold(iface)) {
+  if (cache && !pool_under_threshold(iface)) {
     mmb__pool_cache_flush(p, cache);   /* parked blocks may hold segments */
   } else if (cache && p->thread_caches && b->size <= POOL_QUICK_MAX) {
     size_t cls = pool_quick_class(b->size);
@@ -220,7 +213,7 @@ static void pool_release(mmbMemInterface *iface, mmbAllocation *a, unsigned flag
 
 static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool *p = iface->strategy_state;
-  pool_cache *mine = cache_of(p);
+  pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
   if (mine) mmb__pool_cache_flush(p, mine);
   for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {

@@ -17,7 +17,6 @@
 #include "alloc.h"
 #include "poison.h"
 
-#include <stdalign.h>
 #include <stddef.h>
 
 #define DEFAULT_BLOCK ((size_t)1 << 20)
