@@ -11,6 +11,9 @@
 #include <mmb/allocation.h>
 #include <mmb/region.h>
 #include <mmb/trace.h>
+#include <mmb/layout.h>
+#include <mmb/array.h>
+#include <mmb/tile.h>
 #include <mmb/provider.h>
 
 #define MMB_VERSION_MAJOR 0

@@ -75,16 +75,28 @@ typedef enum mmbStrategyType {
   MMB_STRATEGY_POOL      /**< a caching, size-binned pool */
 } mmbStrategyType;
 
+/** How data will be accessed: READ copies data in when a duplicate or a
+    migration is made, WRITE alone does not (the new copy starts undefined). */
 typedef enum mmbAccessType { MMB_READ = 1, MMB_WRITE = 2, MMB_READ_WRITE = 3 } mmbAccessType;
+/** Which dimension is contiguous: the last (row-major, C) or the first
+    (column-major, Fortran). */
 typedef enum mmbLayoutOrder { MMB_ROWMAJOR, MMB_COLMAJOR } mmbLayoutOrder;
+/** What an element is; SUM, MIN and MAX merges need one other than BYTES. */
 typedef enum mmbElementType {
   MMB_TYPE_BYTES, MMB_TYPE_FLOAT, MMB_TYPE_DOUBLE, MMB_TYPE_INT32, MMB_TYPE_INT64
 } mmbElementType;
+/** How a duplicate is folded back into its origin. */
 typedef enum mmbMergeType {
-  MMB_MERGE_OVERWRITE, MMB_MERGE_SUM, MMB_MERGE_MIN, MMB_MERGE_MAX
+  MMB_MERGE_OVERWRITE,  /**< origin = duplicate */
+  MMB_MERGE_SUM,        /**< origin += duplicate */
+  MMB_MERGE_MIN,        /**< origin = duplicate < origin ? duplicate : origin */
+  MMB_MERGE_MAX         /**< origin = duplicate > origin ? duplicate : origin */
 } mmbMergeType;
+/** The order in which a tile iterator visits the tile grid. */
 typedef enum mmbTileSchedule {
-  MMB_SCHEDULE_ROWMAJOR, MMB_SCHEDULE_COLMAJOR, MMB_SCHEDULE_MORTON
+  MMB_SCHEDULE_ROWMAJOR,  /**< the last grid dimension fastest */
+  MMB_SCHEDULE_COLMAJOR,  /**< the first grid dimension fastest */
+  MMB_SCHEDULE_MORTON     /**< Z-order: tiles close in the grid are close in time */
 } mmbTileSchedule;
 typedef enum mmbQueueBackend {
   MMB_QUEUE_AUTO, MMB_QUEUE_THREAD, MMB_QUEUE_CUDA_STREAM
@@ -143,7 +155,12 @@ typedef struct mmbAllocateOptions {
 typedef struct mmbRegionOptions {
   size_t block_size;  /**< bytes per block, rounded up to 4 KiB; 0 = 1 MiB */
 } mmbRegionOptions;
-typedef struct mmbLayoutPadding { size_t row_alignment; } mmbLayoutPadding;
+/** Padding of a layout: every row (the run along the contiguous dimension)
+    starts at a multiple of row_alignment bytes from the array's start. */
+typedef struct mmbLayoutPadding {
+  size_t row_alignment;  /**< bytes: 0 = none, else a power of two and a multiple of the element size */
+} mmbLayoutPadding;
+/** Options of mmb_tile_iterator_create. */
 typedef struct mmbTileIteratorOptions { mmbTileSchedule schedule; } mmbTileIteratorOptions;
 typedef struct mmbQueueOptions { mmbQueueBackend backend; int device; } mmbQueueOptions;
 typedef struct mmbRequest { void *impl; } mmbRequest;
@@ -165,6 +182,30 @@ typedef struct mmbLayout mmbLayout;
 typedef struct mmbArray mmbArray;
 typedef struct mmbTileIterator mmbTileIterator;
 typedef struct mmbQueue mmbQueue;
+
+/**
+ * A tile: a rectangular block of an array, or a duplicate of one. Its fields
+ * are public and read-only; they describe where its data is now (its home
+ * storage, a migrated copy or a duplicate's storage) and change when the tile
+ * migrates. Index it with the MMB_TILE_AT_* macros, in absolute array indices.
+ */
+typedef struct mmbArrayTile {
+  size_t rank, element_size;
+  size_t lower[MMB_MAX_DIMS];   /**< first absolute index, inclusive  */
+  size_t upper[MMB_MAX_DIMS];   /**< last absolute index, exclusive   */
+  size_t dim[MMB_MAX_DIMS];     /**< upper - lower                    */
+  size_t stride[MMB_MAX_DIMS];  /**< in elements, in current storage  */
+  void *ptr;                    /**< element at lower[], current storage */
+  mmbMemSpace *space;           /**< where ptr lives                  */
+  /* private fields follow: a tile is only ever made by mmb */
+} mmbArrayTile;
+
+/** Element (i) of a 1-D tile, of type T, by absolute index. */
+#define MMB_TILE_AT_1D(t, T, i)       (((T *)(t)->ptr)[((i)-(t)->lower[0])*(t)->stride[0]])
+/** Element (i, j) of a 2-D tile, of type T, by absolute indices. */
+#define MMB_TILE_AT_2D(t, T, i, j)    (((T *)(t)->ptr)[((i)-(t)->lower[0])*(t)->stride[0] + ((j)-(t)->lower[1])*(t)->stride[1]])
+/** Element (i, j, k) of a 3-D tile, of type T, by absolute indices. */
+#define MMB_TILE_AT_3D(t, T, i, j, k) (((T *)(t)->ptr)[((i)-(t)->lower[0])*(t)->stride[0] + ((j)-(t)->lower[1])*(t)->stride[1] + ((k)-(t)->lower[2])*(t)->stride[2]])
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@ struct mmbMemSpace {
   mmbMemSpace *parent;      /* the budget it draws on; NULL for a layer root */
   mmb__space_counters c;
   _Atomic size_t n_users;   /* interfaces and requested spaces drawing on it */
+  mmbMemInterface *own_iface;  /* mmb__space_interface's, under its lock */
   mmbMemSpace *next;        /* discovered list, or the requested list */
 };
 
@@ -238,6 +239,11 @@ void mmb__provider_free(mmbMemInterface *iface, void *ptr, size_t size, size_t a
 /* Zeroes bytes of the interface's memory, host or device. */
 mmbError mmb__provider_zero(mmbMemInterface *iface, void *ptr, size_t n);
 void mmb__interfaces_finalize(void);
+/* The pooled, thread-safe interface mmb keeps for a space (made on first
+   use): duplicates and migrated tiles draw on it. */
+mmbError mmb__space_interface(mmbMemSpace *space, mmbMemInterface **out);
+/* Destroys a space's own interface if nothing of it is live (release). */
+void mmb__space_interface_drop(mmbMemSpace *space);
 /* Calls fn on every live interface, under the interface list lock. */
 void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg);
 /* Counts a refused allocation on the interface and its spaces. */
@@ -254,6 +260,8 @@ void mmb__allocation_release(mmbAllocation *a);
 mmbError mmb__region_allocate(mmbRegion *region, mmbMemInterface *iface, size_t n,
                               size_t alignment, unsigned flags, mmbAllocation **out);
 void mmb__region_release(mmbAllocation *a);
+/* The interface a region draws on. */
+mmbMemInterface *mmb__region_interface(const mmbRegion *region);
 /* Destroys an interface's leftover regions and cached blocks (teardown). */
 void mmb__regions_teardown(mmbMemInterface *iface);
 /* Returns cached region blocks to the strategy (trim). */
@@ -288,5 +296,14 @@ void mmb__engine_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
                          size_t width, size_t height);
 void mmb__engine_copy_nd(char *dst, const size_t *dstride, const char *src,
                          const size_t *sstride, size_t ndims, const size_t *dims);
+
+/* A strided copy between two pieces of memory, each belonging to an
+   interface (NULL: plain host memory, such as a staging buffer). Same units
+   as the engine; the ranges are the caller's to check. Host pairs go to the
+   engine, others to the provider of the side the host cannot reach.
+   ndims may be up to MMB_MAX_DIMS + 1 (tiles copied element by element). */
+mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, const size_t *dstride,
+                           mmbMemInterface *si, const char *src, const size_t *sstride,
+                           size_t ndims, const size_t *dims);
 
 #endif /* MMB_ALLOC_INTERNAL_H */

@@ -47,18 +47,18 @@ static mmbError check_side(const char *func, const char *which, mmbAllocation *a
 }
 
 /* Folds dims that are contiguous on both sides into their inner neighbour. */
-static size_t collapse(side *d, side *s, size_t ndims, size_t *dims) {
+static size_t collapse(size_t *ds, size_t *ss, size_t ndims, size_t *dims) {
   size_t n = 1;
   for (size_t k = 1; k < ndims; k++) {
-    size_t inner_bytes_d = n == 1 ? dims[0] : d->stride[n - 1] * dims[n - 1];
-    size_t inner_bytes_s = n == 1 ? dims[0] : s->stride[n - 1] * dims[n - 1];
-    if (d->stride[k] == inner_bytes_d && s->stride[k] == inner_bytes_s) {
-      dims[n - 1] *= dims[k];    /* fits: the range check bounded it */
+    size_t inner_d = n == 1 ? dims[0] : ds[n - 1] * dims[n - 1];
+    size_t inner_s = n == 1 ? dims[0] : ss[n - 1] * dims[n - 1];
+    if (ds[k] == inner_d && ss[k] == inner_s) {
+      dims[n - 1] *= dims[k];    /* fits: the callers bounded the ranges */
       continue;
     }
     dims[n] = dims[k];
-    d->stride[n] = d->stride[k];
-    s->stride[n] = s->stride[k];
+    ds[n] = ds[k];
+    ss[n] = ss[k];
     n++;
   }
   return n;
@@ -82,31 +82,48 @@ static mmbError device_copy(const mmb__provider *p, char *dst, const size_t *ds,
   return MMB_OK;
 }
 
-static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *extent) {
-  size_t dims[MMB_MAX_DIMS];
+static bool host_side(const mmbMemInterface *i) { return !i || mmb__iface_host_accessible(i); }
+
+mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, const size_t *dstride,
+                           mmbMemInterface *si, const char *src, const size_t *sstride,
+                           size_t ndims, const size_t *extent) {
+  size_t dims[MMB_MAX_DIMS + 1], ds[MMB_MAX_DIMS + 1] = {0}, ss[MMB_MAX_DIMS + 1] = {0};
   memcpy(dims, extent, ndims * sizeof *dims);
-  bool same = d->a == s->a;
-  bool overlap = same && d->offset < s->offset + s->span && s->offset < d->offset + d->span;
-  ndims = collapse(d, s, ndims, dims);
+  for (size_t k = 1; k < ndims; k++) {
+    ds[k] = dstride[k];
+    ss[k] = sstride[k];
+  }
+  ndims = collapse(ds, ss, ndims, dims);
+  if (host_side(di) && host_side(si)) {
+    mmb__engine_copy_nd(dst, ds, src, ss, ndims, dims);
+    return MMB_OK;
+  }
+  const mmb__provider *p = !host_side(di) ? &di->provider : &si->provider;
+  if (!p->ops->copy_2d)
+    return mmb__fail(MMB_UNSUPPORTED, func, "provider '%s' cannot copy", p->ops->name);
+  mmbError err = device_copy(p, dst, ds, src, ss, ndims, dims);
+  return err == MMB_OK ? MMB_OK : mmb__fail(err, func, "provider '%s' copy failed: %s",
+                                           p->ops->name, mmb_error_string(err));
+}
+
+static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *dims) {
+  bool overlap = d->a == s->a && d->offset < s->offset + s->span &&
+                 s->offset < d->offset + d->span;
   char *dst = (char *)d->a->ptr + d->offset;
   const char *src = (const char *)s->a->ptr + s->offset;
   mmbMemInterface *di = d->a->interface, *si = s->a->interface;
-  bool host = mmb__iface_host_accessible(di) && mmb__iface_host_accessible(si);
   if (overlap) {
-    MMB__ARG(ndims > 1 || !host, func, "source and destination overlap in one allocation");
-    memmove(dst, src, dims[0]);
+    size_t width = dims[0];   /* fine when each side is one contiguous run */
+    for (size_t k = 1; k < ndims; k++) {
+      MMB__ARG(d->stride[k] != width || s->stride[k] != width, func,
+               "source and destination overlap in one allocation");
+      width *= dims[k];
+    }
+    MMB__ARG(!host_side(di), func, "source and destination overlap in device memory");
+    memmove(dst, src, width);
     return MMB_OK;
   }
-  if (host) {
-    mmb__engine_copy_nd(dst, d->stride, src, s->stride, ndims, dims);
-    return MMB_OK;
-  }
-  const mmb__provider *p = !mmb__iface_host_accessible(di) ? &di->provider : &si->provider;
-  if (!p->ops->copy_2d)
-    return mmb__fail(MMB_UNSUPPORTED, func, "provider '%s' cannot copy", p->ops->name);
-  mmbError err = device_copy(p, dst, d->stride, src, s->stride, ndims, dims);
-  return err == MMB_OK ? MMB_OK : mmb__fail(err, func, "provider '%s' copy failed: %s",
-                                           p->ops->name, mmb_error_string(err));
+  return mmb__copy_strided(func, di, dst, d->stride, si, src, s->stride, ndims, dims);
 }
 
 static mmbError copy_nd(const char *func, mmbAllocation *dst, const size_t *doffset,

@@ -146,6 +146,30 @@ void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), voi
   pthread_mutex_unlock(&list_lock);
 }
 
+/* ---- the interface mmb keeps for each space ------------------------------ */
+
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;   /* before list_lock */
+
+mmbError mmb__space_interface(mmbMemSpace *space, mmbMemInterface **out) {
+  pthread_mutex_lock(&own_lock);
+  mmbError err = MMB_OK;
+  if (!space->own_iface) {
+    mmbMemInterfaceConfig cfg = {.strategy = MMB_STRATEGY_POOL,
+                                 .flags = MMB_INTERFACE_THREAD_SAFE};
+    err = mmb_request_interface(space, &cfg, &space->own_iface);
+  }
+  if (err == MMB_OK) *out = space->own_iface;
+  pthread_mutex_unlock(&own_lock);
+  return err;
+}
+
+void mmb__space_interface_drop(mmbMemSpace *space) {
+  pthread_mutex_lock(&own_lock);
+  if (space->own_iface && mmb_interface_destroy(space->own_iface) == MMB_OK)
+    space->own_iface = NULL;
+  pthread_mutex_unlock(&own_lock);
+}
+
 static void release_leaked(mmbAllocation *a) {
   mmb__log(MMB_LOG_WARN, "finalize: releasing a live allocation of %zu bytes from %s", a->size,
            a->interface->space->info.name);

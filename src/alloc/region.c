@@ -416,3 +416,5 @@ void mmb__region_release(mmbAllocation *a) {
   mmb__handle_give(&r->iface->handles, a);
   mmb__iface_unlock(r->iface);
 }
+
+mmbMemInterface *mmb__region_interface(const mmbRegion *region) { return region->iface; }

@@ -205,12 +205,23 @@ static bool is_discovered(const mmbMemSpace *space) {
   return false;
 }
 
+static bool is_requested(const mmbMemSpace *space) {
+  pthread_mutex_lock(&requested_lock);
+  const mmbMemSpace *s = requested;
+  while (s && s != space) s = s->next;
+  pthread_mutex_unlock(&requested_lock);
+  return s != NULL;
+}
+
 /* The space is looked up before it is read: releasing one twice is an error,
    not a use after free. */
 mmbError mmb_space_release(mmbMemSpace *space) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!space, __func__, "space is NULL");
   if (is_discovered(space)) return MMB_OK;
+  if (!is_requested(space))
+    return mmb__fail(MMB_INVALID_ARG, __func__, "%p is not a live space", (void *)space);
+  mmb__space_interface_drop(space);   /* the duplicates' interface, if idle */
   pthread_mutex_lock(&requested_lock);
   mmbMemSpace **link = &requested;
   while (*link && *link != space) link = &(*link)->next;

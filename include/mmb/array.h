@@ -1,0 +1,167 @@
+/**
+ * \file mmb/array.h
+ * N-dimensional arrays and whole-array transport.
+ *
+ * An array has a shape (mmbDimensions), a layout and a home: an allocation it
+ * owns in an interface's space, memory in a region, or a buffer of the
+ * caller's that it wraps and never frees. Arrays are tiled (mmb/tile.h); an
+ * untiled array is one tile covering all of it.
+ *
+ * Whole-array transport follows the tile semantics of DESIGN.md §3:
+ * mmb_array_duplicate makes a new array, in another interface, that is a
+ * duplicate of its origin; mmb_array_merge folds it back and destroys it;
+ * mmb_array_migrate moves the home; mmb_array_copy copies between two arrays
+ * of one shape. An operation that would read a home whose data lives
+ * elsewhere (a tile migrated away) returns MMB_INVALID_STATE.
+ *
+ * An array, its tiles and its iterators belong to one thread at a time.
+ */
+#ifndef MMB_ARRAY_H
+#define MMB_ARRAY_H
+
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of mmb_array_create_opts; zero for defaults. */
+typedef struct mmbArrayOptions {
+  size_t alignment;   /**< of the home storage: a power of two; 0 = MMB_DEFAULT_ALIGNMENT
+                           (or the layout's row_alignment when larger) */
+  unsigned flags;     /**< MMB_ALLOC_ZERO */
+  mmbRegion *region;  /**< place the home storage in this region: it goes when the
+                           region is reset or destroyed, so destroy the array first */
+} mmbArrayOptions;
+
+/**
+ * Creates an array with a home allocation of its own in \p interface's space.
+ * \param dims       the shape: dims->size must be the layout's rank, every
+ *                   extent > 0, and the storage must fit in size_t.
+ * \param layout     element size, order, padding and element type (copied).
+ * \param interface  where the home storage is allocated.
+ * \param access     how the array will be used: an array without MMB_WRITE
+ *                   cannot be the destination of a copy or a merge.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the layout's,
+ *         a zero extent or an unknown access; MMB_OVERFLOW when the storage
+ *         size overflows; MMB_OUT_OF_MEMORY (nothing is left allocated);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_create(const mmbDimensions *dims, const mmbLayout *layout,
+                                     mmbMemInterface *interface, mmbAccessType access,
+                                     mmbArray **out_array);
+
+/**
+ * As mmb_array_create, with options. With opts->region, \p interface may be
+ * NULL (the region's interface is used) or must be the region's.
+ * \return as mmb_array_create; MMB_INVALID_ARG for a bad alignment, unknown
+ *         flags or an interface that is not the region's; MMB_BUSY when the
+ *         region has a live child (as mmb_region_alloc).
+ */
+MMB_EXPORT mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layout,
+                                          mmbMemInterface *interface, mmbAccessType access,
+                                          const mmbArrayOptions *opts, mmbArray **out_array);
+
+/**
+ * Wraps a buffer of the caller's, laid out as \p layout says for \p dims.
+ * The array never frees it. \p interface says whose memory it is (host
+ * memory: any host interface, such as one on the first DRAM space).
+ * \return as mmb_array_create, with MMB_INVALID_ARG for a NULL \p data.
+ */
+MMB_EXPORT mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims,
+                                             const mmbLayout *layout, mmbMemInterface *interface,
+                                             mmbAccessType access, mmbArray **out_array);
+
+/**
+ * Destroys an array, its tiling and its home storage (not a wrapped buffer,
+ * nor region memory, which goes with its region). Destroying a duplicate
+ * array discards it without merging. Tiles migrated away are freed with it.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY (and nothing changes)
+ *         while duplicates of the array or of its tiles, or iterators over it,
+ *         are live; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_destroy(mmbArray *array);
+
+/** The home storage's address; NULL for NULL or when the home is not host
+    accessible (device memory). */
+MMB_EXPORT void *mmb_array_ptr(const mmbArray *array);
+
+/** The shape. \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+MMB_EXPORT mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
+
+/** Strides of the home storage, in elements, per dimension (padding included).
+    \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+MMB_EXPORT mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
+
+/** Bytes of the home storage (padding included). \return MMB_OK; MMB_INVALID_ARG. */
+MMB_EXPORT mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
+
+/** The interface that holds the home storage. \return MMB_OK; MMB_INVALID_ARG. */
+MMB_EXPORT mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
+
+/**
+ * Copies every element of \p src into \p dst: same rank, extents and element
+ * size; any spaces, orders and paddings. Tiles of \p dst that have
+ * read-only duplicates see those duplicates go stale.
+ * \return MMB_OK (also when dst == src); MMB_INVALID_ARG for NULLs, shapes or
+ *         element sizes that differ, or a \p dst without MMB_WRITE access;
+ *         MMB_INVALID_STATE when a tile of either array lives away from home
+ *         (migrated), or \p src is a read-only duplicate gone stale;
+ *         MMB_UNSUPPORTED when no provider can copy; MMB_OUT_OF_MEMORY when a
+ *         staging buffer cannot be had; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_copy(mmbArray *dst, mmbArray *src);
+
+/**
+ * Moves the home of an array to \p in_interface (an owned allocation there).
+ * MMB_READ in \p in_access copies the data; without it the new home starts
+ * undefined. The old storage is freed (a wrapped buffer is only let go of).
+ * Tiles follow: their ptr, stride and space describe the new home.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown access;
+ *         MMB_BUSY while duplicates of the array or of its tiles are live;
+ *         MMB_INVALID_STATE when a tile is migrated away;
+ *         MMB_OUT_OF_MEMORY (the array is left as it was); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
+                                      mmbAccessType in_access);
+
+/**
+ * Makes \p *out_array, a duplicate of \p in_array in \p in_interface: same
+ * shape and layout. MMB_READ copies the data in; a duplicate without
+ * MMB_WRITE is read-only, and merging it moves no bytes.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown access;
+ *         MMB_INVALID_STATE when a tile of \p in_array is migrated away, or
+ *         \p in_array is a stale read-only duplicate; MMB_OVERFLOW;
+ *         MMB_OUT_OF_MEMORY (nothing changes); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
+                                        mmbAccessType in_access, mmbArray **out_array);
+
+/**
+ * Folds a duplicate array back into its origin with \p in_merge, then
+ * destroys the duplicate (its handle is invalid afterwards). A read-only
+ * duplicate moves no bytes, whatever \p in_merge.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL, an unknown merge type, or SUM,
+ *         MIN or MAX on a layout without an element type; MMB_INVALID_STATE
+ *         when \p in_array is not a duplicate, or a tile of it or of its
+ *         origin is migrated away; MMB_BUSY while the duplicate has live
+ *         duplicates or iterators of its own; MMB_UNSUPPORTED;
+ *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge);
+
+/** A user merge: called on runs of \p count contiguous elements, \p dst in
+    the origin and \p src in the duplicate, both in host memory. */
+typedef void (*mmbMergeFunction)(void *dst, const void *src, size_t count,
+                                 size_t element_size, void *user_data);
+
+/** As mmb_array_merge, folding with \p fn. \return as mmb_array_merge;
+    MMB_INVALID_ARG for a NULL \p fn. */
+MMB_EXPORT mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn, void *user_data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_ARRAY_H */

@@ -1,0 +1,165 @@
+/**
+ * \file mmb/tile.h
+ * Tiles of an array, their transport and tile iterators.
+ *
+ * mmb_array_tile partitions an array's index space into a grid of tiles of a
+ * chunk shape (edge tiles are smaller). A tile starts as a view into the
+ * array's home storage. Then:
+ *  - duplicate makes a new tile, a copy in another space (READ copies the
+ *    data in, WRITE does not); the original stays valid;
+ *  - merge folds a duplicate back into its origin (overwrite, sum, min, max or
+ *    a user function) and releases it: its handle is invalid afterwards;
+ *  - migrate moves the tile's data to another space: the tile's fields then
+ *    describe the new storage, and the home storage of its block is stale
+ *    until the tile migrates back to the array's space;
+ *  - copy copies between two tiles of the same shape, any spaces.
+ *
+ * Each tile keeps a coherence record: a version bumped by every write mmb
+ * makes to it, the versions its duplicates were copied at, and whether its
+ * home is stale. So merging a read-only duplicate moves no bytes, and reading
+ * a read-only duplicate whose origin has since been written, or an array home
+ * whose tile lives elsewhere, is MMB_INVALID_STATE instead of silent garbage.
+ * Writes made through plain pointers are the caller's to order.
+ *
+ * Duplicates and migrations into a space draw on a pooled, thread-safe
+ * interface that mmb keeps for that space; its bytes show in the space's
+ * statistics. A space without room gives MMB_OUT_OF_MEMORY and leaves the
+ * tile exactly as it was.
+ */
+#ifndef MMB_TILE_H
+#define MMB_TILE_H
+
+#include <mmb/array.h>
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Tiles \p array into chunks of \p chunk_dims (edge tiles smaller; an extent
+ * larger than the array's is clamped). Tile pointers from an earlier tiling
+ * become invalid.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the array's
+ *         or a zero chunk extent; MMB_OVERFLOW for a grid whose tile count
+ *         overflows; MMB_BUSY while tiles of the array have live duplicates,
+ *         are migrated away, or iterators are live; MMB_OUT_OF_MEMORY;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
+
+/** Tiles per dimension (all 1 for an untiled array).
+    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid);
+
+/**
+ * The tile at \p tile_index in the grid. The tile belongs to the array: it
+ * lives until the array is re-tiled or destroyed.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the array's
+ *         or an index outside the grid; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index,
+                                mmbArrayTile **out_tile);
+
+/**
+ * Copies \p src_tile into \p dst_tile: same rank, extents and element size;
+ * any spaces and strides, either side a grid tile or a duplicate.
+ * \return MMB_OK (also for dst == src); MMB_INVALID_ARG for NULLs, tiles not
+ *         made by mmb, or shapes or element sizes that differ;
+ *         MMB_INVALID_STATE when \p dst_tile is a read-only duplicate or
+ *         \p src_tile a stale one; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
+ *         staging); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile);
+
+/**
+ * Makes \p *out_tile, a duplicate of \p in_tile in \p in_space, with the same
+ * absolute indices (lower, upper). \p in_layout gives the order and padding of
+ * its storage (its rank must be the tile's and its element size the tile's);
+ * NULL means contiguous, in the array's order. MMB_READ copies the data in;
+ * without MMB_WRITE the duplicate is read-only.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access or a layout
+ *         that does not fit; MMB_INVALID_STATE when \p in_tile is a stale
+ *         read-only duplicate; MMB_OUT_OF_MEMORY when \p in_space has no room
+ *         (the tile is left as it was); MMB_OVERFLOW; MMB_UNAVAILABLE;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                       mmbAccessType in_access, mmbLayout *in_layout,
+                                       mmbArrayTile **out_tile);
+
+/**
+ * Moves a tile's data to \p in_space, in \p in_layout (NULL: contiguous, in
+ * the array's order). MMB_READ copies the data; without it the new storage
+ * starts undefined. Migrating to the array's own space with a NULL layout
+ * brings the tile home: its block of the home storage is valid again.
+ * Migrating to where the tile already is, in the same layout, does nothing.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access or a layout
+ *         that does not fit; MMB_INVALID_STATE for a duplicate (duplicate it
+ *         again instead); MMB_BUSY while the tile has live duplicates;
+ *         MMB_OUT_OF_MEMORY (the tile is left as it was); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                     mmbAccessType in_access, mmbLayout *in_layout);
+
+/**
+ * Folds a duplicate back into its origin with \p in_merge and releases it:
+ * \p in_tile is invalid afterwards. A read-only duplicate moves no bytes.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL, a tile not made by mmb, an
+ *         unknown merge type, or SUM, MIN or MAX without an element type
+ *         (mmb_layout_set_element_type on the array's layout);
+ *         MMB_INVALID_STATE when \p in_tile is not a duplicate; MMB_BUSY while
+ *         it has live duplicates of its own; MMB_UNSUPPORTED;
+ *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge);
+
+/** As mmb_tile_merge, folding with a user function over contiguous runs.
+    \return as mmb_tile_merge; MMB_INVALID_ARG for a NULL \p fn. */
+MMB_EXPORT mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn,
+                                        void *user_data);
+
+/**
+ * A handle to the tile that code running where the tile's data lives can
+ * read: the tile itself when its space is host accessible, else a copy of its
+ * public fields in that space's memory (for a kernel to use with the
+ * MMB_TILE_AT_* macros). The copy is refreshed on each call and freed when the
+ * tile moves or is released.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_INVALID_STATE for a stale
+ *         read-only duplicate; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
+                                                    mmbArrayTile **out_tile);
+
+/**
+ * An iterator over the tiles of an array (the whole array when untiled), in
+ * the schedule of \p opts (NULL: row-major). It starts on the first tile.
+ * The array cannot be re-tiled or destroyed while the iterator lives.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown schedule;
+ *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
+                                             const mmbTileIteratorOptions *opts,
+                                             mmbTileIterator **out_it);
+/** Back to the first tile. \return MMB_OK; MMB_INVALID_ARG for NULL. */
+MMB_EXPORT mmbError mmb_tile_iterator_first(mmbTileIterator *it);
+/** On to the next tile; past the last one, mmb_tile_iterator_tile gives NULL.
+    \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_INVALID_STATE when already
+    past the end. */
+MMB_EXPORT mmbError mmb_tile_iterator_next(mmbTileIterator *it);
+/** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+MMB_EXPORT mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
+/** The current tile; NULL past the end or for NULL. */
+MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
+/** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+    MMB_INVALID_STATE past the end. */
+MMB_EXPORT mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
+/** \return MMB_OK; MMB_INVALID_ARG for NULL. */
+MMB_EXPORT mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_TILE_H */

@@ -1,0 +1,159 @@
+/* Arrays: a shape, a layout and a home (owned, in a region, or wrapped).
+   Tiling and transport are src/tile's; destroy only asks it to let go. */
+#include "array.h"
+
+#include <string.h>
+
+mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const mmbLayout *l,
+                        mmbMemInterface *iface, mmbAccessType access, mmbArray **out) {
+  MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
+  MMB__ARG(rank != l->rank, func, "%zu dims for a layout of rank %zu", rank, l->rank);
+  for (size_t k = 0; k < rank; k++) MMB__ARG(dims[k] == 0, func, "extent %zu is 0", k);
+  size_t stride[MMB_MAX_DIMS], bytes;
+  mmbError err = mmb__layout_strides(func, l, rank, dims, stride, &bytes);
+  if (err != MMB_OK) return err;
+  mmbArray *a = mmb__calloc(1, sizeof *a);
+  if (!a) return MMB_OUT_OF_MEMORY;
+  a->layout = *l;
+  a->rank = rank;
+  memcpy(a->dims, dims, rank * sizeof *dims);
+  memcpy(a->stride, stride, rank * sizeof *stride);
+  a->bytes = bytes;
+  a->iface = iface;
+  a->access = access;
+  a->alignment = l->row_alignment > MMB_DEFAULT_ALIGNMENT ? l->row_alignment
+                                                          : MMB_DEFAULT_ALIGNMENT;
+  *out = a;
+  return MMB_OK;
+}
+
+mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
+                               size_t alignment, unsigned flags, mmbAllocation **out) {
+  mmbAllocateOptions o = {.alignment = alignment, .flags = flags};
+  mmbError err = mmb_allocate_opts(a->bytes, iface, &o, out);
+  if (err != MMB_OK)
+    return mmb__fail(err, func, "no home of %zu bytes in %s: %s", a->bytes,
+                     iface->space->info.name, mmb_error_string(err));
+  return MMB_OK;
+}
+
+void mmb__array_free_home(mmbArray *a) {
+  if (a->home) mmb_free(a->home);
+  a->home = NULL;
+}
+
+static mmbError check_create(const char *func, const mmbDimensions *dims, const mmbLayout *layout,
+                             mmbArray **out) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!dims || !layout || !out, func, "NULL argument");
+  MMB__ARG(dims->size < 1 || dims->size > MMB_MAX_DIMS, func, "rank %zu, not 1..%d",
+           dims->size, MMB_MAX_DIMS);
+  return MMB_OK;
+}
+
+static mmbError place_in_region(const char *func, mmbArray *a, const mmbArrayOptions *o) {
+  mmbMemInterface *ri = mmb__region_interface(o->region);
+  MMB__ARG(a->iface && a->iface != ri, func, "the region draws on another interface");
+  a->iface = ri;
+  void *p;
+  mmbError err = mmb_region_alloc(o->region, a->bytes, a->alignment, &p);
+  if (err != MMB_OK) return err;
+  if (o->flags & MMB_ALLOC_ZERO) err = mmb__provider_zero(ri, p, a->bytes);
+  a->region = o->region;
+  a->data = p;
+  return err;
+}
+
+mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layout,
+                               mmbMemInterface *interface, mmbAccessType access,
+                               const mmbArrayOptions *opts, mmbArray **out_array) {
+  mmbError err = check_create(__func__, dims, layout, out_array);
+  if (err != MMB_OK) return err;
+  mmbArrayOptions o = opts ? *opts : (mmbArrayOptions){0};
+  MMB__ARG(!interface && !o.region, __func__, "interface is NULL");
+  MMB__ARG(o.flags & ~MMB_ALLOC_ZERO, __func__, "unknown flags 0x%x", o.flags);
+  MMB__ARG(o.alignment && (!mmb__is_pow2(o.alignment) || o.alignment > MMB_MAX_ALIGNMENT),
+           __func__, "alignment %zu is not a power of two up to %zu", o.alignment,
+           (size_t)MMB_MAX_ALIGNMENT);
+  mmbArray *a;
+  err = mmb__array_new(__func__, dims->d, dims->size, layout, interface, access, &a);
+  if (err != MMB_OK) return err;
+  if (o.alignment > a->alignment) a->alignment = o.alignment;
+  if (o.region) {
+    err = place_in_region(__func__, a, &o);
+  } else if ((err = mmb__array_alloc_home(__func__, a, interface, a->alignment, o.flags,
+                                          &a->home)) == MMB_OK) {
+    a->data = mmb_allocation_ptr(a->home);
+  }
+  if (err != MMB_OK) {
+    mmb__free(a);
+    return err;
+  }
+  *out_array = a;
+  return MMB_OK;
+}
+
+mmbError mmb_array_create(const mmbDimensions *dims, const mmbLayout *layout,
+                          mmbMemInterface *interface, mmbAccessType access,
+                          mmbArray **out_array) {
+  return mmb_array_create_opts(dims, layout, interface, access, NULL, out_array);
+}
+
+mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims, const mmbLayout *layout,
+                                  mmbMemInterface *interface, mmbAccessType access,
+                                  mmbArray **out_array) {
+  mmbError err = check_create(__func__, dims, layout, out_array);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!data || !interface, __func__, "NULL data or interface");
+  mmbArray *a;
+  err = mmb__array_new(__func__, dims->d, dims->size, layout, interface, access, &a);
+  if (err != MMB_OK) return err;
+  a->data = data;
+  *out_array = a;
+  return MMB_OK;
+}
+
+mmbError mmb_array_destroy(mmbArray *array) {
+  MMB__REQUIRE_INIT();
+  MMB__ARRAY_ARG(array, __func__);
+  if (array->n_array_dups || array->n_tile_dups || array->n_iterators)
+    return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
+                     "iterators are live", array->n_array_dups, array->n_tile_dups,
+                     array->n_iterators);
+  if (array->tiling_release) array->tiling_release(array);
+  if (array->origin) array->origin->n_array_dups--;
+  mmb__array_free_home(array);
+  mmb__free(array);
+  return MMB_OK;
+}
+
+void *mmb_array_ptr(const mmbArray *array) {
+  if (!array || !mmb__iface_host_accessible(array->iface)) return NULL;
+  return array->data;
+}
+
+mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
+  MMB__ARG(!array || !out_dims, __func__, "NULL argument");
+  *out_dims = (mmbDimensions){.size = array->rank};
+  memcpy(out_dims->d, array->dims, array->rank * sizeof *array->dims);
+  return MMB_OK;
+}
+
+mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
+  MMB__ARG(!array || !out_strides, __func__, "NULL argument");
+  *out_strides = (mmbDimensions){.size = array->rank};
+  memcpy(out_strides->d, array->stride, array->rank * sizeof *array->stride);
+  return MMB_OK;
+}
+
+mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
+  MMB__ARG(!array || !out_bytes, __func__, "NULL argument");
+  *out_bytes = array->bytes;
+  return MMB_OK;
+}
+
+mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface) {
+  MMB__ARG(!array || !out_interface, __func__, "NULL argument");
+  *out_interface = array->iface;
+  return MMB_OK;
+}

@@ -1,0 +1,124 @@
+/* Internal: tiles, their coherence record, views and the transfer and merge
+   machinery that every tile and whole-array transport is built on. */
+#ifndef MMB_TILE_INTERNAL_H
+#define MMB_TILE_INTERNAL_H
+
+#include "../array/array.h"
+
+#define MMB__TILE_LIVE 0x7113u
+#define MMB__TILE_DEAD 0xd1e5u
+
+typedef struct mmb__tile mmb__tile;
+
+/* A tile: a grid tile of an array (array set, a view of the home or of its
+   migrated storage) or a duplicate (origin set, storage of its own).
+   Coherence: version counts the writes mmb made to the tile's data; a
+   duplicate remembers its origin's version (and the origin array's
+   whole_version) at the time it was copied, so a read-only duplicate knows
+   when it has gone stale. A grid tile with storage is migrated: its block of
+   the home is stale until it comes back. */
+struct mmb__tile {
+  mmbArrayTile pub;          /* first: what the caller sees */
+  uint32_t magic;
+  mmbArray *array;           /* grid tiles */
+  mmb__tile *origin;         /* duplicates */
+  mmbMemInterface *iface;    /* of the current storage */
+  mmbAllocation *storage;    /* owned storage; NULL: a view of the home */
+  mmbAccessType access;      /* duplicates: how it was asked for */
+  unsigned long long version, seen_version, seen_whole;
+  size_t n_dups;             /* live duplicates made from it */
+  mmbAllocation *local;      /* a copy of pub in a device space */
+};
+
+struct mmb__tiling {
+  size_t n_tiles;
+  size_t grid[MMB_MAX_DIMS], chunk[MMB_MAX_DIMS];
+  mmb__tile tiles[];
+};
+
+/* The tile behind a caller's pointer, or NULL if mmb did not make it. */
+static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {
+  mmb__tile *x = (mmb__tile *)t;
+  return x && x->magic == MMB__TILE_LIVE ? x : NULL;
+}
+/* The array's tiling, made (one tile, the whole array) if it has none. */
+mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out);
+/* Points a grid tile at its block of the array's home. */
+void mmb__tile_set_home(mmb__tile *t);
+/* True for a read-only duplicate whose origin has been written since. */
+bool mmb__tile_stale(const mmb__tile *t);
+/* Releases a tile's owned storage and space-local copy. */
+void mmb__tile_drop_storage(mmb__tile *t);
+
+/* ---- views (transfer.c) -------------------------------------------------- */
+/* Elements of one rank and size, at ptr with strides in elements, in memory
+   of iface (NULL: plain host memory). */
+typedef struct mmb__view {
+  mmbMemInterface *iface;
+  char *ptr;
+  size_t esize, rank;
+  size_t dim[MMB_MAX_DIMS], stride[MMB_MAX_DIMS];
+} mmb__view;
+
+static inline mmb__view mmb__tile_view(const mmb__tile *t) {
+  mmb__view v = {.iface = t->iface, .ptr = t->pub.ptr, .esize = t->pub.element_size,
+                 .rank = t->pub.rank};
+  for (size_t k = 0; k < v.rank; k++) {
+    v.dim[k] = t->pub.dim[k];
+    v.stride[k] = t->pub.stride[k];
+  }
+  return v;
+}
+mmb__view mmb__array_view(const mmbArray *a);
+static inline bool mmb__view_host(const mmb__view *v) {
+  return !v->iface || mmb__iface_host_accessible(v->iface);
+}
+static inline size_t mmb__view_bytes(const mmb__view *v) {
+  size_t n = v->esize;   /* bounded: the view lies in storage that exists */
+  for (size_t k = 0; k < v->rank; k++) n *= v->dim[k];
+  return n;
+}
+/* The dimensions of extent > 1 of a pair of views, innermost (smallest
+   stride in d) first; strides in elements. */
+typedef struct mmb__plan {
+  size_t n;
+  size_t dim[MMB_MAX_DIMS], ds[MMB_MAX_DIMS], ss[MMB_MAX_DIMS];
+} mmb__plan;
+void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p);
+/* Copies every element of src to dst (same rank and extents), any strides,
+   any spaces: rows through the copy engine or the provider; a change of
+   order element by element on the host, staged when a side is a device's. */
+mmbError mmb__view_copy(const char *func, const mmb__view *dst, const mmb__view *src);
+/* A host buffer holding v's extents packed in v's own order (or in `like`'s
+   order when given); free with mmb__free(out->ptr). */
+mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out);
+
+/* ---- storage (transfer.c) ------------------------------------------------ */
+/* New storage for a tile's extents in `space` (mmb's own interface there),
+   laid out by `l` (NULL: packed in `order`). Fills the view's iface, ptr and
+   strides; rank, esize and dim must be set. */
+mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout *l,
+                          mmbLayoutOrder order, mmb__view *v, mmbAllocation **out);
+
+/* ---- merges (merge.c) ---------------------------------------------------- */
+typedef struct mmb__merge_op {
+  mmbMergeType type;
+  mmbElementType etype;
+  mmbMergeFunction fn;     /* set: a user merge */
+  void *user;
+} mmb__merge_op;
+mmbError mmb__merge_op_check(const char *func, const mmb__merge_op *op);
+/* Folds src into dst (same rank and extents) as op says. */
+mmbError mmb__view_merge(const char *func, const mmb__view *dst, const mmb__view *src,
+                         const mmb__merge_op *op);
+
+/* ---- trace helpers ------------------------------------------------------- */
+static inline uint64_t mmb__tile_trace_start(void) {
+  return mmb__trace_active() ? mmb__trace_now() : 0;
+}
+static inline void mmb__tile_trace_end(const char *name, uint64_t start, const mmb__view *v,
+                                       const mmbMemSpace *from, const mmbMemSpace *to) {
+  if (start) mmb__trace_duration(name, start, mmb__view_bytes(v), from, to);
+}
+
+#endif /* MMB_TILE_INTERNAL_H */

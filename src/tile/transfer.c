@@ -1,0 +1,153 @@
+/* Moving the elements of one view into another. When both sides run along
+   the same contiguous dimension the copy is a set of rows, which the copy
+   engine (host pairs) or the provider (cudaMemcpy2D/3D) moves; a change of
+   order is done element by element on the host, through a packed staging
+   buffer for a side the host cannot reach. */
+#include "tile.h"
+
+#include <string.h>
+
+void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p) {
+  p->n = 0;
+  for (size_t k = 0; k < d->rank; k++) {
+    if (d->dim[k] == 1) continue;
+    size_t i = p->n++;
+    while (i > 0 && p->ds[i - 1] > d->stride[k]) {
+      p->dim[i] = p->dim[i - 1];
+      p->ds[i] = p->ds[i - 1];
+      p->ss[i] = p->ss[i - 1];
+      i--;
+    }
+    p->dim[i] = d->dim[k];
+    p->ds[i] = d->stride[k];
+    p->ss[i] = s->stride[k];
+  }
+}
+
+/* Rows: dims[0] in bytes, strides in bytes, as the copy engine wants them.
+   With `elements`, each row is one element and every plan dim is outer: a
+   copy between two views of one order whose contiguous dims have gaps. */
+static mmbError copy_rows(const char *func, const mmb__view *d, const mmb__view *s,
+                          const mmb__plan *p, bool elements) {
+  size_t es = d->esize, dims[MMB_MAX_DIMS + 1], ds[MMB_MAX_DIMS + 1] = {0},
+         ss[MMB_MAX_DIMS + 1] = {0};
+  size_t first = elements ? 0 : 1, n = p->n + (elements ? 1 : 0);
+  if (n == 0) n = 1;
+  dims[0] = elements || !p->n ? es : p->dim[0] * es;
+  for (size_t k = first; k < p->n; k++) {
+    size_t at = elements ? k + 1 : k;
+    dims[at] = p->dim[k];
+    ds[at] = p->ds[k] * es;
+    ss[at] = p->ss[k] * es;
+  }
+  return mmb__copy_strided(func, d->iface, d->ptr, ds, s->iface, s->ptr, ss, n, dims);
+}
+
+static bool same_order(const mmb__plan *p) {
+  for (size_t k = 1; k < p->n; k++)
+    if (p->ss[k] < p->ss[k - 1]) return false;
+  return true;
+}
+
+#define GATHER(T)                                                             \
+  for (size_t i = 0; i < n; i++) ((T *)dst)[i] = ((const T *)src)[i * sstep]; \
+  return
+
+/* One run along the destination's contiguous dimension. */
+static void gather_run(char *dst, const char *src, size_t n, size_t sstep, size_t es) {
+  switch (es) {
+    case 1: GATHER(uint8_t);
+    case 2: GATHER(uint16_t);
+    case 4: GATHER(uint32_t);
+    case 8: GATHER(uint64_t);
+    default:
+      for (size_t i = 0; i < n; i++) memcpy(dst + i * es, src + i * sstep * es, es);
+  }
+}
+
+static void permute(char *dst, const char *src, const mmb__plan *p, size_t k, size_t es) {
+  if (k == 0) {
+    gather_run(dst, src, p->dim[0], p->ss[0], es);
+    return;
+  }
+  for (size_t i = 0; i < p->dim[k]; i++)
+    permute(dst + i * p->ds[k] * es, src + i * p->ss[k] * es, p, k - 1, es);
+}
+
+/* Packed strides for v's extents, in the order of `order_of`'s strides. */
+static void pack_like(const mmb__view *v, const mmb__view *order_of, size_t *stride) {
+  size_t idx[MMB_MAX_DIMS], r = v->rank;
+  for (size_t k = 0; k < r; k++) {
+    size_t i = k;
+    while (i > 0 && order_of->stride[idx[i - 1]] > order_of->stride[k]) {
+      idx[i] = idx[i - 1];
+      i--;
+    }
+    idx[i] = k;
+  }
+  size_t total = 1;
+  for (size_t i = 0; i < r; i++) {
+    stride[idx[i]] = total;
+    total *= v->dim[idx[i]];
+  }
+}
+
+mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out) {
+  *out = *v;
+  out->iface = NULL;
+  pack_like(v, like ? like : v, out->stride);
+  out->ptr = mmb__malloc(mmb__view_bytes(v));
+  return out->ptr ? MMB_OK : MMB_OUT_OF_MEMORY;
+}
+
+mmbError mmb__view_copy(const char *func, const mmb__view *d, const mmb__view *s) {
+  mmb__plan p;
+  mmb__plan_make(d, s, &p);
+  if (p.n == 0 || (p.ds[0] == 1 && p.ss[0] == 1)) return copy_rows(func, d, s, &p, false);
+  if (mmb__view_host(d) && mmb__view_host(s)) {
+    permute(d->ptr, s->ptr, &p, p.n - 1, d->esize);
+    return MMB_OK;
+  }
+  if (same_order(&p)) return copy_rows(func, d, s, &p, true);
+  /* A change of order with a device side: stage the device side packed in
+     its own order, so that its half of the trip is rows, and reorder on the
+     host (both sides on devices: the recursion stages the source too). */
+  mmb__view tmp;
+  mmbError err = mmb__view_stage(!mmb__view_host(d) ? d : s, NULL, &tmp);
+  if (err != MMB_OK) return mmb__fail(err, func, "no host staging buffer");
+  err = mmb__view_copy(func, &tmp, s);
+  if (err == MMB_OK) err = mmb__view_copy(func, d, &tmp);
+  mmb__free(tmp.ptr);
+  return err;
+}
+
+mmb__view mmb__array_view(const mmbArray *a) {
+  mmb__view v = {.iface = a->iface, .ptr = a->data, .esize = a->layout.element_size,
+                 .rank = a->rank};
+  for (size_t k = 0; k < a->rank; k++) {
+    v.dim[k] = a->dims[k];
+    v.stride[k] = a->stride[k];
+  }
+  return v;
+}
+
+mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout *l,
+                          mmbLayoutOrder order, mmb__view *v, mmbAllocation **out) {
+  mmbLayout packed = {.element_size = v->esize, .rank = v->rank, .order = order};
+  if (!l) l = &packed;
+  size_t bytes;
+  mmbError err = mmb__layout_strides(func, l, v->rank, v->dim, v->stride, &bytes);
+  if (err != MMB_OK) return err;
+  mmbMemInterface *iface;
+  if ((err = mmb__space_interface(space, &iface)) != MMB_OK)
+    return mmb__fail(err, func, "no interface on %s: %s", space->info.name,
+                     mmb_error_string(err));
+  mmbAllocateOptions o = {.alignment = l->row_alignment > MMB_DEFAULT_ALIGNMENT
+                                           ? l->row_alignment : MMB_DEFAULT_ALIGNMENT};
+  if ((err = mmb_allocate_opts(bytes, iface, &o, out)) != MMB_OK)
+    return mmb__fail(err, func, "no room for %zu bytes in %s: %s", bytes, space->info.name,
+                     mmb_error_string(err));
+  v->iface = iface;
+  v->ptr = mmb_allocation_ptr(*out);
+  return MMB_OK;
+}
