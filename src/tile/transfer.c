@@ -49,25 +49,26 @@ static bool same_order(const mmb__plan *p) {
   return true;
 }
 
-#define GATHER(T)                                                             \
-  for (size_t i = 0; i < n; i++) ((T *)dst)[i] = ((const T *)src)[i * sstep]; \
+#define STEP(T)                                                              \
+  for (size_t i = 0; i < n; i++) ((T *)dst)[i * dstep] = ((const T *)src)[i * sstep]; \
   return
 
-/* One run along the destination's contiguous dimension. */
-static void gather_run(char *dst, const char *src, size_t n, size_t sstep, size_t es) {
+/* One run along the destination's innermost dimension (steps in elements). */
+static void step_run(char *dst, size_t dstep, const char *src, size_t sstep, size_t n,
+                     size_t es) {
   switch (es) {
-    case 1: GATHER(uint8_t);
-    case 2: GATHER(uint16_t);
-    case 4: GATHER(uint32_t);
-    case 8: GATHER(uint64_t);
+    case 1: STEP(uint8_t);
+    case 2: STEP(uint16_t);
+    case 4: STEP(uint32_t);
+    case 8: STEP(uint64_t);
     default:
-      for (size_t i = 0; i < n; i++) memcpy(dst + i * es, src + i * sstep * es, es);
+      for (size_t i = 0; i < n; i++) memcpy(dst + i * dstep * es, src + i * sstep * es, es);
   }
 }
 
 static void permute(char *dst, const char *src, const mmb__plan *p, size_t k, size_t es) {
   if (k == 0) {
-    gather_run(dst, src, p->dim[0], p->ss[0], es);
+    step_run(dst, p->ds[0], src, p->ss[0], p->dim[0], es);
     return;
   }
   for (size_t i = 0; i < p->dim[k]; i++)

@@ -1,0 +1,171 @@
+/* Tile iterators: bad input, each schedule's exact order on small grids, and
+   every schedule visiting every tile exactly once on grids of any rank. */
+#include "arrays.h"
+
+static mmbArray *tiled(mmbMemInterface *iface, mmbDimensions dims, mmbDimensions chunk) {
+  mmbLayout *l = test_layout(1, dims.size, MMB_ROWMAJOR, 0, MMB_TYPE_BYTES);
+  mmbArray *a;
+  OK(mmb_array_create(&dims, l, iface, MMB_READ_WRITE, &a));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_array_tile(a, &chunk));
+  return a;
+}
+
+MMB_TEST(iterator, bad_input_is_refused) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(4, 4), dims2(2, 2));
+  mmbTileIterator *it = NULL;
+  size_t n;
+  FAILS(mmb_tile_iterator_create(NULL, NULL, &it), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_create(a, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){(mmbTileSchedule)5}, &it),
+        MMB_INVALID_ARG);
+  cr_assert_null(it);
+  FAILS(mmb_tile_iterator_first(NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_next(NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_count(NULL, &n), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_destroy(NULL), MMB_INVALID_ARG);
+  cr_assert_null(mmb_tile_iterator_tile(NULL));
+  OK(mmb_tile_iterator_create(a, NULL, &it));
+  FAILS(mmb_tile_iterator_count(it, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_tile(a, &(mmbDimensions){2, {1, 1}}), MMB_BUSY);
+  FAILS(mmb_array_destroy(a), MMB_BUSY);
+  OK(mmb_tile_iterator_count(it, &n));
+  cr_assert_eq(n, 4);
+  for (size_t i = 0; i < 4; i++) {
+    cr_assert_not_null(mmb_tile_iterator_tile(it));
+    OK(mmb_tile_iterator_next(it));
+  }
+  cr_assert_null(mmb_tile_iterator_tile(it));
+  mmbIndex idx;
+  FAILS(mmb_tile_iterator_index(it, &idx), MMB_INVALID_STATE);
+  FAILS(mmb_tile_iterator_next(it), MMB_INVALID_STATE);   /* already past the end */
+  OK(mmb_tile_iterator_first(it));
+  cr_assert_not_null(mmb_tile_iterator_tile(it));
+  OK(mmb_tile_iterator_destroy(it));
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+/* The grid indices an iterator visits, in order. */
+static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max) {
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){s}, &it));
+  size_t n = 0;
+  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+    cr_assert_lt(n, max);
+    mmbIndex idx;
+    OK(mmb_tile_iterator_index(it, &idx));
+    mmbArrayTile *at;
+    OK(mmb_tile_at(a, &idx, &at));
+    cr_assert_eq(at, t, "the iterator's tile is the grid's");
+    out[n][0] = idx.d[0];
+    out[n][1] = idx.d[1];
+    n++;
+  }
+  OK(mmb_tile_iterator_destroy(it));
+  return n;
+}
+
+static void expect_order(mmbArray *a, mmbTileSchedule s, const size_t (*want)[2], size_t n) {
+  size_t got[64][2];
+  cr_assert_eq(visit(a, s, got, 64), n);
+  for (size_t i = 0; i < n; i++)
+    cr_assert(got[i][0] == want[i][0] && got[i][1] == want[i][1],
+              "schedule %d step %zu: (%zu,%zu), expected (%zu,%zu)", (int)s, i, got[i][0],
+              got[i][1], want[i][0], want[i][1]);
+}
+
+MMB_TEST(iterator, row_major_and_column_major_orders) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(5, 6), dims2(2, 3));   /* a 3 x 2 grid */
+  const size_t row[][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}};
+  const size_t col[][2] = {{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}};
+  expect_order(a, MMB_SCHEDULE_ROWMAJOR, row, 6);
+  expect_order(a, MMB_SCHEDULE_COLMAJOR, col, 6);
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(iterator, morton_order_is_z_order) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(4, 4), dims2(1, 1));
+  const size_t z[][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3},
+                         {2, 0}, {2, 1}, {3, 0}, {3, 1}, {2, 2}, {2, 3}, {3, 2}, {3, 3}};
+  expect_order(a, MMB_SCHEDULE_MORTON, z, 16);
+  OK(mmb_array_destroy(a));
+  /* a 3 x 5 grid: the Z curve of the 4 x 8 box, without the tiles outside */
+  a = tiled(iface, dims2(3, 5), dims2(1, 1));
+  const size_t zr[][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3},
+                          {2, 0}, {2, 1}, {2, 2}, {2, 3}, {0, 4}, {1, 4}, {2, 4}};
+  expect_order(a, MMB_SCHEDULE_MORTON, zr, 15);
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+/* Every schedule, on grids of rank 1 to 5, visits every tile exactly once. */
+MMB_TEST(iterator, every_schedule_visits_each_tile_once) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  uint64_t seed = 42;
+  for (int round = 0; round < 40; round++) {
+    size_t rank = 1 + test_rand(&seed) % 5;
+    mmbDimensions d = {rank, {0}}, c = {rank, {0}};
+    size_t expect = 1;
+    for (size_t k = 0; k < rank; k++) {
+      d.d[k] = 1 + test_rand(&seed) % 9;
+      c.d[k] = 1 + test_rand(&seed) % 4;
+      expect *= (d.d[k] + c.d[k] - 1) / c.d[k];
+    }
+    mmbArray *a = tiled(iface, d, c);
+    for (int s = MMB_SCHEDULE_ROWMAJOR; s <= MMB_SCHEDULE_MORTON; s++) {
+      mmbTileIterator *it;
+      OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){(mmbTileSchedule)s}, &it));
+      size_t count;
+      OK(mmb_tile_iterator_count(it, &count));
+      cr_assert_eq(count, expect);
+      unsigned char *seen = calloc(count, 1);
+      size_t n = 0, covered = 0;
+      for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+        mmbIndex idx;
+        OK(mmb_tile_iterator_index(it, &idx));
+        mmbDimensions grid;
+        OK(mmb_array_tile_grid(a, &grid));
+        size_t lin = 0, cells = 1;
+        for (size_t k = 0; k < rank; k++) {
+          lin = lin * grid.d[k] + idx.d[k];
+          cells *= t->dim[k];
+        }
+        cr_assert_lt(lin, count);
+        cr_assert_eq(seen[lin], 0, "tile %zu visited twice (schedule %d)", lin, s);
+        seen[lin] = 1;
+        covered += cells;
+        n++;
+      }
+      size_t elems = 1;
+      for (size_t k = 0; k < rank; k++) elems *= d.d[k];
+      cr_assert_eq(n, count);
+      cr_assert_eq(covered, elems, "the tiles cover the array exactly");
+      free(seen);
+      OK(mmb_tile_iterator_destroy(it));
+    }
+    OK(mmb_array_destroy(a));
+  }
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(iterator, an_untiled_array_is_visited_as_one_tile) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbLayout *l = test_layout(8, 2, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
+  mmbArray *a;
+  OK(mmb_array_create(&(mmbDimensions){2, {3, 3}}, l, iface, MMB_READ_WRITE, &a));
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){MMB_SCHEDULE_MORTON}, &it));
+  size_t n;
+  OK(mmb_tile_iterator_count(it, &n));
+  cr_assert_eq(n, 1);
+  cr_assert_eq(mmb_tile_iterator_tile(it)->dim[1], 3);
+  OK(mmb_tile_iterator_destroy(it));
+  OK(mmb_array_destroy(a));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_interface_destroy(iface));
+}
