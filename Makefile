@@ -53,8 +53,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
-EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop
-BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc
+EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose
+BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles
 TESTS    := $(BUILD)/test/mmb-tests
 DEPS_OK  := $(BUILD)/.deps-ok
 # Programs outside the library see only the public API, through libmmb.so.
@@ -92,7 +92,7 @@ $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
-$(BUILD)/bin/quickstart $(BUILD)/bin/training_loop: $(BUILD)/bin/%: examples/%.c $(SHARED)
+$(EXAMPLES): $(BUILD)/bin/%: examples/%.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
@@ -104,6 +104,11 @@ $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 $(BUILD)/bin/bench-alloc: bench/alloc.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lmimalloc -lpthread -lm
+
+# The tiles benchmark times the transpose example's own code.
+$(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
@@ -149,10 +154,12 @@ run: all
 	$(BUILD)/bin/mmb-info
 	$(BUILD)/bin/quickstart
 	$(BUILD)/bin/training_loop
+	$(BUILD)/bin/tiled_transpose
 
 bench: $(BENCHES)
 	$(BUILD)/bin/bench-copy
 	$(BUILD)/bin/bench-alloc
+	$(BUILD)/bin/bench-tiles
 
 install: $(STATIC) $(SHARED) $(TOOLS)
 	install -d $(DESTDIR)$(PREFIX)/include/mmb $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
