@@ -132,7 +132,11 @@ MMB_TEST(array, copy_between_orders_paddings_and_interfaces) {
   mmbLayout *l = test_layout(8, 3, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
   mmbArray *ro;
   OK(mmb_array_create(&d, l, sys, MMB_READ, &ro));
-  FAILS(mmb_array_copy(ro, a), MMB_INVALID_ARG);
+  FAILS(mmb_array_copy(ro, a), MMB_INVALID_STATE);
+  mmbArray *w;   /* nor can a duplicate be merged into it */
+  OK(mmb_array_duplicate(ro, sys, MMB_READ_WRITE, &w));
+  FAILS(mmb_array_merge(w, MMB_MERGE_OVERWRITE), MMB_INVALID_STATE);
+  OK(mmb_array_destroy(w));
   OK(mmb_array_copy(a, ro));   /* a read-only array can be a source */
   mmbArray *all[] = {a, b, c, e, f, ro};
   for (size_t i = 0; i < 6; i++) OK(mmb_array_destroy(all[i]));

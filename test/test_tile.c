@@ -140,6 +140,17 @@ MMB_TEST(tile, copy_between_tiles_of_one_shape_in_any_layout) {
   /* same extents at other indices: fine, the data moves by position */
   OK(mmb_tile_copy(tile(b, 1, 1), tile(f.a, 0, 0)));
   cr_assert_eq(MMB_TILE_AT_2D(tile(b, 1, 1), double, 4, 3), value_at((size_t[]){0, 0}, 2, 1));
+  /* the tiles of a read-only array are read-only */
+  mmbLayout *l = test_layout(8, 2, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
+  mmbArray *ro;
+  OK(mmb_array_create(&(mmbDimensions){2, {10, 7}}, l, f.sys, MMB_READ, &ro));
+  OK(mmb_array_tile(ro, &(mmbDimensions){2, {4, 3}}));
+  mmbArrayTile *d;
+  FAILS(mmb_tile_copy(tile(ro, 0, 0), tile(f.a, 0, 0)), MMB_INVALID_STATE);
+  FAILS(mmb_tile_duplicate(tile(ro, 0, 0), f.fast, MMB_WRITE, NULL, &d), MMB_INVALID_STATE);
+  OK(mmb_tile_copy(tile(f.a, 0, 0), tile(ro, 0, 0)));
+  OK(mmb_array_destroy(ro));
+  OK(mmb_layout_destroy(l));
   OK(mmb_array_destroy(b));
   teardown(&f);
 }
@@ -203,6 +214,15 @@ MMB_TEST(tile, merging_a_read_only_duplicate_moves_no_bytes) {
   fill_tile(d, 8);   /* behind mmb's back: a merge that moved bytes would show it */
   OK(mmb_tile_merge(d, MMB_MERGE_OVERWRITE));
   assert_tile_filled(t, 1);
+  /* a read-only duplicate has only read-only duplicates */
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ, NULL, &d));
+  x = NULL;
+  FAILS(mmb_tile_duplicate(d, f.fast, MMB_READ_WRITE, NULL, &x), MMB_INVALID_STATE);
+  FAILS(mmb_tile_duplicate(d, f.fast, MMB_WRITE, NULL, &x), MMB_INVALID_STATE);
+  cr_assert_null(x);
+  OK(mmb_tile_duplicate(d, f.fast, MMB_READ, NULL, &x));
+  OK(mmb_tile_merge(x, MMB_MERGE_OVERWRITE));
+  OK(mmb_tile_merge(d, MMB_MERGE_OVERWRITE));
   /* SUM of a read-only duplicate moves nothing either */
   OK(mmb_tile_duplicate(t, f.fast, MMB_READ, NULL, &x));
   OK(mmb_tile_merge(x, MMB_MERGE_SUM));

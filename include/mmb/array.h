@@ -42,7 +42,8 @@ typedef struct mmbArrayOptions {
  * \param layout     element size, order, padding and element type (copied).
  * \param interface  where the home storage is allocated.
  * \param access     how the array will be used: an array without MMB_WRITE
- *                   cannot be the destination of a copy or a merge.
+ *                   cannot be the destination of a copy or a merge
+ *                   (MMB_INVALID_STATE).
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the layout's,
  *         a zero extent or an unknown access; MMB_OVERFLOW when the storage
  *         size overflows; MMB_OUT_OF_MEMORY (nothing is left allocated);
@@ -105,9 +106,10 @@ MMB_EXPORT mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface *
  * size; any spaces, orders and paddings. Tiles of \p dst that have
  * read-only duplicates see those duplicates go stale.
  * \return MMB_OK (also when dst == src); MMB_INVALID_ARG for NULLs, shapes or
- *         element sizes that differ, or a \p dst without MMB_WRITE access;
- *         MMB_INVALID_STATE when a tile of either array lives away from home
- *         (migrated), or \p src is a read-only duplicate gone stale;
+ *         element sizes that differ; MMB_INVALID_STATE when \p dst is
+ *         read-only (made or duplicated without MMB_WRITE), a tile of either
+ *         array lives away from home (migrated), or \p src is a read-only
+ *         duplicate gone stale;
  *         MMB_UNSUPPORTED when no provider can copy; MMB_OUT_OF_MEMORY when a
  *         staging buffer cannot be had; MMB_NOT_INITIALIZED.
  */
@@ -144,8 +146,8 @@ MMB_EXPORT mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_
  * duplicate moves no bytes, whatever \p in_merge.
  * \return MMB_OK; MMB_INVALID_ARG for NULL, an unknown merge type, or SUM,
  *         MIN or MAX on a layout without an element type; MMB_INVALID_STATE
- *         when \p in_array is not a duplicate, or a tile of it or of its
- *         origin is migrated away; MMB_BUSY while the duplicate has live
+ *         when \p in_array is not a duplicate, its origin is read-only, or a
+ *         tile of it or of its origin is migrated away; MMB_BUSY while the duplicate has live
  *         duplicates or iterators of its own; MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */

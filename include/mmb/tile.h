@@ -67,8 +67,9 @@ MMB_EXPORT mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index,
  * any spaces and strides, either side a grid tile or a duplicate.
  * \return MMB_OK (also for dst == src); MMB_INVALID_ARG for NULLs, tiles not
  *         made by mmb, or shapes or element sizes that differ;
- *         MMB_INVALID_STATE when \p dst_tile is a read-only duplicate or
- *         \p src_tile a stale one; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
+ *         MMB_INVALID_STATE when \p dst_tile is read-only (a read-only
+ *         duplicate, or a tile of an array made without MMB_WRITE) or
+ *         \p src_tile a stale read-only duplicate; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
  *         staging); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile);
@@ -81,7 +82,9 @@ MMB_EXPORT mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile
  * without MMB_WRITE the duplicate is read-only.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access or a layout
  *         that does not fit; MMB_INVALID_STATE when \p in_tile is a stale
- *         read-only duplicate; MMB_OUT_OF_MEMORY when \p in_space has no room
+ *         read-only duplicate, or MMB_WRITE is asked of a read-only tile (a
+ *         read-only duplicate, or a tile of an array made without MMB_WRITE),
+ *         whose duplicate could never be merged; MMB_OUT_OF_MEMORY when \p in_space has no room
  *         (the tile is left as it was); MMB_OVERFLOW; MMB_UNAVAILABLE;
  *         MMB_NOT_INITIALIZED.
  */
@@ -93,8 +96,8 @@ MMB_EXPORT mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_sp
  * Moves a tile's data to \p in_space, in \p in_layout (NULL: contiguous, in
  * the array's order). MMB_READ copies the data; without it the new storage
  * starts undefined. Migrating to the array's own space with a NULL layout
- * brings the tile home: its block of the home storage is valid again.
- * Migrating to where the tile already is, in the same layout, does nothing.
+ * brings the tile home: its block of the home storage is valid again
+ * (bringing home a tile that is home does nothing).
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access or a layout
  *         that does not fit; MMB_INVALID_STATE for a duplicate (duplicate it
  *         again instead); MMB_BUSY while the tile has live duplicates;
@@ -109,7 +112,8 @@ MMB_EXPORT mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_spac
  * \return MMB_OK; MMB_INVALID_ARG for NULL, a tile not made by mmb, an
  *         unknown merge type, or SUM, MIN or MAX without an element type
  *         (mmb_layout_set_element_type on the array's layout);
- *         MMB_INVALID_STATE when \p in_tile is not a duplicate; MMB_BUSY while
+ *         MMB_INVALID_STATE when \p in_tile is not a duplicate, or a
+ *         writable duplicate of a read-only origin; MMB_BUSY while
  *         it has live duplicates of its own; MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */

@@ -19,6 +19,13 @@ static mmbError check_home_valid(const char *func, const mmbArray *a, const char
   return MMB_OK;
 }
 
+static mmbError check_writable(const char *func, const mmbArray *a, const char *which) {
+  if (!(a->access & MMB_WRITE))
+    return mmb__fail(MMB_INVALID_STATE, func, "%s is read-only (made, or duplicated, without "
+                     "MMB_WRITE)", which);
+  return MMB_OK;
+}
+
 static void wrote_whole(mmbArray *a) {
   a->version++;
   a->whole_version++;
@@ -33,9 +40,9 @@ mmbError mmb_array_copy(mmbArray *dst, mmbArray *src) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!dst || !src, __func__, "NULL array");
   MMB__ARG(!same_shape(dst, src), __func__, "the arrays differ in rank, extents or element size");
-  MMB__ARG(!(dst->access & MMB_WRITE), __func__, "the destination was created without MMB_WRITE");
   if (dst == src) return MMB_OK;
   mmbError err;
+  if ((err = check_writable(__func__, dst, "the destination")) != MMB_OK) return err;
   if ((err = check_home_valid(__func__, src, "the source")) != MMB_OK ||
       (err = check_home_valid(__func__, dst, "the destination")) != MMB_OK)
     return err;
@@ -91,7 +98,8 @@ static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op) {
   mmbArray *o = d->origin;
   if (d->access & MMB_WRITE) {   /* (a read-only one is released, stale or not) */
     if ((err = check_home_valid(func, d, "the duplicate")) != MMB_OK ||
-        (err = check_home_valid(func, o, "the origin")) != MMB_OK)
+        (err = check_home_valid(func, o, "the origin")) != MMB_OK ||
+        (err = check_writable(func, o, "the origin")) != MMB_OK)
       return err;
     mmb__view ov = mmb__array_view(o), dv = mmb__array_view(d);
     uint64_t start = mmb__tile_trace_start();

@@ -31,8 +31,9 @@ static mmbError check_readable(const char *func, const mmb__tile *t, const char 
 }
 
 static mmbError check_writable(const char *func, const mmb__tile *t, const char *which) {
-  if (t->origin && !(t->access & MMB_WRITE))
-    return mmb__fail(MMB_INVALID_STATE, func, "%s is a read-only duplicate", which);
+  if (t->origin ? !(t->access & MMB_WRITE) : !(t->array->access & MMB_WRITE))
+    return mmb__fail(MMB_INVALID_STATE, func, "%s is read-only (a read-only duplicate, or a "
+                     "tile of an array made without MMB_WRITE)", which);
   return MMB_OK;
 }
 
@@ -86,8 +87,9 @@ mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAcc
   if (err != MMB_OK) return err;
   MMB__ARG(!out_tile, __func__, "out_tile is NULL");
   if ((err = check_target(__func__, t, in_space, in_access, in_layout)) != MMB_OK ||
-      (err = check_readable(__func__, t, "the tile")) != MMB_OK)
-    return err;
+      (err = check_readable(__func__, t, "the tile")) != MMB_OK ||
+      ((in_access & MMB_WRITE) && (err = check_writable(__func__, t, "the tile")) != MMB_OK))
+    return err;   /* (a writable duplicate could never be merged into it) */
   mmb__tile *d = mmb__calloc(1, sizeof *d);
   if (!d) return MMB_OUT_OF_MEMORY;
   d->pub = t->pub;
@@ -137,6 +139,7 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
     return mmb__fail(MMB_BUSY, func, "%zu duplicates of this duplicate are live", d->n_dups);
   if (d->access & MMB_WRITE) {
     mmb__tile *o = d->origin;
+    if ((err = check_writable(func, o, "the origin")) != MMB_OK) return err;
     mmb__view ov = mmb__tile_view(o), dv = mmb__tile_view(d);
     uint64_t start = mmb__tile_trace_start();
     if ((err = mmb__view_merge(func, &ov, &dv, op)) != MMB_OK) return err;
