@@ -119,18 +119,18 @@ $(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -Iproviders -c $< -o $@
 
-STRESS := $(BUILD)/test/stress-threads
-$(STRESS): test/stress/threads.c $(STATIC)
+STRESS := $(BUILD)/test/stress-threads $(BUILD)/test/stress-queues
+$(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(STATIC) $(LIBS)
 
-# Criterion cannot run under ThreadSanitizer: there, the threaded driver alone.
+# Criterion cannot run under ThreadSanitizer: there, the threaded drivers alone.
 ifeq ($(SANITIZE),thread)
 test: $(STRESS)
-	$(STRESS)
+	for s in $(STRESS); do $$s || exit 1; done
 else
 test: $(TESTS) $(STRESS) install-check plot-check
-	$(STRESS)
+	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
 endif
 

@@ -162,7 +162,16 @@ typedef struct mmbLayoutPadding {
 } mmbLayoutPadding;
 /** Options of mmb_tile_iterator_create. */
 typedef struct mmbTileIteratorOptions { mmbTileSchedule schedule; } mmbTileIteratorOptions;
-typedef struct mmbQueueOptions { mmbQueueBackend backend; int device; } mmbQueueOptions;
+typedef struct mmbMemSpace mmbMemSpace;
+
+/** Options of mmb_queue_create; zero for defaults. */
+typedef struct mmbQueueOptions {
+  mmbQueueBackend backend;  /**< AUTO: a CUDA stream when a device exists, else a thread */
+  int device;               /**< CUDA device of a stream queue */
+  mmbMemSpace *near;        /**< thread queues: bind the worker near this space's memory
+                                 (its NUMA node, with hwloc); NULL = unbound */
+} mmbQueueOptions;
+/** A request: the caller's; {0} (or {NULL}) means "no request". */
 typedef struct mmbRequest { void *impl; } mmbRequest;
 
 /** Statistics of an interface or a space (names follow cudaMemPool's attributes). */
@@ -174,8 +183,7 @@ typedef struct mmbStats {
   unsigned long long n_failed;               /**< allocations refused (OOM, limit)  */
 } mmbStats;
 
-/* Opaque handles. */
-typedef struct mmbMemSpace mmbMemSpace;
+/* Opaque handles (and mmbMemSpace, above). */
 typedef struct mmbMemInterface mmbMemInterface;
 typedef struct mmbAllocation mmbAllocation;
 typedef struct mmbLayout mmbLayout;

@@ -297,6 +297,30 @@ void mmb__engine_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
 void mmb__engine_copy_nd(char *dst, const size_t *dstride, const char *src,
                          const size_t *sstride, size_t ndims, const size_t *dims);
 
+/* A checked copy between allocations, ready to run (now, or on a queue). */
+typedef struct mmb__copy_side {
+  mmbAllocation *a;
+  size_t offset, span;   /* first byte, and bytes from there to one past the last */
+  size_t stride[MMB_MAX_DIMS];   /* bytes between consecutive indices of dim k >= 1 */
+} mmb__copy_side;
+typedef struct mmb__copy_plan {
+  mmb__copy_side d, s;
+  size_t ndims, dims[MMB_MAX_DIMS];
+} mmb__copy_plan;
+/* mmb_copy_nd's checks (same units and errors), filling a plan. */
+mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
+                           const size_t *dpitch, mmbAllocation *src, const size_t *soffset,
+                           const size_t *spitch, size_t ndims, const size_t *dims,
+                           mmb__copy_plan *out);
+/* ... and those of mmb_copy_2d and mmb_copy. */
+mmbError mmb__copy_prepare_2d(const char *func, mmbAllocation *dst, size_t dxoffset,
+                              size_t dyoffset, size_t dxpitch, mmbAllocation *src,
+                              size_t sxoffset, size_t syoffset, size_t spitch, size_t width,
+                              size_t height, mmb__copy_plan *out);
+mmbError mmb__copy_prepare_whole(const char *func, mmbAllocation *dst, mmbAllocation *src,
+                                 mmb__copy_plan *out);
+mmbError mmb__copy_run(const char *func, mmb__copy_plan *p);
+
 /* A strided copy between two pieces of memory, each belonging to an
    interface (NULL: plain host memory, such as a staging buffer). Same units
    as the engine; the ranges are the caller's to check. Host pairs go to the

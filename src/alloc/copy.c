@@ -5,13 +5,7 @@
 
 #include <string.h>
 
-/* One side of a copy, normalised: a byte offset from the allocation's start,
-   and stride[k] = bytes between consecutive indices of dim k (k >= 1). */
-typedef struct side {
-  mmbAllocation *a;
-  size_t offset, span;   /* first byte, and bytes from there to one past the last */
-  size_t stride[MMB_MAX_DIMS];
-} side;
+typedef mmb__copy_side side;
 
 static mmbError overflow(const char *func, const char *which) {
   return mmb__fail(MMB_OVERFLOW, func, "%s range overflows size_t", which);
@@ -126,55 +120,87 @@ static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const
   return mmb__copy_strided(func, di, dst, d->stride, si, src, s->stride, ndims, dims);
 }
 
-static mmbError copy_nd(const char *func, mmbAllocation *dst, const size_t *doffset,
-                        const size_t *dpitch, mmbAllocation *src, const size_t *soffset,
-                        const size_t *spitch, size_t ndims, const size_t *dims) {
+mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
+                           const size_t *dpitch, mmbAllocation *src, const size_t *soffset,
+                           const size_t *spitch, size_t ndims, const size_t *dims,
+                           mmb__copy_plan *out) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!dst || !src, func, "NULL allocation");
   MMB__ARG(ndims < 1 || ndims > MMB_MAX_DIMS, func, "%zu dims, not 1..%d", ndims, MMB_MAX_DIMS);
   MMB__ARG(!doffset || !soffset || !dims || (ndims > 1 && (!dpitch || !spitch)), func,
            "NULL offset, pitch or dims array");
   for (size_t k = 0; k < ndims; k++) MMB__ARG(dims[k] == 0, func, "dims[%zu] is 0", k);
-  side d = {0}, s = {0};
-  mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &d);
-  if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &s);
+  mmb__copy_plan p = {.ndims = ndims};
+  mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &p.d);
+  if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &p.s);
   if (err != MMB_OK) return err;
+  memcpy(p.dims, dims, ndims * sizeof *dims);
+  *out = p;
+  return MMB_OK;
+}
+
+mmbError mmb__copy_run(const char *func, mmb__copy_plan *p) {
   uint64_t start = mmb__trace_active() ? mmb__trace_now() : 0;
-  err = run_copy(func, &d, &s, ndims, dims);
+  mmbError err = run_copy(func, &p->d, &p->s, p->ndims, p->dims);
   if (start && err == MMB_OK) {
     size_t bytes = 1;
-    for (size_t k = 0; k < ndims; k++) bytes *= dims[k];   /* bounded by the range checks */
-    mmb__trace_duration("copy", start, bytes, src->interface->space, dst->interface->space);
+    for (size_t k = 0; k < p->ndims; k++) bytes *= p->dims[k];   /* bounded by the checks */
+    mmb__trace_duration("copy", start, bytes, p->s.a->interface->space,
+                        p->d.a->interface->space);
   }
   return err;
+}
+
+static mmbError run_now(const char *func, mmbError err, mmb__copy_plan *p) {
+  return err == MMB_OK ? mmb__copy_run(func, p) : err;
 }
 
 mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,
                      mmbAllocation *src, const size_t *soffset, const size_t *spitch,
                      size_t ndims, const size_t *dims) {
-  return copy_nd(__func__, dst, doffset, dpitch, src, soffset, spitch, ndims, dims);
+  mmb__copy_plan p;
+  return run_now(__func__, mmb__copy_prepare(__func__, dst, doffset, dpitch, src, soffset, spitch,
+                                             ndims, dims, &p), &p);
+}
+
+mmbError mmb__copy_prepare_2d(const char *func, mmbAllocation *dst, size_t dxoffset,
+                              size_t dyoffset, size_t dxpitch, mmbAllocation *src,
+                              size_t sxoffset, size_t syoffset, size_t spitch, size_t width,
+                              size_t height, mmb__copy_plan *out) {
+  const size_t doff[2] = {dxoffset, dyoffset}, dp[2] = {dxpitch, 0};
+  const size_t soff[2] = {sxoffset, syoffset}, sp[2] = {spitch, 0};
+  const size_t dims[2] = {width, height};
+  return mmb__copy_prepare(func, dst, doff, dp, src, soff, sp, 2, dims, out);
 }
 
 mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
                      mmbAllocation *src, size_t sxoffset, size_t syoffset, size_t spitch,
                      size_t width, size_t height) {
-  const size_t doff[2] = {dxoffset, dyoffset}, dp[2] = {dxpitch, 0};
-  const size_t soff[2] = {sxoffset, syoffset}, sp[2] = {spitch, 0};
-  const size_t dims[2] = {width, height};
-  return copy_nd(__func__, dst, doff, dp, src, soff, sp, 2, dims);
+  mmb__copy_plan p;
+  return run_now(__func__, mmb__copy_prepare_2d(__func__, dst, dxoffset, dyoffset, dxpitch, src,
+                                                sxoffset, syoffset, spitch, width, height, &p),
+                 &p);
 }
 
 mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset, mmbAllocation *src, size_t soffset,
                      size_t width) {
-  return copy_nd(__func__, dst, &doffset, NULL, src, &soffset, NULL, 1, &width);
+  mmb__copy_plan p;
+  return run_now(__func__, mmb__copy_prepare(__func__, dst, &doffset, NULL, src, &soffset, NULL,
+                                             1, &width, &p), &p);
+}
+
+mmbError mmb__copy_prepare_whole(const char *func, mmbAllocation *dst, mmbAllocation *src,
+                                 mmb__copy_plan *out) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!mmb__handle_is_live(dst) || !mmb__handle_is_live(src), func,
+           "NULL or dead allocation");
+  MMB__ARG(dst->size < src->size, func, "destination (%zu bytes) is smaller than the "
+           "source (%zu bytes)", dst->size, src->size);
+  size_t zero = 0, width = src->size;
+  return mmb__copy_prepare(func, dst, &zero, NULL, src, &zero, NULL, 1, &width, out);
 }
 
 mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!mmb__handle_is_live(dst) || !mmb__handle_is_live(src), __func__,
-           "NULL or dead allocation");
-  MMB__ARG(dst->size < src->size, __func__, "destination (%zu bytes) is smaller than the "
-           "source (%zu bytes)", dst->size, src->size);
-  size_t zero = 0, width = src->size;
-  return copy_nd(__func__, dst, &zero, NULL, src, &zero, NULL, 1, &width);
+  mmb__copy_plan p;
+  return run_now(__func__, mmb__copy_prepare_whole(__func__, dst, src, &p), &p);
 }

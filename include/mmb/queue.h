@@ -1,0 +1,119 @@
+/**
+ * \file mmb/queue.h
+ * Asynchronous queues and requests.
+ *
+ * A queue runs work in submission order (FIFO) on a backend: a worker thread
+ * of its own (MMB_QUEUE_THREAD) or, where a CUDA device exists, a CUDA stream
+ * (MMB_QUEUE_CUDA_STREAM; MMB_QUEUE_AUTO picks it when a device is present,
+ * threads otherwise).
+ *
+ * A request (mmbRequest) is the caller's: zero-initialise it, pass its
+ * address to a submission, then wait on it or poll it. Waiting releases it
+ * and sets it back to zero, so waiting twice, or on a zero request, returns
+ * MMB_OK at once. Passing NULL instead of a request submits fire-and-forget
+ * work: its error, if any, is kept and returned by the next
+ * mmb_queue_synchronize. A request outlives its queue: destroying a queue
+ * whose requests the caller still holds is safe.
+ *
+ * Argument errors come back from the submission; errors of the work itself
+ * come back through its request.
+ */
+#ifndef MMB_QUEUE_H
+#define MMB_QUEUE_H
+
+#include <mmb/export.h>
+#include <mmb/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Creates a queue.
+ * \param opts  NULL: MMB_QUEUE_AUTO. backend: AUTO, THREAD or CUDA_STREAM;
+ *              device: the CUDA device of a stream queue.
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or an unknown backend;
+ *         MMB_UNAVAILABLE for CUDA_STREAM without a device; MMB_ERROR when
+ *         the thread or stream cannot be made; MMB_OUT_OF_MEMORY;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
+
+/**
+ * Runs everything submitted to \p *q, destroys it and sets \p *q to NULL.
+ * \param opts  unused (NULL).
+ * \return MMB_OK, or the first error of fire-and-forget work not yet
+ *         reported (the queue is destroyed either way); MMB_INVALID_ARG for
+ *         NULL; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q);
+
+/**
+ * Waits until everything submitted to \p q so far has run.
+ * \return MMB_OK, or the first error of fire-and-forget work since the last
+ *         synchronize; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_synchronize(mmbQueue *q);
+
+/**
+ * Runs fn(arg) on the queue, after the work submitted before it: on the
+ * worker thread of a thread queue, as a host function in stream order on a
+ * CUDA queue (where fn must not call CUDA).
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or \p fn, or a request
+ *         already in use; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg,
+                                     mmbRequest *req);
+
+/**
+ * Work submitted to \p q after this call waits for \p req (which may belong
+ * to another queue, of any backend). The caller keeps \p req and still
+ * waits on it or polls it.
+ * \return MMB_OK (also for a zero request: nothing to wait for);
+ *         MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req);
+
+/** Whether the work of \p req has run (true for a zero request).
+    \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+MMB_EXPORT mmbError mmb_request_is_complete(mmbRequest *req, bool *complete);
+
+/**
+ * Waits for the work of \p req, releases the request and zeroes it.
+ * \return the work's own error; MMB_OK for a zero request (never waited
+ *         on, or waited on already); MMB_INVALID_ARG for NULL.
+ */
+MMB_EXPORT mmbError mmb_wait(mmbRequest *req);
+
+/**
+ * mmb_wait on each of \p num_requests requests.
+ * \param errors  NULL, or an array receiving each request's error.
+ * \return MMB_OK when every one succeeded, else the first error met;
+ *         MMB_INVALID_ARG for a NULL \p reqs with \p num_requests > 0.
+ */
+MMB_EXPORT mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors);
+
+/* ---- _async twins of the allocation copies ------------------------------ */
+/** mmb_copy on a queue. \return argument errors as mmb_copy; the copy's
+    own errors through \p req. */
+MMB_EXPORT mmbError mmb_copy_async(mmbAllocation *dest, mmbAllocation *src, mmbQueue *q,
+                                   mmbRequest *req);
+/** mmb_copy_1d on a queue. */
+MMB_EXPORT mmbError mmb_copy_1d_async(mmbAllocation *dst, size_t doffset, mmbAllocation *src,
+                                      size_t soffset, size_t width, mmbQueue *q, mmbRequest *req);
+/** mmb_copy_2d on a queue. */
+MMB_EXPORT mmbError mmb_copy_2d_async(mmbAllocation *dst, size_t dxoffset, size_t dyoffset,
+                                      size_t dxpitch, mmbAllocation *src, size_t sxoffset,
+                                      size_t syoffset, size_t spitch, size_t width, size_t height,
+                                      mmbQueue *q, mmbRequest *req);
+/** mmb_copy_nd on a queue (the arrays are read at submission). */
+MMB_EXPORT mmbError mmb_copy_nd_async(mmbAllocation *dst, const size_t *doffset,
+                                      const size_t *dpitch, mmbAllocation *src,
+                                      const size_t *soffset, const size_t *spitch, size_t ndims,
+                                      const size_t *dims, mmbQueue *q, mmbRequest *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_QUEUE_H */

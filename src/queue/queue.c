@@ -1,0 +1,159 @@
+/* Queues: creation over a backend, submission with requests, dependencies,
+   synchronize and destroy. */
+#include "queue.h"
+
+#include <string.h>
+
+mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w)) {
+  mmb__work *w = mmb__calloc(1, size);
+  if (w) w->run = run;
+  return w;
+}
+
+static void keep_error(mmbQueue *q, mmbError err) {
+  pthread_mutex_lock(&q->lock);
+  if (q->deferred == MMB_OK) q->deferred = err;
+  pthread_mutex_unlock(&q->lock);
+}
+
+void mmb__work_execute(mmbQueue *q, mmb__work *w) {
+  if (w->after) {
+    mmb__request_wait(w->after);
+    mmb__request_unref(w->after);
+  }
+  mmbError err = w->run(w);
+  if (w->finish) w->finish(w);
+  if (w->req) {
+    mmb__request_complete(w->req, err);
+    mmb__request_unref(w->req);
+  } else if (err != MMB_OK) {
+    mmb__log(MMB_LOG_WARN, "queue: fire-and-forget work failed: %s", mmb_error_string(err));
+    keep_error(q, err);
+  }
+  mmb__free(w);
+}
+
+mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!q, func, "queue is NULL");
+  MMB__ARG(req && req->impl, func, "the request is in use: wait on it first (or zero it)");
+  return MMB_OK;
+}
+
+mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req) {
+  if (req) {
+    if (!(w->req = mmb__request_new())) {
+      mmb__free(w);
+      return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a request");
+    }
+    mmb__request_ref(w->req);   /* one for the caller, one for the work */
+    req->impl = w->req;
+  }
+  q->backend->push(q, w);
+  return MMB_OK;
+}
+
+static mmbError resolve_backend(const mmbQueueOptions *o, const mmb__queue_backend **out) {
+  switch (o->backend) {
+    case MMB_QUEUE_AUTO:
+      *out = mmb__cuda_stream_backend && mmb__cuda_device_count() > 0 ? mmb__cuda_stream_backend
+                                                                       : &mmb__thread_backend;
+      return MMB_OK;
+    case MMB_QUEUE_THREAD: *out = &mmb__thread_backend; return MMB_OK;
+    case MMB_QUEUE_CUDA_STREAM:
+      if (!mmb__cuda_stream_backend || mmb__cuda_device_count() == 0)
+        return mmb__fail(MMB_UNAVAILABLE, "mmb_queue_create", "no CUDA device for a stream");
+      MMB__ARG(o->device < 0 || o->device >= mmb__cuda_device_count(), "mmb_queue_create",
+               "device %d of %d", o->device, mmb__cuda_device_count());
+      *out = mmb__cuda_stream_backend;
+      return MMB_OK;
+  }
+  return mmb__fail(MMB_INVALID_ARG, "mmb_queue_create", "unknown backend %d", (int)o->backend);
+}
+
+mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!q, __func__, "q is NULL");
+  mmbQueueOptions o = opts ? *opts : (mmbQueueOptions){0};
+  const mmb__queue_backend *be = NULL;
+  mmbError err = resolve_backend(&o, &be);
+  if (err != MMB_OK) return err;
+  mmbQueue *nq = mmb__calloc(1, sizeof *nq);
+  if (!nq) return MMB_OUT_OF_MEMORY;
+  nq->backend = be;
+  pthread_mutex_init(&nq->lock, NULL);
+  if ((err = be->start(nq, &o)) != MMB_OK) {
+    pthread_mutex_destroy(&nq->lock);
+    mmb__free(nq);
+    return err;
+  }
+  *q = nq;
+  return MMB_OK;
+}
+
+static mmbError take_deferred(mmbQueue *q) {
+  pthread_mutex_lock(&q->lock);
+  mmbError err = q->deferred;
+  q->deferred = MMB_OK;
+  pthread_mutex_unlock(&q->lock);
+  return err;
+}
+
+mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!q || !*q, __func__, "NULL queue");
+  mmbQueue *dq = *q;
+  dq->backend->stop(dq);
+  mmbError err = take_deferred(dq);
+  pthread_mutex_destroy(&dq->lock);
+  mmb__free(dq);
+  *q = NULL;
+  return err;
+}
+
+static mmbError noop(mmb__work *w) { return MMB_OK; }
+
+mmbError mmb_queue_synchronize(mmbQueue *q) {
+  mmbRequest fence = {0};
+  mmbError err = mmb__queue_check(__func__, q, NULL);
+  if (err != MMB_OK) return err;
+  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  if (!w || (err = mmb__queue_push(__func__, q, w, &fence)) != MMB_OK)
+    return w ? err : MMB_OUT_OF_MEMORY;
+  mmb_wait(&fence);
+  return take_deferred(q);
+}
+
+typedef struct user_work {
+  mmb__work w;
+  void (*fn)(void *);
+  void *arg;
+} user_work;
+
+static mmbError run_user(mmb__work *w) {
+  user_work *u = (user_work *)w;
+  u->fn(u->arg);
+  return MMB_OK;
+}
+
+mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!fn, __func__, "fn is NULL");
+  user_work *u = (user_work *)mmb__work_new(sizeof *u, run_user);
+  if (!u) return MMB_OUT_OF_MEMORY;
+  u->fn = fn;
+  u->arg = arg;
+  return mmb__queue_push(__func__, q, &u->w, req);
+}
+
+mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!q || !req, __func__, "NULL argument");
+  if (!req->impl) return MMB_OK;
+  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  if (!w) return MMB_OUT_OF_MEMORY;
+  w->after = req->impl;
+  mmb__request_ref(w->after);
+  return mmb__queue_push(__func__, q, w, NULL);
+}

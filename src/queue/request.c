@@ -1,0 +1,81 @@
+/* Requests: a completion flag and an error, with a reference for the caller
+   and one for the work that completes it. */
+#include "queue.h"
+
+#include <sched.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+mmb__request *mmb__request_new(void) {
+  mmb__request *r = mmb__malloc(sizeof *r);
+  if (!r) return NULL;
+  atomic_init(&r->done, 0);
+  atomic_init(&r->refs, 1);
+  r->err = MMB_OK;
+  pthread_mutex_init(&r->lock, NULL);
+  pthread_cond_init(&r->cond, NULL);
+  return r;
+}
+
+void mmb__request_ref(mmb__request *r) { atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed); }
+
+void mmb__request_unref(mmb__request *r) {
+  if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_cond_destroy(&r->cond);
+  pthread_mutex_destroy(&r->lock);
+  mmb__free(r);
+}
+
+void mmb__request_complete(mmb__request *r, mmbError err) {
+  r->err = err;
+  pthread_mutex_lock(&r->lock);   /* a waiter between its check and its sleep sees it */
+  atomic_store_explicit(&r->done, 1, memory_order_release);
+  pthread_cond_broadcast(&r->cond);
+  pthread_mutex_unlock(&r->lock);
+}
+
+/* A short spin first: a round trip through a busy worker is a few
+   microseconds, far less than a sleep and a wake-up. */
+mmbError mmb__request_wait(mmb__request *r) {
+  for (int i = 0; i < 2000 && !mmb__request_done(r); i++) {
+    if (i % 64 == 63) sched_yield();
+    else CPU_RELAX();
+  }
+  if (!mmb__request_done(r)) {
+    pthread_mutex_lock(&r->lock);
+    while (!mmb__request_done(r)) pthread_cond_wait(&r->cond, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+  }
+  return r->err;
+}
+
+mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
+  MMB__ARG(!req || !complete, __func__, "NULL argument");
+  *complete = !req->impl || mmb__request_done(req->impl);
+  return MMB_OK;
+}
+
+mmbError mmb_wait(mmbRequest *req) {
+  MMB__ARG(!req, __func__, "request is NULL");
+  mmb__request *r = req->impl;
+  if (!r) return MMB_OK;
+  mmbError err = mmb__request_wait(r);
+  req->impl = NULL;
+  mmb__request_unref(r);
+  return err;
+}
+
+mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors) {
+  MMB__ARG(num_requests && !reqs, __func__, "reqs is NULL");
+  mmbError first = MMB_OK;
+  for (size_t i = 0; i < num_requests; i++) {
+    mmbError err = mmb_wait(&reqs[i]);
+    if (errors) errors[i] = err;
+    if (first == MMB_OK) first = err;
+  }
+  return first;
+}
