@@ -54,7 +54,7 @@ STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
 EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose
-BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles
+BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
 TESTS    := $(BUILD)/test/mmb-tests
 DEPS_OK  := $(BUILD)/.deps-ok
 # Programs outside the library see only the public API, through libmmb.so.
@@ -110,6 +110,10 @@ $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
+$(BUILD)/bin/bench-queue: bench/queue.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread
+
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(@D)
@@ -160,6 +164,7 @@ bench: $(BENCHES)
 	$(BUILD)/bin/bench-copy
 	$(BUILD)/bin/bench-alloc
 	$(BUILD)/bin/bench-tiles
+	$(BUILD)/bin/bench-queue
 
 install: $(STATIC) $(SHARED) $(TOOLS)
 	install -d $(DESTDIR)$(PREFIX)/include/mmb $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

@@ -1,0 +1,131 @@
+/* bench/queue: the thread backend against baselines measured in the same run.
+   1. Empty request round trip (submit a no-op with a request, wait on it):
+      median over many trips, against a plain pthread condition-variable
+      handoff to a worker and back. Target: median < 5 us.
+   2. 1000 small (256 B) async copies then one wait, against the same copies
+      done synchronously.
+   Usage: bench-queue [round trips] */
+#include <mmb/mmb.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CHECK(call)                                                                 \
+  do {                                                                              \
+    mmbError e_ = (call);                                                           \
+    if (e_ != MMB_OK) {                                                             \
+      fprintf(stderr, "bench-queue: %s: %s\n", #call, mmb_error_string(e_));        \
+      exit(1);                                                                      \
+    }                                                                               \
+  } while (0)
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, n, sizeof *v, cmp);
+  return v[n / 2];
+}
+
+/* The baseline: hand a token to a worker through a condition variable and
+   wait for it to come back the same way. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t to_worker = PTHREAD_COND_INITIALIZER, to_main = PTHREAD_COND_INITIALIZER;
+static int token, quit;
+
+static void *cv_worker(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (token != 1 && !quit) pthread_cond_wait(&to_worker, &lock);
+    if (quit) break;
+    token = 2;
+    pthread_cond_signal(&to_main);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+static double cv_trip(void) {
+  double t0 = now();
+  pthread_mutex_lock(&lock);
+  token = 1;
+  pthread_cond_signal(&to_worker);
+  while (token != 2) pthread_cond_wait(&to_main, &lock);
+  token = 0;
+  pthread_mutex_unlock(&lock);
+  return now() - t0;
+}
+
+static void nothing(void *arg) { (void)arg; }
+
+int main(int argc, char **argv) {
+  int trips = argc > 1 ? atoi(argv[1]) : 20000;
+  if (trips < 11) trips = 11;
+  CHECK(mmb_init(NULL));
+  mmbQueue *q;
+  CHECK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  double *v = malloc(trips * sizeof *v);
+  pthread_t th;
+  pthread_create(&th, NULL, cv_worker, NULL);
+  for (int i = 0; i < trips; i++) v[i] = cv_trip();
+  double cv = median(v, trips);
+  pthread_mutex_lock(&lock);
+  quit = 1;
+  pthread_cond_signal(&to_worker);
+  pthread_mutex_unlock(&lock);
+  pthread_join(th, NULL);
+  for (int i = 0; i < trips; i++) {
+    mmbRequest r = {0};
+    double t0 = now();
+    CHECK(mmb_queue_submit(q, nothing, NULL, &r));
+    CHECK(mmb_wait(&r));
+    v[i] = now() - t0;
+  }
+  double rt = median(v, trips);
+  printf("1. empty request round trip, median of %d\n", trips);
+  printf("   mmb thread queue %.2f us, pthread cond-var handoff %.2f us, ratio %.2fx (target: < 5 us)\n",
+         rt * 1e6, cv * 1e6, rt / cv);
+
+  mmbMemSpace *dram;
+  CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface;
+  CHECK(mmb_request_interface(dram, NULL, &iface));
+  mmbAllocation *src, *dst;
+  CHECK(mmb_allocate(1000 * 256, iface, &src));
+  CHECK(mmb_allocate(1000 * 256, iface, &dst));
+  double best_sync = 1e30, best_async = 1e30;
+  for (int rep = 0; rep < 20; rep++) {
+    double t0 = now();
+    for (size_t i = 0; i < 1000; i++) CHECK(mmb_copy_1d(dst, i * 256, src, i * 256, 256));
+    double t = now() - t0;
+    if (t < best_sync) best_sync = t;
+    mmbRequest r = {0};
+    t0 = now();
+    for (size_t i = 0; i < 999; i++) CHECK(mmb_copy_1d_async(dst, i * 256, src, i * 256, 256, q, NULL));
+    CHECK(mmb_copy_1d_async(dst, 999 * 256, src, 999 * 256, 256, q, &r));
+    CHECK(mmb_wait(&r));
+    t = now() - t0;
+    if (t < best_async) best_async = t;
+  }
+  printf("2. 1000 async copies of 256 B then a wait: %.1f us; the same copies synchronously: %.1f us "
+         "(%.2fx the synchronous time; best of 20)\n", best_async * 1e6, best_sync * 1e6,
+         best_async / best_sync);
+  CHECK(mmb_free(src));
+  CHECK(mmb_free(dst));
+  CHECK(mmb_interface_destroy(iface));
+  CHECK(mmb_queue_destroy(NULL, &q));
+  free(v);
+  CHECK(mmb_finalize());
+  return 0;
+}
