@@ -28,8 +28,8 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
 }
 
 mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               size_t alignment, unsigned flags, mmbAllocation **out) {
-  mmbAllocateOptions o = {.alignment = alignment, .flags = flags};
+                               unsigned flags, mmbAllocation **out) {
+  mmbAllocateOptions o = {.alignment = a->alignment, .flags = flags};
   mmbError err = mmb_allocate_opts(a->bytes, iface, &o, out);
   if (err != MMB_OK)
     return mmb__fail(err, func, "no home of %zu bytes in %s: %s", a->bytes,
@@ -81,7 +81,7 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   if (o.alignment > a->alignment) a->alignment = o.alignment;
   if (o.region) {
     err = place_in_region(__func__, a, &o);
-  } else if ((err = mmb__array_alloc_home(__func__, a, interface, a->alignment, o.flags,
+  } else if ((err = mmb__array_alloc_home(__func__, a, interface, o.flags,
                                           &a->home)) == MMB_OK) {
     a->data = mmb_allocation_ptr(a->home);
   }

@@ -64,10 +64,10 @@ struct mmbArray {
 /* The part of array creation that lays out and checks, shared by duplicate. */
 mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const mmbLayout *l,
                         mmbMemInterface *iface, mmbAccessType access, mmbArray **out);
-/* Allocates an owned home for `a` in `iface` (a->iface and a->home set only
-   on success; the old home is the caller's). */
+/* Allocates an owned home of a->bytes at a->alignment for `a` in `iface`
+   into *out (the array itself is not changed). */
 mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               size_t alignment, unsigned flags, mmbAllocation **out);
+                               unsigned flags, mmbAllocation **out);
 /* Frees the array's owned home, if any. */
 void mmb__array_free_home(mmbArray *a);
 

@@ -65,7 +65,7 @@ mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
                        in_interface, in_access, &d);
   if (err != MMB_OK) return err;
   d->alignment = in_array->alignment;
-  if ((err = mmb__array_alloc_home(__func__, d, in_interface, d->alignment, 0, &d->home)) !=
+  if ((err = mmb__array_alloc_home(__func__, d, in_interface, 0, &d->home)) !=
       MMB_OK) {
     mmb__free(d);
     return err;
@@ -134,7 +134,7 @@ mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
     return mmb__fail(MMB_INVALID_STATE, __func__, "%zu tiles are migrated away", a->n_migrated);
   if (in_interface == a->iface && a->home) return MMB_OK;
   mmbAllocation *home;
-  mmbError err = mmb__array_alloc_home(__func__, a, in_interface, a->alignment, 0, &home);
+  mmbError err = mmb__array_alloc_home(__func__, a, in_interface, 0, &home);
   if (err != MMB_OK) return err;
   mmb__view old = mmb__array_view(a), nv = old;
   nv.iface = in_interface;

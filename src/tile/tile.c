@@ -43,14 +43,6 @@ static void wrote(mmb__tile *t) {
   if (t->array) t->array->version++;
 }
 
-static void set_storage(mmb__tile *t, const mmb__view *v, mmbAllocation *storage) {
-  t->iface = v->iface;
-  t->storage = storage;
-  t->pub.ptr = v->ptr;
-  t->pub.space = v->iface->space;
-  for (size_t k = 0; k < v->rank; k++) t->pub.stride[k] = v->stride[k];
-}
-
 mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile) {
   MMB__REQUIRE_INIT();
   mmb__tile *d, *s;
@@ -106,7 +98,7 @@ mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAcc
     return err;
   }
   mmb__tile_trace_end("duplicate", start, &v, t->pub.space, in_space);
-  set_storage(d, &v, storage);
+  mmb__tile_set_storage(d, &v, storage);
   d->magic = MMB__TILE_LIVE;
   d->origin = t;
   d->access = in_access;
@@ -161,23 +153,9 @@ mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn, void *u
   return merge(__func__, in_tile, &op);
 }
 
-/* The home block of a grid tile, wherever the tile lives now. */
-static mmb__view home_view(const mmb__tile *t) {
-  mmb__view v = mmb__tile_view(t);
-  mmbArray *a = t->array;
-  size_t off = 0;
-  for (size_t k = 0; k < a->rank; k++) {
-    v.stride[k] = a->stride[k];
-    off += t->pub.lower[k] * a->stride[k];
-  }
-  v.iface = a->iface;
-  v.ptr = a->data + off * a->layout.element_size;
-  return v;
-}
-
 static mmbError migrate_home(const char *func, mmb__tile *t, mmbAccessType access) {
   if (!t->storage) return MMB_OK;
-  mmb__view hv = home_view(t), cv = mmb__tile_view(t);
+  mmb__view hv = mmb__tile_home_view(t), cv = mmb__tile_view(t);
   uint64_t start = mmb__tile_trace_start();
   if (access & MMB_READ) {
     mmbError err = mmb__view_copy(func, &hv, &cv);
@@ -217,7 +195,7 @@ mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAcces
   mmb__tile_trace_end("migrate", start, &v, t->pub.space, in_space);
   if (t->storage) mmb__tile_drop_storage(t);
   else a->n_migrated++;
-  set_storage(t, &v, storage);
+  mmb__tile_set_storage(t, &v, storage);
   wrote(t);
   return MMB_OK;
 }

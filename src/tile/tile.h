@@ -43,6 +43,11 @@ static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {
 }
 /* The array's tiling, made (one tile, the whole array) if it has none. */
 mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out);
+/* Points a tile at storage (owned, or NULL for a view of the home). */
+struct mmb__view;
+void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocation *storage);
+/* The view of a grid tile's block of the array's home, wherever it lives. */
+struct mmb__view mmb__tile_home_view(const mmb__tile *t);
 /* Points a grid tile at its block of the array's home. */
 void mmb__tile_set_home(mmb__tile *t);
 /* True for a read-only duplicate whose origin has been written since. */

@@ -4,16 +4,30 @@
 
 #include <string.h>
 
-void mmb__tile_set_home(mmb__tile *t) {
+mmb__view mmb__tile_home_view(const mmb__tile *t) {
+  mmb__view v = mmb__tile_view(t);
   mmbArray *a = t->array;
   size_t off = 0;
   for (size_t k = 0; k < a->rank; k++) {
-    t->pub.stride[k] = a->stride[k];
+    v.stride[k] = a->stride[k];
     off += t->pub.lower[k] * a->stride[k];   /* inside the home: no overflow */
   }
-  t->pub.ptr = a->data + off * a->layout.element_size;
-  t->pub.space = a->iface->space;
-  t->iface = a->iface;
+  v.iface = a->iface;
+  v.ptr = a->data + off * a->layout.element_size;
+  return v;
+}
+
+void mmb__tile_set_storage(mmb__tile *t, const mmb__view *v, mmbAllocation *storage) {
+  t->iface = v->iface;
+  t->storage = storage;
+  t->pub.ptr = v->ptr;
+  t->pub.space = v->iface->space;
+  for (size_t k = 0; k < v->rank; k++) t->pub.stride[k] = v->stride[k];
+}
+
+void mmb__tile_set_home(mmb__tile *t) {
+  mmb__view v = mmb__tile_home_view(t);
+  mmb__tile_set_storage(t, &v, NULL);
 }
 
 void mmb__tile_drop_storage(mmb__tile *t) {
