@@ -98,7 +98,7 @@ static void submit_failing(mmbQueue *q, mmbError err, mmbRequest *req) {
   failing *f = (failing *)mmb__work_new(sizeof *f, run_failing);
   cr_assert_not_null(f);
   f->err = err;
-  OK(mmb__queue_push("test", q, &f->w, req));
+  OK(mmb__queue_push("test", q, &f->w, req, NULL));
 }
 
 MMB_TEST(queue, errors_come_back_through_requests_and_synchronize) {

@@ -162,6 +162,40 @@ typedef void (*mmbMergeFunction)(void *dst, const void *src, size_t count,
     MMB_INVALID_ARG for a NULL \p fn. */
 MMB_EXPORT mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn, void *user_data);
 
+/* ---- _async twins ---------------------------------------------------------
+   Each checks its arguments and does its bookkeeping at once (a duplicate
+   exists, a migrated array's fields describe its new home, a merged
+   duplicate's handle is gone when the call returns); only the bytes move
+   later, on \p q, in order with the queue's other work. Argument errors
+   come back from the call, errors of the data movement through \p req
+   (NULL: kept for mmb_queue_synchronize), and leave the target's bytes
+   undefined. Storage an operation leaves behind is freed once the
+   operation has run.
+
+   Hazards are tracked: a synchronous transport on an array or tile waits
+   for the asynchronous ones submitted on it, and an asynchronous one on
+   another queue is ordered after them. Reading or writing the bytes
+   yourself (mmb_array_ptr, a tile's ptr) waits for nothing: wait on the
+   request first. */
+
+/** mmb_array_copy on a queue. */
+MMB_EXPORT mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q,
+                                         mmbRequest *req);
+/** mmb_array_migrate on a queue. */
+MMB_EXPORT mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                            mmbAccessType in_access, mmbQueue *q,
+                                            mmbRequest *req);
+/** mmb_array_duplicate on a queue: \p *out_array is set at once. */
+MMB_EXPORT mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                              mmbAccessType in_access, mmbQueue *q,
+                                              mmbRequest *req, mmbArray **out_array);
+/** mmb_array_merge on a queue: the duplicate's handle is invalid at once. */
+MMB_EXPORT mmbError mmb_array_merge_async(mmbArray *in_array, mmbMergeType in_merge,
+                                          mmbQueue *q, mmbRequest *req);
+/** mmb_array_merge_with on a queue (\p fn runs on the queue's worker). */
+MMB_EXPORT mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn,
+                                               void *user_data, mmbQueue *q, mmbRequest *req);
+
 #ifdef __cplusplus
 }
 #endif

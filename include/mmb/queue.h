@@ -112,6 +112,47 @@ MMB_EXPORT mmbError mmb_copy_nd_async(mmbAllocation *dst, const size_t *doffset,
                                       const size_t *soffset, const size_t *spitch, size_t ndims,
                                       const size_t *dims, mmbQueue *q, mmbRequest *req);
 
+/* ---- queue-aware reuse --------------------------------------------------
+   Memory that queue work may still touch is not handed out again before
+   that work has completed: mmb keeps a request per queue as a fence (an
+   event), never synchronizes globally, and never blocks the call. Freed
+   bytes stay counted as used until their fences have passed; the
+   interface's own calls (allocate, free, trim) return them, and
+   mmb_interface_destroy and mmb_finalize wait for them. Allocations placed
+   in a region are reused when the region is reset: use
+   mmb_region_reset_async for them. */
+
+/**
+ * Frees \p allocation now (the handle is invalid on return); its bytes are
+ * reused only once the work submitted to \p q before this call has run.
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL queue, an allocation that is
+ *         not live, or one placed in a region; MMB_OUT_OF_MEMORY;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q);
+
+/**
+ * Records that work submitted to \p q so far uses \p allocation (as
+ * torch's record_stream, with a fence taken now rather than at free time):
+ * however it is freed later, its bytes are reused only once that work has
+ * run. Recording on several queues waits for each; recording on one queue
+ * again moves its fence later.
+ * \return as mmb_free_async.
+ */
+MMB_EXPORT mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQueue *q);
+
+/**
+ * Resets \p region once the work submitted to \p q before this call has
+ * run, without waiting for it: everything allocated in the region is gone
+ * for the caller at once (as mmb_region_reset). The region's next use
+ * (allocate, reset, push, destroy) performs the reset, waiting only if the
+ * queue has not got that far yet. A double-buffered loop (allocate batch i
+ * in region i % 2, submit its work, reset_async) needs no fences of its own.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_BUSY while a child region
+ *         is live; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q);
+
 #ifdef __cplusplus
 }
 #endif

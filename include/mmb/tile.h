@@ -124,6 +124,28 @@ MMB_EXPORT mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge)
 MMB_EXPORT mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn,
                                         void *user_data);
 
+/* ---- _async twins: as for arrays (see mmb/array.h) ------------------------ */
+/** mmb_tile_copy on a queue. */
+MMB_EXPORT mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
+                                        mmbQueue *q, mmbRequest *req);
+/** mmb_tile_duplicate on a queue: \p *out_tile is set at once, its bytes
+    arrive when \p req completes. */
+MMB_EXPORT mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                             mmbAccessType in_access, mmbLayout *in_layout,
+                                             mmbQueue *q, mmbRequest *req,
+                                             mmbArrayTile **out_tile);
+/** mmb_tile_migrate on a queue: the tile's fields describe the new storage
+    at once. */
+MMB_EXPORT mmbError mmb_tile_migrate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                           mmbAccessType in_access, mmbLayout *in_layout,
+                                           mmbQueue *q, mmbRequest *req);
+/** mmb_tile_merge on a queue: the duplicate's handle is invalid at once. */
+MMB_EXPORT mmbError mmb_tile_merge_async(mmbArrayTile *in_tile, mmbMergeType in_merge,
+                                         mmbQueue *q, mmbRequest *req);
+/** mmb_tile_merge_with on a queue (\p fn runs on the queue's worker). */
+MMB_EXPORT mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn,
+                                              void *user_data, mmbQueue *q, mmbRequest *req);
+
 /**
  * A handle to the tile that code running where the tile's data lives can
  * read: the tile itself when its space is host accessible, else a copy of its

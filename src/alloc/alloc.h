@@ -100,8 +100,10 @@ struct mmbAllocation {
   size_t alignment;
   size_t reserved;          /* bytes held for it (a pool block's size) */
   void *block;              /* the strategy's record; a region for region allocations */
-  mmbAllocation *next;      /* free-handle list; a region's list of live handles */
+  mmbAllocation *next;      /* free-handle list; a region's list of live handles;
+                               the interface's deferred list */
   mmbAllocation *prev;
+  struct mmb__fence *fences; /* queue work it must outlast (deferred.c) */
 };
 
 typedef struct mmb__handle_cache {
@@ -215,6 +217,8 @@ struct mmbMemInterface {
   _Atomic size_t n_regions;
   mmb__region_cache *region_cache;           /* NULL until a region uses it */
   mmb__handle_cache handles;                 /* guarded like c */
+  mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
+  _Atomic size_t n_deferred;
   mmbMemInterface *next, *prev;
 };
 
@@ -329,5 +333,41 @@ mmbError mmb__copy_run(const char *func, mmb__copy_plan *p);
 mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, const size_t *dstride,
                            mmbMemInterface *si, const char *src, const size_t *sstride,
                            size_t ndims, const size_t *dims);
+
+/* ---- deferred reuse (deferred.c) ----------------------------------------
+   A fence is a point in some queue's work; src/queue makes them and passes
+   their operations along (src/alloc knows no queues). A freed allocation
+   with fences that have not all passed goes on its interface's deferred
+   list: its bytes stay used, and go back to the strategy once every fence
+   has passed, swept by the interface's own calls in the caller's thread
+   (so an interface without MMB_INTERFACE_THREAD_SAFE stays single-threaded). */
+typedef struct mmb__fence_ops {
+  bool (*passed)(void *fence);
+  void (*wait)(void *fence);
+  void (*release)(void *fence);
+  const void *(*owner)(void *fence);   /* its queue: a newer fence replaces an older one */
+} mmb__fence_ops;
+
+typedef struct mmb__fence {
+  void *fence;
+  const mmb__fence_ops *ops;
+  struct mmb__fence *next;
+} mmb__fence;
+
+/* Takes the fence (on success): `a` is not reused until it has passed.
+   MMB_INVALID_ARG for a region allocation; MMB_OUT_OF_MEMORY. */
+mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
+                               const mmb__fence_ops *ops);
+/* mmb_free's path for an allocation with fences (claimed, FREEING). */
+void mmb__allocation_defer(mmbAllocation *a);
+/* Releases what on the deferred list is ready (every fence, with `wait`). */
+void mmb__deferred_sweep(mmbMemInterface *iface, bool wait);
+static inline void mmb__deferred_poll(mmbMemInterface *iface) {
+  if (MMB__UNLIKELY(atomic_load_explicit(&iface->n_deferred, memory_order_relaxed)))
+    mmb__deferred_sweep(iface, false);
+}
+/* A region reset once the fence has passed (region.c). */
+mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
+                                 const mmb__fence_ops *ops);
 
 #endif /* MMB_ALLOC_INTERNAL_H */

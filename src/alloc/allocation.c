@@ -16,10 +16,12 @@ static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocat
 mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
   mmbAllocation *a;
   if (MMB__LIKELY(mmb__initialized() && iface && out_allocation && n_bytes &&
-                  iface->strategy == &mmb__pool_strategy &&
-                  mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
-    hand_out(iface, a, out_allocation);
-    return MMB_OK;
+                  iface->strategy == &mmb__pool_strategy)) {
+    mmb__deferred_poll(iface);
+    if (MMB__LIKELY(mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
+      hand_out(iface, a, out_allocation);
+      return MMB_OK;
+    }
   }
   return mmb_allocate_opts(n_bytes, iface, NULL, out_allocation);
 }
@@ -54,6 +56,7 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
   if (MMB__UNLIKELY(err != MMB_OK)) return err;
   unsigned flags = opts ? opts->flags : 0;
   mmbAllocation *a;
+  mmb__deferred_poll(iface);
   if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
     err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
     if (err != MMB_OK) return err;
@@ -99,6 +102,10 @@ mmbError mmb_free(mmbAllocation *allocation) {
     return MMB_INVALID_ARG;
   }
   mmbMemInterface *iface = allocation->interface;
+  if (MMB__UNLIKELY(allocation->fences != NULL)) {   /* queue work may still use it */
+    mmb__allocation_defer(allocation);
+    return MMB_OK;
+  }
   if (MMB__LIKELY(allocation->flags == MMB__QUICK && !mmb__trace_active() &&
                   mmb__pool_free_quick(iface, allocation)))
     return MMB_OK;

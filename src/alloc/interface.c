@@ -80,6 +80,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
 }
 
 static void interface_teardown(mmbMemInterface *iface) {
+  mmb__deferred_sweep(iface, true);
   mmb__regions_teardown(iface);
   mmb__space_retire_interface(iface);
   if (iface->strategy->finalize) iface->strategy->finalize(iface);
@@ -107,6 +108,7 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   MMB__ARG(!iface, __func__, "interface is NULL");
   size_t regions = atomic_load(&iface->n_regions);
   if (regions) return mmb__fail(MMB_BUSY, __func__, "%zu regions still live", regions);
+  mmb__deferred_sweep(iface, true);   /* freed, waiting on queues: wait for them */
   mmb__iface_lock(iface);
   unsigned long long live = live_allocations(iface);
   mmb__iface_unlock(iface);
@@ -135,6 +137,7 @@ mmbError mmb_interface_provider(const mmbMemInterface *iface, mmbProviderType *o
 mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!iface, __func__, "interface is NULL");
+  mmb__deferred_sweep(iface, false);
   mmb__region_cache_trim(iface);
   if (iface->strategy->trim) iface->strategy->trim(iface, min_bytes_to_keep);
   return MMB_OK;

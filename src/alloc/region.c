@@ -61,7 +61,13 @@ struct mmbRegion {
   uintptr_t mark_bump;
   rblock *dedicated;                  /* oversize blocks allocated here */
   mmbAllocation *handles;             /* live mmbAllocations placed here */
+  /* mmb_region_reset_async: the reset waits for this fence; meanwhile the
+     inline path is closed (limit 0) so that every use comes by settle() */
+  void *fence;
+  const mmb__fence_ops *fence_ops;
 };
+
+static void settle(mmbRegion *r);
 
 /* ---- the shared free-block list ----------------------------------------- */
 
@@ -212,6 +218,7 @@ mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child) {
   MMB__ARG(!parent || !out_child, __func__, "NULL argument");
   if (parent->child)
     return mmb__fail(MMB_BUSY, __func__, "the region already has a live child; push on it");
+  settle(parent);
   mmbRegion *c = region_new(parent->iface, parent->block_size);
   if (!c) return MMB_OUT_OF_MEMORY;
   c->root = parent->root;
@@ -263,16 +270,46 @@ static void region_clear(mmbRegion *r) {
   set_cursor(r, r->mark_bump, block_end(r->mark_block));
 }
 
+/* Carries out a pending asynchronous reset, waiting for its fence if the
+   queue has not got there yet. */
+static void settle(mmbRegion *r) {
+  if (!r->fence) return;
+  r->fence_ops->wait(r->fence);
+  r->fence_ops->release(r->fence);
+  r->fence = NULL;
+  region_clear(r);
+}
+
 mmbError mmb_region_reset(mmbRegion *region) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!region, __func__, "region is NULL");
   if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
+  settle(region);
   region_clear(region);
+  return MMB_OK;
+}
+
+mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
+                                 const mmb__fence_ops *ops) {
+  if (r->child) {
+    ops->release(fence);
+    return mmb__fail(MMB_BUSY, func, "a child region is live");
+  }
+  settle(r);   /* an earlier asynchronous reset: (normally long passed) */
+  if (ops->passed(fence)) {
+    ops->release(fence);
+    region_clear(r);
+    return MMB_OK;
+  }
+  r->fence = fence;
+  r->fence_ops = ops;
+  r->cursor.limit = 0;
   return MMB_OK;
 }
 
 static void region_free(mmbRegion *r) {
   mmbMemInterface *iface = r->iface;
+  settle(r);
   region_clear(r);
   if (r == r->root) {
     blocks_put(iface, r->first);
@@ -353,6 +390,7 @@ static mmbError region_check(mmbRegion *r, size_t n, size_t *align, const char *
            "alignment %zu is not a power of two up to %zu", *align, MMB_MAX_ALIGNMENT);
   if (n > PTRDIFF_MAX / 2) return mmb__fail(MMB_OVERFLOW, func, "%zu bytes cannot be addressed", n);
   if (r->child) return mmb__fail(MMB_BUSY, func, "a child region is live: allocate in the child");
+  settle(r);
   return MMB_OK;
 }
 

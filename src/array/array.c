@@ -1,6 +1,7 @@
 /* Arrays: a shape, a layout and a home (owned, in a region, or wrapped).
    Tiling and transport are src/tile's; destroy only asks it to let go. */
 #include "array.h"
+#include "../queue/queue.h"
 
 #include <string.h>
 
@@ -120,6 +121,7 @@ mmbError mmb_array_destroy(mmbArray *array) {
     return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
                      "iterators are live", array->n_array_dups, array->n_tile_dups,
                      array->n_iterators);
+  mmb__pending_wait(&array->pending);
   if (array->tiling_release) array->tiling_release(array);
   if (array->origin) array->origin->n_array_dups--;
   mmb__array_free_home(array);

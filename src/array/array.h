@@ -30,6 +30,7 @@ static inline bool mmb__access_valid(mmbAccessType a) {
 }
 
 struct mmb__tiling;   /* src/tile */
+struct mmb__request;  /* src/queue */
 
 struct mmbArray {
   mmbLayout layout;
@@ -56,6 +57,7 @@ struct mmbArray {
   size_t n_tile_dups;            /* live duplicates of its tiles */
   size_t n_migrated;             /* tiles living away from home */
   size_t n_iterators;
+  struct mmb__request *pending;  /* the last asynchronous whole-array operation */
 };
 
 /* Checks a handle an array function was given. */

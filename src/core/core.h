@@ -65,5 +65,7 @@ bool mmb__fault_hit(void);                 /* true: the caller must fail */
 /* ---- teardown hooks of the layers above core ---------------------------- */
 mmbError mmb__alloc_init(void);
 void mmb__alloc_finalize(void);
+/* Drains and destroys the queues the caller left (src/queue); runs first. */
+void mmb__queues_finalize(void);
 
 #endif /* MMB_CORE_INTERNAL_H */

@@ -37,7 +37,10 @@ mmbError mmb_finalize(void) {
     pthread_mutex_unlock(&init_lock);
     return MMB_NOT_INITIALIZED;
   }
-  if (count == 1) mmb__alloc_finalize();
+  if (count == 1) {
+    mmb__queues_finalize();
+    mmb__alloc_finalize();
+  }
   atomic_store_explicit(&init_count, count - 1, memory_order_release);
   pthread_mutex_unlock(&init_lock);
   return MMB_OK;

@@ -18,7 +18,7 @@ static mmbError submit(const char *func, mmbError checked, const mmb__copy_plan 
   copy_work *c = (copy_work *)mmb__work_new(sizeof *c, run_copy);
   if (!c) return MMB_OUT_OF_MEMORY;
   c->plan = *p;
-  return mmb__queue_push(func, q, &c->w, req);
+  return mmb__queue_push(func, q, &c->w, req, NULL);
 }
 
 mmbError mmb_copy_async(mmbAllocation *dest, mmbAllocation *src, mmbQueue *q, mmbRequest *req) {

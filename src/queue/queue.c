@@ -10,6 +10,8 @@ mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w)) {
   return w;
 }
 
+static mmbError noop(mmb__work *w) { return MMB_OK; }
+
 static void keep_error(mmbQueue *q, mmbError err) {
   pthread_mutex_lock(&q->lock);
   if (q->deferred == MMB_OK) q->deferred = err;
@@ -23,12 +25,13 @@ void mmb__work_execute(mmbQueue *q, mmb__work *w) {
   }
   mmbError err = w->run(w);
   if (w->finish) w->finish(w);
+  if (err != MMB_OK && w->orphan) {
+    mmb__log(MMB_LOG_WARN, "queue: fire-and-forget work failed: %s", mmb_error_string(err));
+    keep_error(q, err);
+  }
   if (w->req) {
     mmb__request_complete(w->req, err);
     mmb__request_unref(w->req);
-  } else if (err != MMB_OK) {
-    mmb__log(MMB_LOG_WARN, "queue: fire-and-forget work failed: %s", mmb_error_string(err));
-    keep_error(q, err);
   }
   mmb__free(w);
 }
@@ -40,17 +43,52 @@ mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
   return MMB_OK;
 }
 
-mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req) {
-  if (req) {
+mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req,
+                         mmb__request **track) {
+  w->orphan = !req;
+  if (req || track) {
     if (!(w->req = mmb__request_new())) {
       mmb__free(w);
       return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a request");
     }
-    mmb__request_ref(w->req);   /* one for the caller, one for the work */
-    req->impl = w->req;
+    w->req->q = q;
+    if (req) {   /* one reference for the work, one per holder */
+      mmb__request_ref(w->req);
+      req->impl = w->req;
+    }
+    if (track) {
+      mmb__request_ref(w->req);
+      *track = w->req;
+    }
   }
   q->backend->push(q, w);
   return MMB_OK;
+}
+
+void mmb__pending_wait(mmb__request **slot) {
+  if (!*slot) return;
+  mmb__request_wait(*slot);
+  mmb__request_unref(*slot);
+  *slot = NULL;
+}
+
+static mmbError push_after(const char *func, mmbQueue *q, mmb__request *r) {
+  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a dependency");
+  w->after = r;
+  mmb__request_ref(r);
+  return mmb__queue_push(func, q, w, NULL, NULL);
+}
+
+mmbError mmb__pending_order(const char *func, mmbQueue *q, mmb__request *r) {
+  if (!r || r->q == q || mmb__request_done(r)) return MMB_OK;
+  return push_after(func, q, r);
+}
+
+void mmb__pending_set(mmb__request **slot, mmb__request *r) {
+  mmb__request_ref(r);
+  if (*slot) mmb__request_unref(*slot);
+  *slot = r;
 }
 
 static mmbError resolve_backend(const mmbQueueOptions *o, const mmb__queue_backend **out) {
@@ -71,6 +109,25 @@ static mmbError resolve_backend(const mmbQueueOptions *o, const mmb__queue_backe
   return mmb__fail(MMB_INVALID_ARG, "mmb_queue_create", "unknown backend %d", (int)o->backend);
 }
 
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static mmbQueue *live;   /* guarded by live_lock */
+
+static void link_queue(mmbQueue *q) {
+  pthread_mutex_lock(&live_lock);
+  q->next = live;
+  if (live) live->prev = q;
+  live = q;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void unlink_queue(mmbQueue *q) {
+  pthread_mutex_lock(&live_lock);
+  if (q->prev) q->prev->next = q->next;
+  else live = q->next;
+  if (q->next) q->next->prev = q->prev;
+  pthread_mutex_unlock(&live_lock);
+}
+
 mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!q, __func__, "q is NULL");
@@ -87,6 +144,7 @@ mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
     mmb__free(nq);
     return err;
   }
+  link_queue(nq);
   *q = nq;
   return MMB_OK;
 }
@@ -103,6 +161,7 @@ mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!q || !*q, __func__, "NULL queue");
   mmbQueue *dq = *q;
+  unlink_queue(dq);
   dq->backend->stop(dq);
   mmbError err = take_deferred(dq);
   pthread_mutex_destroy(&dq->lock);
@@ -111,14 +170,24 @@ mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q) {
   return err;
 }
 
-static mmbError noop(mmb__work *w) { return MMB_OK; }
+void mmb__queues_finalize(void) {
+  for (;;) {
+    pthread_mutex_lock(&live_lock);
+    mmbQueue *q = live;
+    pthread_mutex_unlock(&live_lock);
+    if (!q) break;
+    mmb__log(MMB_LOG_WARN, "finalize: draining and destroying a live %s queue",
+             q->backend->name);
+    mmb_queue_destroy(NULL, &q);
+  }
+}
 
 mmbError mmb_queue_synchronize(mmbQueue *q) {
   mmbRequest fence = {0};
   mmbError err = mmb__queue_check(__func__, q, NULL);
   if (err != MMB_OK) return err;
   mmb__work *w = mmb__work_new(sizeof *w, noop);
-  if (!w || (err = mmb__queue_push(__func__, q, w, &fence)) != MMB_OK)
+  if (!w || (err = mmb__queue_push(__func__, q, w, &fence, NULL)) != MMB_OK)
     return w ? err : MMB_OUT_OF_MEMORY;
   mmb_wait(&fence);
   return take_deferred(q);
@@ -144,16 +213,12 @@ mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequ
   if (!u) return MMB_OUT_OF_MEMORY;
   u->fn = fn;
   u->arg = arg;
-  return mmb__queue_push(__func__, q, &u->w, req);
+  return mmb__queue_push(__func__, q, &u->w, req, NULL);
 }
 
 mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!q || !req, __func__, "NULL argument");
   if (!req->impl) return MMB_OK;
-  mmb__work *w = mmb__work_new(sizeof *w, noop);
-  if (!w) return MMB_OUT_OF_MEMORY;
-  w->after = req->impl;
-  mmb__request_ref(w->after);
-  return mmb__queue_push(__func__, q, w, NULL);
+  return push_after(__func__, q, req->impl);
 }

@@ -16,6 +16,7 @@ typedef struct mmb__request {
   _Atomic int refs;
   pthread_mutex_t lock;         /* with cond: for waiters that sleep */
   pthread_cond_t cond;
+  const mmbQueue *q;            /* the queue it was submitted on */
 } mmb__request;
 
 mmb__request *mmb__request_new(void);              /* one reference; NULL on OOM */
@@ -32,7 +33,8 @@ typedef struct mmb__work mmb__work;
 struct mmb__work {
   mmbError (*run)(mmb__work *w);   /* the work; its error goes to req */
   void (*finish)(mmb__work *w);    /* optional: after run, before req completes */
-  mmb__request *req;               /* NULL: fire-and-forget */
+  mmb__request *req;               /* completed after run (may be NULL) */
+  bool orphan;                     /* the caller holds no request: errors are deferred */
   mmb__request *after;             /* optional: run only once it is done */
   mmb__work *next;
 };
@@ -59,15 +61,35 @@ struct mmbQueue {
   void *state;
   pthread_mutex_t lock;    /* guards deferred */
   mmbError deferred;       /* first error of fire-and-forget work since synchronize */
+  mmbQueue *next, *prev;   /* live queues, for mmb_finalize */
 };
 
 /* Backends call this to run an item in order: waits for its dependency,
    runs it, completes its request (or keeps its error), frees it. */
 void mmb__work_execute(mmbQueue *q, mmb__work *w);
 
-/* Submits w on q with the caller's request (NULL: fire-and-forget). On an
-   error w is freed and nothing is queued. */
-mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req);
+/* Submits w on q with the caller's request (NULL: fire-and-forget). With
+   `track`, the work gets a request even without the caller's, and *track
+   receives a reference to it. On an error w is freed and nothing is queued. */
+mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req,
+                         mmb__request **track);
+
+/* ---- hazards ------------------------------------------------------------
+   An object mmb moves data of (a tile, an array) keeps the request of the
+   last asynchronous operation submitted on it. A synchronous operation
+   waits for it; an asynchronous one on another queue is ordered after it
+   (FIFO orders one queue). The error stays with the operation's own request. */
+/* Waits for *slot's work, if any, and clears the slot. */
+void mmb__pending_wait(mmb__request **slot);
+/* Later work on q waits for r when r is pending on another queue. */
+mmbError mmb__pending_order(const char *func, mmbQueue *q, mmb__request *r);
+/* Makes r (a new reference) the object's last operation. */
+void mmb__pending_set(mmb__request **slot, mmb__request *r);
+
+/* ---- reuse (reuse.c) ---------------------------------------------------- */
+extern const mmb__fence_ops mmb__request_fence;
+/* `a`, once freed, is not reused before r completes. */
+mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request *r);
 /* Checks the queue and request arguments of a submission. */
 mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req);
 

@@ -36,49 +36,71 @@ static bool same_shape(const mmbArray *x, const mmbArray *y) {
          !memcmp(x->dims, y->dims, x->rank * sizeof *x->dims);
 }
 
-mmbError mmb_array_copy(mmbArray *dst, mmbArray *src) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!dst || !src, __func__, "NULL array");
-  MMB__ARG(!same_shape(dst, src), __func__, "the arrays differ in rank, extents or element size");
+/* A whole-array job on `a` (and `b`): it waits for them and their tiles. */
+static void own_arrays(mmb__job *j, mmbArray *a, mmbArray *b) {
+  j->own[0] = &a->pending;
+  j->whole[0] = a;
+  if (b) {
+    j->own[1] = &b->pending;
+    j->whole[1] = b;
+  }
+}
+
+static mmbError array_copy(const char *func, mmbArray *dst, mmbArray *src, mmbQueue *q,
+                           mmbRequest *req) {
+  MMB__ARG(!dst || !src, func, "NULL array");
+  MMB__ARG(!same_shape(dst, src), func, "the arrays differ in rank, extents or element size");
   if (dst == src) return MMB_OK;
   mmbError err;
-  if ((err = check_writable(__func__, dst, "the destination")) != MMB_OK) return err;
-  if ((err = check_home_valid(__func__, src, "the source")) != MMB_OK ||
-      (err = check_home_valid(__func__, dst, "the destination")) != MMB_OK)
+  if ((err = check_writable(func, dst, "the destination")) != MMB_OK) return err;
+  if ((err = check_home_valid(func, src, "the source")) != MMB_OK ||
+      (err = check_home_valid(func, dst, "the destination")) != MMB_OK)
     return err;
-  mmb__view dv = mmb__array_view(dst), sv = mmb__array_view(src);
-  uint64_t start = mmb__tile_trace_start();
-  if ((err = mmb__view_copy(__func__, &dv, &sv)) != MMB_OK) return err;
-  mmb__tile_trace_end("array copy", start, &dv, src->iface->space, dst->iface->space);
+  mmb__job j = {.func = func, .name = "array copy", .kind = MMB__JOB_COPY,
+                .dst = mmb__array_view(dst), .src = mmb__array_view(src),
+                .from = src->iface->space, .to = dst->iface->space};
+  own_arrays(&j, dst, src);
+  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
   wrote_whole(dst);
   return MMB_OK;
 }
 
-mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
-                             mmbAccessType in_access, mmbArray **out_array) {
+mmbError mmb_array_copy(mmbArray *dst, mmbArray *src) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!in_array || !in_interface || !out_array, __func__, "NULL argument");
-  mmbError err = check_home_valid(__func__, in_array, "the array");
+  return array_copy(__func__, dst, src, NULL, NULL);
+}
+
+mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err : array_copy(__func__, dst, src, q, req);
+}
+
+static mmbError array_duplicate(const char *func, mmbArray *in_array,
+                                mmbMemInterface *in_interface, mmbAccessType in_access,
+                                mmbQueue *q, mmbRequest *req, mmbArray **out_array) {
+  MMB__ARG(!in_array || !in_interface || !out_array, func, "NULL argument");
+  mmbError err = check_home_valid(func, in_array, "the array");
   if (err != MMB_OK) return err;
   mmbArray *d;
-  err = mmb__array_new(__func__, in_array->dims, in_array->rank, &in_array->layout,
-                       in_interface, in_access, &d);
+  err = mmb__array_new(func, in_array->dims, in_array->rank, &in_array->layout, in_interface,
+                       in_access, &d);
   if (err != MMB_OK) return err;
   d->alignment = in_array->alignment;
-  if ((err = mmb__array_alloc_home(__func__, d, in_interface, 0, &d->home)) !=
-      MMB_OK) {
+  mmb__job j = {.func = func, .name = "duplicate",
+                .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
+                .src = mmb__array_view(in_array), .from = in_array->iface->space,
+                .to = in_interface->space};
+  own_arrays(&j, in_array, d);
+  if ((err = mmb__array_alloc_home(func, d, in_interface, 0, &j.made)) == MMB_OK) {
+    d->home = j.made;
+    d->data = mmb_allocation_ptr(d->home);
+    j.dst = mmb__array_view(d);
+    err = mmb__job_start(&j, q, req);
+  }
+  if (err != MMB_OK) {
     mmb__free(d);
     return err;
   }
-  d->data = mmb_allocation_ptr(d->home);
-  mmb__view dv = mmb__array_view(d), sv = mmb__array_view(in_array);
-  uint64_t start = mmb__tile_trace_start();
-  if ((in_access & MMB_READ) && (err = mmb__view_copy(__func__, &dv, &sv)) != MMB_OK) {
-    mmb__array_free_home(d);
-    mmb__free(d);
-    return err;
-  }
-  mmb__tile_trace_end("duplicate", start, &dv, in_array->iface->space, in_interface->space);
   d->origin = in_array;
   d->origin_seen = in_array->version;
   in_array->n_array_dups++;
@@ -86,8 +108,23 @@ mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
   return MMB_OK;
 }
 
-static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op) {
+mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
+                             mmbAccessType in_access, mmbArray **out_array) {
   MMB__REQUIRE_INIT();
+  return array_duplicate(__func__, in_array, in_interface, in_access, NULL, NULL, out_array);
+}
+
+mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                   mmbAccessType in_access, mmbQueue *q, mmbRequest *req,
+                                   mmbArray **out_array) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err
+                       : array_duplicate(__func__, in_array, in_interface, in_access, q, req,
+                                         out_array);
+}
+
+static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op, mmbQueue *q,
+                            mmbRequest *req) {
   MMB__ARG(!d, func, "array is NULL");
   op->etype = d->layout.type;
   mmbError err = mmb__merge_op_check(func, op);
@@ -96,59 +133,78 @@ static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op) {
   if (d->n_array_dups || d->n_tile_dups || d->n_iterators)
     return mmb__fail(MMB_BUSY, func, "the duplicate has live duplicates or iterators");
   mmbArray *o = d->origin;
-  if (d->access & MMB_WRITE) {   /* (a read-only one is released, stale or not) */
-    if ((err = check_home_valid(func, d, "the duplicate")) != MMB_OK ||
-        (err = check_home_valid(func, o, "the origin")) != MMB_OK ||
-        (err = check_writable(func, o, "the origin")) != MMB_OK)
-      return err;
-    mmb__view ov = mmb__array_view(o), dv = mmb__array_view(d);
-    uint64_t start = mmb__tile_trace_start();
-    if ((err = mmb__view_merge(func, &ov, &dv, op)) != MMB_OK) return err;
-    mmb__tile_trace_end("merge", start, &dv, d->iface->space, o->iface->space);
-    wrote_whole(o);
-  }
+  bool writes = d->access & MMB_WRITE;   /* (a read-only one is released, stale or not) */
+  if (writes && ((err = check_home_valid(func, d, "the duplicate")) != MMB_OK ||
+                 (err = check_home_valid(func, o, "the origin")) != MMB_OK ||
+                 (err = check_writable(func, o, "the origin")) != MMB_OK))
+    return err;
+  mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
+                .dst = mmb__array_view(o), .src = mmb__array_view(d), .op = *op,
+                .from = d->iface->space, .to = o->iface->space};
+  own_arrays(&j, o, d);
+  j.retired[0] = d->home;
+  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  if (writes) wrote_whole(o);
+  d->home = NULL;   /* the job has it */
+  if (d->pending) mmb__request_unref(d->pending);
+  d->pending = NULL;
   return mmb_array_destroy(d);
 }
 
 mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge) {
+  MMB__REQUIRE_INIT();
   mmb__merge_op op = {.type = in_merge};
-  return array_merge(__func__, in_array, &op);
+  return array_merge(__func__, in_array, &op, NULL, NULL);
 }
 
 mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn, void *user_data) {
-  if (mmb_is_initialized()) MMB__ARG(!fn, __func__, "merge function is NULL");
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!fn, __func__, "merge function is NULL");
   mmb__merge_op op = {.fn = fn, .user = user_data};
-  return array_merge(__func__, in_array, &op);
+  return array_merge(__func__, in_array, &op, NULL, NULL);
 }
 
-mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
-                           mmbAccessType in_access) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!in_array || !in_interface, __func__, "NULL argument");
-  MMB__ARG(!mmb__access_valid(in_access), __func__, "unknown access %d", (int)in_access);
+mmbError mmb_array_merge_async(mmbArray *in_array, mmbMergeType in_merge, mmbQueue *q,
+                               mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  mmb__merge_op op = {.type = in_merge};
+  return err != MMB_OK ? err : array_merge(__func__, in_array, &op, q, req);
+}
+
+mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn, void *user_data,
+                                    mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!fn, __func__, "merge function is NULL");
+  mmb__merge_op op = {.fn = fn, .user = user_data};
+  return array_merge(__func__, in_array, &op, q, req);
+}
+
+static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterface *in_interface,
+                              mmbAccessType in_access, mmbQueue *q, mmbRequest *req) {
+  MMB__ARG(!in_array || !in_interface, func, "NULL argument");
+  MMB__ARG(!mmb__access_valid(in_access), func, "unknown access %d", (int)in_access);
   mmbArray *a = in_array;
   if (a->n_array_dups || a->n_tile_dups)
-    return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays and %zu tile duplicates are live",
+    return mmb__fail(MMB_BUSY, func, "%zu duplicate arrays and %zu tile duplicates are live",
                      a->n_array_dups, a->n_tile_dups);
   if (a->n_migrated)
-    return mmb__fail(MMB_INVALID_STATE, __func__, "%zu tiles are migrated away", a->n_migrated);
+    return mmb__fail(MMB_INVALID_STATE, func, "%zu tiles are migrated away", a->n_migrated);
   if (in_interface == a->iface && a->home) return MMB_OK;
-  mmbAllocation *home;
-  mmbError err = mmb__array_alloc_home(__func__, a, in_interface, 0, &home);
+  mmb__job j = {.func = func, .name = "migrate",
+                .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
+                .src = mmb__array_view(a), .from = a->iface->space, .to = in_interface->space};
+  own_arrays(&j, a, NULL);
+  j.retired[0] = a->home;
+  mmbError err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made);
   if (err != MMB_OK) return err;
-  mmb__view old = mmb__array_view(a), nv = old;
-  nv.iface = in_interface;
-  nv.ptr = mmb_allocation_ptr(home);
-  uint64_t start = mmb__tile_trace_start();
-  if ((in_access & MMB_READ) && (err = mmb__view_copy(__func__, &nv, &old)) != MMB_OK) {
-    mmb_free(home);
-    return err;
-  }
-  mmb__tile_trace_end("migrate", start, &nv, a->iface->space, in_interface->space);
-  mmb__array_free_home(a);
-  a->home = home;
+  j.dst = j.src;
+  j.dst.iface = in_interface;
+  j.dst.ptr = mmb_allocation_ptr(j.made);
+  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  a->home = j.made;
   a->iface = in_interface;
-  a->data = nv.ptr;
+  a->data = j.dst.ptr;
   a->region = NULL;
   if (!(in_access & MMB_READ)) wrote_whole(a);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++) {
@@ -156,4 +212,16 @@ mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
     mmb__tile_set_home(&a->tiling->tiles[i]);
   }
   return MMB_OK;
+}
+
+mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
+                           mmbAccessType in_access) {
+  MMB__REQUIRE_INIT();
+  return array_migrate(__func__, in_array, in_interface, in_access, NULL, NULL);
+}
+
+mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                 mmbAccessType in_access, mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err : array_migrate(__func__, in_array, in_interface, in_access, q, req);
 }

@@ -43,25 +43,38 @@ static void wrote(mmb__tile *t) {
   if (t->array) t->array->version++;
 }
 
-mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile) {
-  MMB__REQUIRE_INIT();
+static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
+                          mmbQueue *q, mmbRequest *req) {
   mmb__tile *d, *s;
-  mmbError err = tile_arg(__func__, dst_tile, &d);
-  if (err == MMB_OK) err = tile_arg(__func__, src_tile, &s);
+  mmbError err = tile_arg(func, dst_tile, &d);
+  if (err == MMB_OK) err = tile_arg(func, src_tile, &s);
   if (err != MMB_OK) return err;
   MMB__ARG(d->pub.rank != s->pub.rank || d->pub.element_size != s->pub.element_size ||
-           memcmp(d->pub.dim, s->pub.dim, d->pub.rank * sizeof *d->pub.dim), __func__,
+           memcmp(d->pub.dim, s->pub.dim, d->pub.rank * sizeof *d->pub.dim), func,
            "the tiles differ in rank, extents or element size");
   if (d == s) return MMB_OK;
-  if ((err = check_writable(__func__, d, "the destination")) != MMB_OK ||
-      (err = check_readable(__func__, s, "the source")) != MMB_OK)
+  if ((err = check_writable(func, d, "the destination")) != MMB_OK ||
+      (err = check_readable(func, s, "the source")) != MMB_OK)
     return err;
-  mmb__view dv = mmb__tile_view(d), sv = mmb__tile_view(s);
-  uint64_t start = mmb__tile_trace_start();
-  if ((err = mmb__view_copy(__func__, &dv, &sv)) != MMB_OK) return err;
-  mmb__tile_trace_end("tile copy", start, &dv, s->pub.space, d->pub.space);
+  mmb__job j = {.func = func, .name = "tile copy", .kind = MMB__JOB_COPY,
+                .dst = mmb__tile_view(d), .src = mmb__tile_view(s), .from = s->pub.space,
+                .to = d->pub.space};
+  mmb__job_own_tile(&j, 0, d);
+  mmb__job_own_tile(&j, 1, s);
+  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
   wrote(d);
   return MMB_OK;
+}
+
+mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile) {
+  MMB__REQUIRE_INIT();
+  return tile_copy(__func__, dst_tile, src_tile, NULL, NULL);
+}
+
+mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile, mmbQueue *q,
+                             mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err : tile_copy(__func__, dst_tile, src_tile, q, req);
 }
 
 static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *space,
@@ -71,34 +84,33 @@ static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *
   return layout ? mmb__layout_fits(func, layout, t->pub.rank, t->pub.element_size) : MMB_OK;
 }
 
-mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAccessType in_access,
-                            mmbLayout *in_layout, mmbArrayTile **out_tile) {
-  MMB__REQUIRE_INIT();
+static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                               mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
+                               mmbRequest *req, mmbArrayTile **out_tile) {
   mmb__tile *t;
-  mmbError err = tile_arg(__func__, in_tile, &t);
+  mmbError err = tile_arg(func, in_tile, &t);
   if (err != MMB_OK) return err;
-  MMB__ARG(!out_tile, __func__, "out_tile is NULL");
-  if ((err = check_target(__func__, t, in_space, in_access, in_layout)) != MMB_OK ||
-      (err = check_readable(__func__, t, "the tile")) != MMB_OK ||
-      ((in_access & MMB_WRITE) && (err = check_writable(__func__, t, "the tile")) != MMB_OK))
+  MMB__ARG(!out_tile, func, "out_tile is NULL");
+  if ((err = check_target(func, t, in_space, in_access, in_layout)) != MMB_OK ||
+      (err = check_readable(func, t, "the tile")) != MMB_OK ||
+      ((in_access & MMB_WRITE) && (err = check_writable(func, t, "the tile")) != MMB_OK))
     return err;   /* (a writable duplicate could never be merged into it) */
   mmb__tile *d = mmb__calloc(1, sizeof *d);
   if (!d) return MMB_OUT_OF_MEMORY;
   d->pub = t->pub;
-  mmb__view v = mmb__tile_view(t), src = v;
-  mmbAllocation *storage;
-  err = mmb__storage_new(__func__, in_space, in_layout, root_array(t)->layout.order, &v,
-                         &storage);
-  uint64_t start = mmb__tile_trace_start();
-  if (err == MMB_OK && (in_access & MMB_READ) &&
-      (err = mmb__view_copy(__func__, &v, &src)) != MMB_OK)
-    mmb_free(storage);
-  if (err != MMB_OK) {
+  mmb__job j = {.func = func, .name = "duplicate", .src = mmb__tile_view(t),
+                .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
+                .from = t->pub.space, .to = in_space};
+  j.dst = j.src;
+  mmb__job_own_tile(&j, 0, t);
+  j.own[1] = &d->pending;
+  if ((err = mmb__storage_new(func, in_space, in_layout, root_array(t)->layout.order, &j.dst,
+                              &j.made)) != MMB_OK ||
+      (err = mmb__job_start(&j, q, req)) != MMB_OK) {
     mmb__free(d);
     return err;
   }
-  mmb__tile_trace_end("duplicate", start, &v, t->pub.space, in_space);
-  mmb__tile_set_storage(d, &v, storage);
+  mmb__tile_set_storage(d, &j.dst, j.made);
   d->magic = MMB__TILE_LIVE;
   d->origin = t;
   d->access = in_access;
@@ -110,17 +122,35 @@ mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAcc
   return MMB_OK;
 }
 
-static void release_duplicate(mmb__tile *d) {
-  mmb__tile *o = d->origin;
-  o->n_dups--;
-  if (o->array) o->array->n_tile_dups--;
-  mmb__tile_drop_storage(d);
-  d->magic = MMB__TILE_DEAD;
-  mmb__free(d);
+mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAccessType in_access,
+                            mmbLayout *in_layout, mmbArrayTile **out_tile) {
+  MMB__REQUIRE_INIT();
+  return tile_duplicate(__func__, in_tile, in_space, in_access, in_layout, NULL, NULL, out_tile);
 }
 
-static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op) {
-  MMB__REQUIRE_INIT();
+mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                  mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
+                                  mmbRequest *req, mmbArrayTile **out_tile) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err
+                       : tile_duplicate(__func__, in_tile, in_space, in_access, in_layout, q,
+                                        req, out_tile);
+}
+
+/* Hands a tile's storage and space-local handle to a job, which frees them
+   once its data has moved. */
+static void retire_storage(mmb__job *j, mmb__tile *t) {
+  j->retired[0] = t->storage;
+  j->retired[1] = t->local;
+}
+
+static void forget_storage(mmb__tile *t) {
+  t->storage = NULL;
+  t->local = NULL;
+}
+
+static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op, mmbQueue *q,
+                      mmbRequest *req) {
   mmb__tile *d;
   mmbError err = tile_arg(func, in_tile, &d);
   if (err != MMB_OK) return err;
@@ -129,42 +159,84 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   if (!d->origin) return mmb__fail(MMB_INVALID_STATE, func, "the tile is not a duplicate");
   if (d->n_dups)
     return mmb__fail(MMB_BUSY, func, "%zu duplicates of this duplicate are live", d->n_dups);
-  if (d->access & MMB_WRITE) {
-    mmb__tile *o = d->origin;
-    if ((err = check_writable(func, o, "the origin")) != MMB_OK) return err;
-    mmb__view ov = mmb__tile_view(o), dv = mmb__tile_view(d);
-    uint64_t start = mmb__tile_trace_start();
-    if ((err = mmb__view_merge(func, &ov, &dv, op)) != MMB_OK) return err;
-    mmb__tile_trace_end("merge", start, &dv, d->pub.space, o->pub.space);
-    wrote(o);
-  }
-  release_duplicate(d);
+  mmb__tile *o = d->origin;
+  bool writes = d->access & MMB_WRITE;
+  if (writes && (err = check_writable(func, o, "the origin")) != MMB_OK) return err;
+  mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
+                .dst = mmb__tile_view(o), .src = mmb__tile_view(d), .op = *op,
+                .from = d->pub.space, .to = o->pub.space};
+  mmb__job_own_tile(&j, 0, o);
+  j.own[1] = &d->pending;
+  retire_storage(&j, d);
+  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  if (writes) wrote(o);
+  /* The duplicate goes now; its bytes live on in the job. */
+  forget_storage(d);
+  if (d->pending) mmb__request_unref(d->pending);
+  o->n_dups--;
+  if (o->array) o->array->n_tile_dups--;
+  d->magic = MMB__TILE_DEAD;
+  mmb__free(d);
   return MMB_OK;
 }
 
 mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge) {
+  MMB__REQUIRE_INIT();
   mmb__merge_op op = {.type = in_merge};
-  return merge(__func__, in_tile, &op);
+  return merge(__func__, in_tile, &op, NULL, NULL);
 }
 
 mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn, void *user_data) {
-  if (mmb_is_initialized()) MMB__ARG(!fn, __func__, "merge function is NULL");
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!fn, __func__, "merge function is NULL");
   mmb__merge_op op = {.fn = fn, .user = user_data};
-  return merge(__func__, in_tile, &op);
+  return merge(__func__, in_tile, &op, NULL, NULL);
 }
 
-static mmbError migrate_home(const char *func, mmb__tile *t, mmbAccessType access) {
-  if (!t->storage) return MMB_OK;
-  mmb__view hv = mmb__tile_home_view(t), cv = mmb__tile_view(t);
-  uint64_t start = mmb__tile_trace_start();
-  if (access & MMB_READ) {
-    mmbError err = mmb__view_copy(func, &hv, &cv);
-    if (err != MMB_OK) return err;
-  }
-  mmb__tile_trace_end("migrate", start, &hv, t->pub.space, t->array->iface->space);
-  mmb__tile_drop_storage(t);
-  mmb__tile_set_home(t);
-  t->array->n_migrated--;
+mmbError mmb_tile_merge_async(mmbArrayTile *in_tile, mmbMergeType in_merge, mmbQueue *q,
+                              mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  mmb__merge_op op = {.type = in_merge};
+  return err != MMB_OK ? err : merge(__func__, in_tile, &op, q, req);
+}
+
+mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn, void *user_data,
+                                   mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!fn, __func__, "merge function is NULL");
+  mmb__merge_op op = {.fn = fn, .user = user_data};
+  return merge(__func__, in_tile, &op, q, req);
+}
+
+static mmbError tile_migrate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                             mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
+                             mmbRequest *req) {
+  mmb__tile *t;
+  mmbError err = tile_arg(func, in_tile, &t);
+  if (err != MMB_OK) return err;
+  if ((err = check_target(func, t, in_space, in_access, in_layout)) != MMB_OK) return err;
+  if (t->origin)
+    return mmb__fail(MMB_INVALID_STATE, func, "a duplicate cannot migrate: duplicate it");
+  if (t->n_dups)
+    return mmb__fail(MMB_BUSY, func, "%zu duplicates of the tile are live", t->n_dups);
+  mmbArray *a = t->array;
+  bool home = in_space == a->iface->space && !in_layout;
+  if (home && !t->storage) return MMB_OK;
+  mmb__job j = {.func = func, .name = "migrate", .src = mmb__tile_view(t),
+                .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
+                .from = t->pub.space, .to = in_space};
+  j.dst = home ? mmb__tile_home_view(t) : j.src;
+  mmb__job_own_tile(&j, 0, t);
+  retire_storage(&j, t);
+  if ((!home && (err = mmb__storage_new(func, in_space, in_layout, a->layout.order, &j.dst,
+                                        &j.made)) != MMB_OK) ||
+      (err = mmb__job_start(&j, q, req)) != MMB_OK)
+    return err;
+  if (home) a->n_migrated--;
+  else if (!t->storage) a->n_migrated++;
+  forget_storage(t);
+  mmb__tile_set_storage(t, &j.dst, j.made);
   wrote(t);
   return MMB_OK;
 }
@@ -172,32 +244,15 @@ static mmbError migrate_home(const char *func, mmb__tile *t, mmbAccessType acces
 mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAccessType in_access,
                           mmbLayout *in_layout) {
   MMB__REQUIRE_INIT();
-  mmb__tile *t;
-  mmbError err = tile_arg(__func__, in_tile, &t);
-  if (err != MMB_OK) return err;
-  if ((err = check_target(__func__, t, in_space, in_access, in_layout)) != MMB_OK) return err;
-  if (t->origin)
-    return mmb__fail(MMB_INVALID_STATE, __func__, "a duplicate cannot migrate: duplicate it");
-  if (t->n_dups)
-    return mmb__fail(MMB_BUSY, __func__, "%zu duplicates of the tile are live", t->n_dups);
-  mmbArray *a = t->array;
-  if (in_space == a->iface->space && !in_layout) return migrate_home(__func__, t, in_access);
-  mmb__view v = mmb__tile_view(t), cur = v;
-  mmbAllocation *storage;
-  if ((err = mmb__storage_new(__func__, in_space, in_layout, a->layout.order, &v, &storage)) !=
-      MMB_OK)
-    return err;
-  uint64_t start = mmb__tile_trace_start();
-  if ((in_access & MMB_READ) && (err = mmb__view_copy(__func__, &v, &cur)) != MMB_OK) {
-    mmb_free(storage);
-    return err;
-  }
-  mmb__tile_trace_end("migrate", start, &v, t->pub.space, in_space);
-  if (t->storage) mmb__tile_drop_storage(t);
-  else a->n_migrated++;
-  mmb__tile_set_storage(t, &v, storage);
-  wrote(t);
-  return MMB_OK;
+  return tile_migrate(__func__, in_tile, in_space, in_access, in_layout, NULL, NULL);
+}
+
+mmbError mmb_tile_migrate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+                                mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
+                                mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err
+                       : tile_migrate(__func__, in_tile, in_space, in_access, in_layout, q, req);
 }
 
 mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile, mmbArrayTile **out_tile) {

@@ -4,6 +4,7 @@
 #define MMB_TILE_INTERNAL_H
 
 #include "../array/array.h"
+#include "../queue/queue.h"
 
 #define MMB__TILE_LIVE 0x7113u
 #define MMB__TILE_DEAD 0xd1e5u
@@ -28,6 +29,7 @@ struct mmb__tile {
   unsigned long long version, seen_version, seen_whole;
   size_t n_dups;             /* live duplicates made from it */
   mmbAllocation *local;      /* a copy of pub in a device space */
+  mmb__request *pending;     /* the last asynchronous operation on it */
 };
 
 struct mmb__tiling {
@@ -116,6 +118,37 @@ mmbError mmb__merge_op_check(const char *func, const mmb__merge_op *op);
 /* Folds src into dst (same rank and extents) as op says. */
 mmbError mmb__view_merge(const char *func, const mmb__view *dst, const mmb__view *src,
                          const mmb__merge_op *op);
+
+/* ---- jobs (job.c) --------------------------------------------------------
+   Every transport is checked and prepared first (storage made, views
+   worked out), then its data moves: now, or on a queue. Its bookkeeping
+   (the coherence record, the tile's fields) is committed by the caller
+   once the job has run (synchronous) or been submitted (asynchronous), so
+   later calls see the new state at once and only the bytes are in flight. */
+typedef enum { MMB__JOB_NONE, MMB__JOB_COPY, MMB__JOB_MERGE } mmb__job_kind;
+
+typedef struct mmb__job {
+  const char *func, *name;          /* name: the trace event */
+  mmb__job_kind kind;
+  mmb__view dst, src;
+  mmb__merge_op op;
+  const mmbMemSpace *from, *to;     /* for the trace */
+  mmbAllocation *made;              /* made for it: freed if it never runs */
+  mmbAllocation *retired[2];        /* left behind: freed once the data moved */
+  /* hazards: `own` objects get this job as their last operation; `also`
+     objects and every tile of the `whole` arrays are only waited for */
+  mmb__request **own[2], **also[2];
+  mmbArray *whole[2];
+} mmb__job;
+
+/* Runs the job (q NULL), or submits it on q with the caller's request. On
+   MMB_OK the caller commits; on an error `made` has been freed and nothing
+   changed. */
+mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req);
+/* Hazard slots of a tile: its own, and its array's (whole-array work). */
+void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t);
+/* Waits for every asynchronous operation on the array and its tiles. */
+void mmb__array_quiesce(mmbArray *a);
 
 /* ---- trace helpers ------------------------------------------------------- */
 static inline uint64_t mmb__tile_trace_start(void) {

@@ -41,6 +41,7 @@ static void tiling_release(mmbArray *a) {
   struct mmb__tiling *g = a->tiling;
   if (!g) return;
   for (size_t i = 0; i < g->n_tiles; i++) {
+    mmb__pending_wait(&g->tiles[i].pending);
     mmb__tile_drop_storage(&g->tiles[i]);
     g->tiles[i].magic = MMB__TILE_DEAD;
   }

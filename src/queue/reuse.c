@@ -1,0 +1,62 @@
+/* Queue-aware reuse: requests as fences for src/alloc's deferred frees and
+   asynchronous region resets. A fence is a request on the queue (a no-op
+   pushed there, or the request of the work that used the memory): passing
+   it means everything the queue ran before it has completed. */
+#include "queue.h"
+
+static bool fence_passed(void *f) { return mmb__request_done(f); }
+static void fence_wait(void *f) { mmb__request_wait(f); }
+static void fence_release(void *f) { mmb__request_unref(f); }
+static const void *fence_owner(void *f) { return ((mmb__request *)f)->q; }
+
+const mmb__fence_ops mmb__request_fence = {
+  .passed = fence_passed, .wait = fence_wait, .release = fence_release, .owner = fence_owner,
+};
+
+static mmbError noop(mmb__work *w) { return MMB_OK; }
+
+/* A request that completes once q's work so far has run. */
+static mmbError fence_on(const char *func, mmbQueue *q, mmb__request **out) {
+  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
+  return mmb__queue_push(func, q, w, NULL, out);
+}
+
+mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request *r) {
+  mmb__request_ref(r);
+  mmbError err = mmb__allocation_fence(func, a, r, &mmb__request_fence);
+  if (err != MMB_OK) mmb__request_unref(r);
+  return err;
+}
+
+static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *a) {
+  mmbError err = mmb__queue_check(func, q, NULL);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!mmb__handle_is_live(a), func, "%p is not a live allocation", (void *)a);
+  MMB__ARG(a->flags & MMB__IN_REGION, func, "a region allocation is reused when its region is "
+           "reset: use mmb_region_reset_async");
+  return MMB_OK;
+}
+
+mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQueue *q) {
+  mmbError err = check_allocation(__func__, q, allocation);
+  mmb__request *r;
+  if (err != MMB_OK || (err = fence_on(__func__, q, &r)) != MMB_OK) return err;
+  err = mmb__allocation_fence(__func__, allocation, r, &mmb__request_fence);
+  if (err != MMB_OK) mmb__request_unref(r);
+  return err;
+}
+
+mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q) {
+  mmbError err = mmb_allocation_record_queue(allocation, q);
+  return err != MMB_OK ? err : mmb_free(allocation);
+}
+
+mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {
+  mmbError err = mmb__queue_check(__func__, q, NULL);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!region, __func__, "region is NULL");
+  mmb__request *r;
+  if ((err = fence_on(__func__, q, &r)) != MMB_OK) return err;
+  return mmb__region_reset_after(__func__, region, r, &mmb__request_fence);
+}

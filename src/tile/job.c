@@ -1,0 +1,101 @@
+/* Jobs: the data movement of a transport, run at once or on a queue, with
+   the hazards that keep a synchronous call from touching bytes still in
+   flight and order asynchronous work across queues (see tile.h). */
+#include "tile.h"
+
+typedef struct job_work {
+  mmb__work w;
+  mmb__job job;
+} job_work;
+
+static mmbError job_run(mmb__job *j) {
+  if (j->kind == MMB__JOB_NONE) return MMB_OK;
+  uint64_t start = mmb__tile_trace_start();
+  mmbError err = j->kind == MMB__JOB_COPY ? mmb__view_copy(j->func, &j->dst, &j->src)
+                                          : mmb__view_merge(j->func, &j->dst, &j->src, &j->op);
+  if (err == MMB_OK) mmb__tile_trace_end(j->name, start, &j->src, j->from, j->to);
+  return err;
+}
+
+static void job_retire(mmb__job *j) {
+  for (size_t i = 0; i < 2; i++)
+    if (j->retired[i]) mmb_free(j->retired[i]);
+}
+
+static mmbError work_run(mmb__work *w) { return job_run(&((job_work *)w)->job); }
+
+/* On a queue, storage left behind is freed now, in the caller's thread, and
+   reused once the job has run (whatever its outcome: an error leaves the
+   target's bytes undefined, nothing leaks). */
+static void retire_after(mmb__job *j, mmb__request *r) {
+  for (size_t i = 0; i < 2; i++) {
+    if (!j->retired[i]) continue;
+    if (mmb__allocation_after(j->func, j->retired[i], r) != MMB_OK) mmb__request_wait(r);
+    mmb_free(j->retired[i]);
+  }
+}
+
+void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t) {
+  j->own[i] = &t->pending;
+  j->also[i] = t->array ? &t->array->pending : NULL;
+}
+
+void mmb__array_quiesce(mmbArray *a) {
+  mmb__pending_wait(&a->pending);
+  for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++)
+    mmb__pending_wait(&a->tiling->tiles[i].pending);
+}
+
+/* Applies f to every hazard slot the job must respect. */
+static mmbError each_slot(mmb__job *j, mmbError (*f)(mmbQueue *q, mmb__request **slot),
+                          mmbQueue *q) {
+  mmbError err = MMB_OK;
+  for (size_t i = 0; i < 2 && err == MMB_OK; i++) {
+    if (j->own[i] && *j->own[i]) err = f(q, j->own[i]);
+    if (err == MMB_OK && j->also[i] && *j->also[i]) err = f(q, j->also[i]);
+    mmbArray *a = j->whole[i];
+    if (a && a->tiling)
+      for (size_t t = 0; t < a->tiling->n_tiles && err == MMB_OK; t++)
+        if (a->tiling->tiles[t].pending) err = f(q, &a->tiling->tiles[t].pending);
+  }
+  return err;
+}
+
+static mmbError slot_wait(mmbQueue *q, mmb__request **slot) {
+  mmb__pending_wait(slot);
+  return MMB_OK;
+}
+
+static mmbError slot_order(mmbQueue *q, mmb__request **slot) {
+  return mmb__pending_order("mmb: async transport", q, *slot);
+}
+
+mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
+  mmbError err;
+  if (!q) {
+    each_slot(j, slot_wait, NULL);
+    if ((err = job_run(j)) != MMB_OK) {
+      if (j->made) mmb_free(j->made);
+      return err;
+    }
+    job_retire(j);
+    return MMB_OK;
+  }
+  job_work *w = NULL;
+  if ((err = each_slot(j, slot_order, q)) != MMB_OK ||
+      !(w = (job_work *)mmb__work_new(sizeof *w, work_run))) {
+    if (j->made) mmb_free(j->made);
+    return err != MMB_OK ? err : mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
+  }
+  w->job = *j;
+  mmb__request *r;
+  if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) {
+    if (j->made) mmb_free(j->made);
+    return err;
+  }
+  for (size_t i = 0; i < 2; i++)
+    if (j->own[i]) mmb__pending_set(j->own[i], r);
+  retire_after(j, r);
+  mmb__request_unref(r);
+  return MMB_OK;
+}

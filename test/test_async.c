@@ -1,0 +1,392 @@
+/* The _async transports, hazards between them and synchronous calls, and
+   queue-aware reuse (free_async, record_queue, region_reset_async). A gate
+   (queue work that blocks until the test opens it) holds a queue back, so
+   that "not yet" is observable and ordering mistakes show up as wrong data
+   rather than as luck. */
+#include "arrays.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+static mmbQueue *thread_queue(void) {
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  return q;
+}
+
+/* ---- the gate ------------------------------------------------------------ */
+static atomic_int gate;
+static void wait_gate(void *arg) {
+  while (!atomic_load(&gate)) usleep(100);
+}
+static void close_gate(mmbQueue *q) {
+  atomic_store(&gate, 0);
+  OK(mmb_queue_submit(q, wait_gate, NULL, NULL));
+}
+static void *open_later(void *arg) {
+  usleep(30000);
+  atomic_store(&gate, 1);
+  return NULL;
+}
+/* Opens the gate from another thread while this one blocks in mmb. */
+static pthread_t open_gate_soon(void) {
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, open_later, NULL), 0);
+  return t;
+}
+
+static mmbArray *filled(mmbMemInterface *iface, size_t r, size_t c, double salt) {
+  mmbDimensions d = dims2(r, c);
+  mmbArray *a = test_array(iface, &d, MMB_ROWMAJOR, 0);
+  fill_array(a, salt);
+  return a;
+}
+
+static void assert_tile_filled(const mmbArrayTile *t, double salt) {
+  size_t idx[MMB_MAX_DIMS], lo[MMB_MAX_DIMS];
+  for (size_t k = 0; k < t->rank; k++) idx[k] = lo[k] = t->lower[k];
+  do cr_assert_eq(*(double *)tile_elem(t, idx), value_at(idx, t->rank, salt), "at %zu,%zu",
+                  idx[0], idx[1]);
+  while (index_next(idx, lo, t->upper, t->rank));
+}
+
+MMB_TEST(async, bad_input_is_refused_at_submission) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 8, 8, 1), *b = filled(iface, 8, 4, 2), *d = NULL;
+  mmbQueue *q = thread_queue();
+  mmbRequest busy = {.impl = &busy}, req = {0};
+  mmbArrayTile *t, *out = NULL;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &t));
+  FAILS(mmb_array_copy_async(a, a, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_copy_async(a, b, q, &req), MMB_INVALID_ARG);   /* shapes differ */
+  FAILS(mmb_array_copy_async(a, NULL, q, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_copy_async(a, a, q, &busy), MMB_INVALID_ARG);
+  FAILS(mmb_array_duplicate_async(a, NULL, MMB_READ, q, NULL, &d), MMB_INVALID_ARG);
+  FAILS(mmb_array_duplicate_async(a, iface, (mmbAccessType)9, q, NULL, &d), MMB_INVALID_ARG);
+  FAILS(mmb_array_merge_async(a, MMB_MERGE_SUM, q, NULL), MMB_INVALID_STATE);   /* not a dup */
+  FAILS(mmb_array_merge_with_async(a, NULL, NULL, q, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_migrate_async(a, iface, MMB_READ, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_copy_async(t, NULL, q, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_duplicate_async(t, NULL, MMB_READ, NULL, q, NULL, &out), MMB_INVALID_ARG);
+  mmbMemSpace *home;
+  OK(mmb_interface_space(iface, &home));
+  FAILS(mmb_tile_duplicate_async(t, home, MMB_READ, NULL, NULL, NULL, &out), MMB_INVALID_ARG);
+  FAILS(mmb_tile_merge_async(t, MMB_MERGE_OVERWRITE, q, NULL), MMB_INVALID_STATE);
+  FAILS(mmb_tile_merge_with_async(t, NULL, NULL, q, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_migrate_async(NULL, NULL, MMB_READ, NULL, q, NULL), MMB_INVALID_ARG);
+  cr_assert_null(d);
+  cr_assert_null(out);
+  cr_assert_null(req.impl, "a refused submission leaves the request zero");
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+}
+
+/* Every array transport on a queue, checked after the wait. */
+MMB_TEST(async, array_transports_move_the_data) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *other = test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE);
+  mmbArray *a = filled(iface, 40, 30, 1), *b = filled(iface, 40, 30, 2), *d;
+  mmbQueue *q = thread_queue();
+  mmbRequest r[4] = {{0}};
+  OK(mmb_array_copy_async(b, a, q, &r[0]));
+  OK(mmb_array_duplicate_async(b, other, MMB_READ_WRITE, q, &r[1], &d));
+  cr_assert_not_null(d, "the duplicate exists at once");
+  OK(mmb_array_migrate_async(a, other, MMB_READ, q, &r[2]));
+  OK(mmb_wait_all(3, r, NULL));
+  assert_array_filled(b, 1);
+  assert_array_filled(d, 1);
+  assert_array_filled(a, 1);
+  mmbMemInterface *where;
+  OK(mmb_array_interface(a, &where));
+  cr_assert_eq(where, other);
+  fill_array(d, 5);
+  OK(mmb_array_merge_async(d, MMB_MERGE_OVERWRITE, q, &r[3]));
+  OK(mmb_wait(&r[3]));
+  assert_array_filled(b, 5);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+}
+
+static void add_one(void *dst, const void *src, size_t count, size_t esize, void *user) {
+  double *x = dst;
+  const double *y = src;
+  for (size_t i = 0; i < count; i++) x[i] = y[i] + 1.0;
+  atomic_fetch_add((atomic_size_t *)user, count);
+}
+
+/* Tile transports, including a user merge that runs on the worker. */
+MMB_TEST(async, tile_transports_move_the_data) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 64, 48, 1), *b = filled(iface, 64, 48, 2);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));
+  OK(mmb_array_tile(b, &(mmbDimensions){2, {16, 16}}));
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbQueue *q = thread_queue();
+  mmbArrayTile *ta, *tb, *dup;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 2}}, &ta));
+  OK(mmb_tile_at(b, &(mmbIndex){2, {1, 2}}, &tb));
+  mmbRequest r = {0};
+  OK(mmb_tile_duplicate_async(ta, fast, MMB_READ_WRITE, NULL, q, &r, &dup));
+  cr_assert_eq(dup->space, fast);
+  OK(mmb_wait(&r));
+  assert_tile_filled(dup, 1);
+  static atomic_size_t merged;
+  OK(mmb_tile_merge_with_async(dup, add_one, &merged, q, &r));
+  OK(mmb_wait(&r));
+  cr_assert_eq(atomic_load(&merged), 16u * 16u);
+  size_t idx[2] = {16, 32};
+  cr_assert_eq(*array_at(a, idx), value_at(idx, 2, 1) + 1.0);
+  OK(mmb_tile_migrate_async(tb, fast, MMB_READ, NULL, q, NULL));
+  cr_assert_eq(tb->space, fast, "the tile's fields describe the new storage at once");
+  OK(mmb_tile_copy_async(tb, ta, q, NULL));   /* FIFO: after the migration */
+  mmbMemSpace *home;
+  OK(mmb_interface_space(iface, &home));
+  OK(mmb_tile_migrate_async(tb, home, MMB_READ, NULL, q, &r));
+  cr_assert_eq(tb->space, home);
+  OK(mmb_wait(&r));
+  cr_assert_eq(*array_at(b, idx), value_at(idx, 2, 1) + 1.0, "b got a's merged tile");
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+  OK(mmb_space_release(fast));
+}
+
+/* A synchronous transport waits for the asynchronous ones on its tiles: the
+   sync copy must see the async copy's data, though the queue is held back. */
+MMB_TEST(async, sync_calls_wait_for_pending_async_work) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 32, 32, 1), *b = filled(iface, 32, 32, 2),
+           *c = filled(iface, 32, 32, 3);
+  mmbQueue *q = thread_queue();
+  close_gate(q);
+  mmbRequest r = {0};
+  OK(mmb_array_copy_async(b, a, q, &r));
+  bool done;
+  OK(mmb_request_is_complete(&r, &done));
+  cr_assert(!done, "the queue is held back");
+  pthread_t opener = open_gate_soon();
+  OK(mmb_array_copy(c, b));   /* waits for the copy into b */
+  pthread_join(opener, NULL);
+  OK(mmb_request_is_complete(&r, &done));
+  cr_assert(done);
+  OK(mmb_wait(&r));
+  assert_array_filled(c, 1);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+  OK(mmb_array_destroy(c));
+}
+
+/* Work on another queue is ordered after the pending work on its tiles. */
+MMB_TEST(async, other_queues_are_ordered_after_pending_work) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 32, 32, 1), *b = filled(iface, 32, 32, 2),
+           *c = filled(iface, 32, 32, 3);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {8, 8}}));
+  OK(mmb_array_tile(b, &(mmbDimensions){2, {8, 8}}));
+  OK(mmb_array_tile(c, &(mmbDimensions){2, {8, 8}}));
+  mmbQueue *q1 = thread_queue(), *q2 = thread_queue();
+  close_gate(q1);
+  mmbRequest r[2] = {{0}};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < 4; j++) {
+      mmbArrayTile *ta, *tb, *tc;
+      mmbIndex at = {2, {i, j}};
+      OK(mmb_tile_at(a, &at, &ta));
+      OK(mmb_tile_at(b, &at, &tb));
+      OK(mmb_tile_at(c, &at, &tc));
+      OK(mmb_tile_copy_async(tb, ta, q1, NULL));
+      OK(mmb_tile_copy_async(tc, tb, q2, NULL));   /* must see a's data */
+    }
+  OK(mmb_queue_submit(q2, wait_gate, NULL, &r[1]));
+  usleep(20000);
+  bool done;
+  OK(mmb_request_is_complete(&r[1], &done));
+  cr_assert(!done, "q2 waits for q1, which is held back");
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q1));
+  OK(mmb_wait(&r[1]));
+  assert_array_filled(c, 1);
+  OK(mmb_queue_destroy(NULL, &q1));
+  OK(mmb_queue_destroy(NULL, &q2));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+  OK(mmb_array_destroy(c));
+}
+
+/* Destroying an array with work pending on it waits for the work. */
+MMB_TEST(async, destroy_waits_for_pending_work) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 64, 64, 1), *b = filled(iface, 64, 64, 2);
+  mmbQueue *q = thread_queue();
+  close_gate(q);
+  OK(mmb_array_copy_async(b, a, q, NULL));
+  pthread_t opener = open_gate_soon();
+  OK(mmb_array_destroy(a));   /* blocks until the copy has read it */
+  pthread_join(opener, NULL);
+  OK(mmb_queue_synchronize(q));
+  assert_array_filled(b, 1);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(b));
+}
+
+/* ---- queue-aware reuse ----------------------------------------------------- */
+
+MMB_TEST(reuse, bad_input_is_refused) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbQueue *q = thread_queue();
+  mmbAllocation *a;
+  OK(mmb_allocate(64, iface, &a));
+  FAILS(mmb_free_async(a, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_free_async(NULL, q), MMB_INVALID_ARG);
+  FAILS(mmb_allocation_record_queue(NULL, q), MMB_INVALID_ARG);
+  FAILS(mmb_allocation_record_queue(a, NULL), MMB_INVALID_ARG);
+  OK(mmb_free_async(a, q));
+  FAILS(mmb_free_async(a, q), MMB_INVALID_ARG);   /* freed twice */
+  mmbRegion *region;
+  OK(mmb_region_create(iface, NULL, &region));
+  OK(mmb_allocate_opts(64, iface, &(mmbAllocateOptions){.region = region}, &a));
+  FAILS(mmb_free_async(a, q), MMB_INVALID_ARG);   /* region memory: reset_async */
+  FAILS(mmb_region_reset_async(NULL, q), MMB_INVALID_ARG);
+  FAILS(mmb_region_reset_async(region, NULL), MMB_INVALID_ARG);
+  mmbRegion *child;
+  OK(mmb_region_push(region, &child));
+  FAILS(mmb_region_reset_async(region, q), MMB_BUSY);
+  OK(mmb_region_destroy(child));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_region_destroy(region));
+}
+
+/* While the queue is held back, a block freed with free_async is never
+   handed out again; once the queue has passed, it is. */
+MMB_TEST(reuse, free_async_holds_the_block_until_the_queue_passes) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbQueue *q = thread_queue();
+  mmbAllocation *a, *b[64];
+  OK(mmb_allocate(4096, iface, &a));
+  void *held = mmb_allocation_ptr(a);
+  close_gate(q);
+  OK(mmb_free_async(a, q));
+  cr_assert_null(mmb_allocation_ptr(a), "the handle is gone at once");
+  for (int i = 0; i < 64; i++) {
+    OK(mmb_allocate(4096, iface, &b[i]));
+    cr_assert_neq(mmb_allocation_ptr(b[i]), held, "reused while the queue may use it");
+  }
+  for (int i = 0; i < 64; i++) OK(mmb_free(b[i]));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 4096, "the deferred block still counts as used");
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  OK(mmb_interface_trim(iface, SIZE_MAX));   /* sweeps the deferred list */
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* record_queue on two queues: the block waits for both. */
+MMB_TEST(reuse, record_queue_waits_for_every_recorded_queue) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE);
+  mmbQueue *q1 = thread_queue(), *q2 = thread_queue();
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(1024, iface, &a));
+  void *held = mmb_allocation_ptr(a);
+  OK(mmb_allocation_record_queue(a, q1));   /* q1 has nothing pending: passes at once */
+  close_gate(q2);
+  OK(mmb_allocation_record_queue(a, q2));
+  OK(mmb_allocation_record_queue(a, q2));   /* again: the fence moves, not doubles */
+  OK(mmb_free(a));
+  OK(mmb_allocate(1024, iface, &b));
+  cr_assert_neq(mmb_allocation_ptr(b), held);
+  OK(mmb_free(b));
+  atomic_store(&gate, 1);
+  OK(mmb_queue_destroy(NULL, &q2));
+  OK(mmb_queue_destroy(NULL, &q1));
+  OK(mmb_interface_destroy(iface));   /* nothing left behind */
+}
+
+static void write_pattern(void *arg) {
+  unsigned char *p = arg;
+  for (int i = 0; i < 256; i++) p[i] = (unsigned char)i;
+}
+
+/* reset_async returns at once; the region's next use waits for the queue,
+   so the work submitted before the reset sees its memory intact. */
+MMB_TEST(reuse, region_reset_async_orders_after_the_queue) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbRegion *region;
+  OK(mmb_region_create(iface, NULL, &region));
+  mmbQueue *q = thread_queue();
+  void *p, *again;
+  OK(mmb_region_alloc(region, 256, 0, &p));
+  close_gate(q);
+  OK(mmb_queue_submit(q, write_pattern, p, NULL));
+  mmbRequest checked = {0};
+  OK(mmb_queue_submit(q, wait_gate, NULL, &checked));
+  OK(mmb_region_reset_async(region, q));   /* does not wait for the gate */
+  bool done;
+  OK(mmb_request_is_complete(&checked, &done));
+  cr_assert(!done);
+  pthread_t opener = open_gate_soon();
+  OK(mmb_region_alloc(region, 256, 0, &again));   /* waits, then reuses */
+  pthread_join(opener, NULL);
+  OK(mmb_request_is_complete(&checked, &done));
+  cr_assert(done, "the next use came after the queue's work");
+  cr_assert_eq(again, p, "the reset happened: the memory is reused");
+  for (int i = 0; i < 256; i++) cr_assert_eq(((unsigned char *)again)[i], (unsigned char)i);
+  OK(mmb_wait(&checked));
+  /* A reset whose queue has passed happens at once. */
+  OK(mmb_queue_synchronize(q));
+  OK(mmb_region_reset_async(region, q));
+  OK(mmb_region_alloc(region, 256, 0, &again));
+  cr_assert_eq(again, p);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_region_destroy(region));
+}
+
+/* The storage an async merge leaves behind is reused only after the merge
+   has read it: hold the queue, merge, allocate in the space, check. */
+MMB_TEST(reuse, async_merge_storage_outlives_the_merge) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 32, 32, 1);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbQueue *q = thread_queue();
+  mmbArrayTile *t, *dup;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 1}}, &t));
+  OK(mmb_tile_duplicate(t, fast, MMB_READ_WRITE, NULL, &dup));
+  for (size_t i = 0; i < 16; i++)
+    for (size_t j = 0; j < 16; j++) ((double *)dup->ptr)[i * 16 + j] = -1.0;
+  void *dup_bytes = dup->ptr;
+  close_gate(q);
+  OK(mmb_tile_merge_async(dup, MMB_MERGE_OVERWRITE, q, NULL));
+  mmbArrayTile *other, *dup2;   /* another tile: its duplicate does not wait */
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 0}}, &other));
+  OK(mmb_tile_duplicate(other, fast, MMB_READ_WRITE, NULL, &dup2));
+  cr_assert_neq(dup2->ptr, dup_bytes, "the merged duplicate's storage was reused early");
+  memset(dup2->ptr, 0x55, 16 * 16 * sizeof(double));
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  size_t idx[2] = {20, 20};
+  cr_assert_eq(*array_at(a, idx), -1.0, "the merge read the duplicate's bytes intact");
+  OK(mmb_tile_merge(dup2, MMB_MERGE_OVERWRITE));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}
+
+static atomic_int ran;
+static void note_ran(void *arg) { atomic_fetch_add(&ran, 1); }
+
+/* mmb_finalize drains and destroys the queues the caller left. */
+Test(reuse, finalize_drains_leaked_queues) {
+  mmb_test_setup();
+  mmbQueue *q = thread_queue();
+  atomic_store(&ran, 0);
+  for (int i = 0; i < 100; i++) OK(mmb_queue_submit(q, note_ran, NULL, NULL));
+  mmb_test_teardown();
+  cr_assert_eq(atomic_load(&ran), 100);
+}
