@@ -53,7 +53,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
-EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose
+EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose $(BUILD)/bin/stream_sum
 BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
 TESTS    := $(BUILD)/test/mmb-tests
 DEPS_OK  := $(BUILD)/.deps-ok
@@ -110,9 +110,9 @@ $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
-$(BUILD)/bin/bench-queue: bench/queue.c $(SHARED)
+$(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
 
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
@@ -159,6 +159,7 @@ run: all
 	$(BUILD)/bin/quickstart
 	$(BUILD)/bin/training_loop
 	$(BUILD)/bin/tiled_transpose
+	$(BUILD)/bin/stream_sum
 
 bench: $(BENCHES)
 	$(BUILD)/bin/bench-copy

@@ -83,7 +83,7 @@ static void bench_dup_merge(mmbMemInterface *home, mmbMemSpace *fast, mmbLayout 
 
 static double iterate(mmbArray *a, mmbTileSchedule s, size_t *sum) {
   mmbTileIterator *it;
-  CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){s}, &it));
+  CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = s}, &it));
   double t0 = now();
   for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it))
     *sum += t->lower[0] + t->lower[1] + *(unsigned char *)t->ptr;

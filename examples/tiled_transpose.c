@@ -52,7 +52,7 @@ static void transpose_naive(float *dst, const float *src, size_t n) {
 /* The mmb version: returns the seconds it took. */
 static double transpose_tiled(mmbArray *a, mmbArray *b, mmbMemSpace *fast) {
   mmbTileIterator *it;
-  CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){MMB_SCHEDULE_MORTON}, &it));
+  CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON}, &it));
   double t0 = now();
   for (mmbArrayTile *ta; (ta = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
     mmbIndex ij;

@@ -390,3 +390,116 @@ Test(reuse, finalize_drains_leaked_queues) {
   mmb_test_teardown();
   cr_assert_eq(atomic_load(&ran), 100);
 }
+
+/* ---- the prefetching iterator ------------------------------------------------ */
+
+static mmbTileIteratorOptions prefetching(mmbQueue *q, mmbMemSpace *s, size_t depth,
+                                          mmbAccessType access) {
+  return (mmbTileIteratorOptions){.queue = q, .space = s, .depth = depth, .access = access};
+}
+
+MMB_TEST(prefetch, bad_options_are_refused) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 16, 16, 1);
+  mmbQueue *q = thread_queue();
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbTileIterator *it = NULL;
+  FAILS(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.queue = q}, &it), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.space = fast}, &it),
+        MMB_INVALID_ARG);
+  mmbTileIteratorOptions o = prefetching(q, fast, 1, (mmbAccessType)8);
+  FAILS(mmb_tile_iterator_create(a, &o, &it), MMB_INVALID_ARG);
+  o = prefetching(q, fast, 1, MMB_READ_WRITE);
+  o.merge = (mmbMergeType)7;
+  FAILS(mmb_tile_iterator_create(a, &o, &it), MMB_INVALID_ARG);
+  mmbLayout *bytes = test_layout(8, 2, MMB_ROWMAJOR, 0, MMB_TYPE_BYTES);
+  mmbArray *untyped, *ro;
+  OK(mmb_array_create(&(mmbDimensions){2, {4, 4}}, bytes, iface, MMB_READ_WRITE, &untyped));
+  OK(mmb_array_create(&(mmbDimensions){2, {4, 4}}, bytes, iface, MMB_READ, &ro));
+  o.merge = MMB_MERGE_SUM;
+  FAILS(mmb_tile_iterator_create(untyped, &o, &it), MMB_INVALID_ARG);
+  o.merge = MMB_MERGE_OVERWRITE;
+  FAILS(mmb_tile_iterator_create(ro, &o, &it), MMB_INVALID_STATE);
+  cr_assert_null(it);
+  OK(mmb_array_destroy(untyped));
+  OK(mmb_array_destroy(ro));
+  OK(mmb_layout_destroy(bytes));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}
+
+/* Every tile is handed out once, as a duplicate in the fast space, in the
+   schedule's order; written duplicates are merged back; the ring never
+   holds more than depth + 2 tiles in the space. */
+MMB_TEST(prefetch, streams_every_tile_through_the_space) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 64, 48, 1);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));   /* 4 x 3 tiles of 2 KiB */
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbQueue *q = thread_queue();
+  mmbTileIterator *plain, *it;
+  mmbTileIteratorOptions o = prefetching(q, fast, 2, MMB_READ_WRITE);
+  o.schedule = MMB_SCHEDULE_MORTON;
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON},
+                              &plain));
+  OK(mmb_tile_iterator_create(a, &o, &it));
+  OK(mmb_tile_iterator_first(plain));
+  OK(mmb_tile_iterator_first(it));
+  size_t visited = 0;
+  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); visited++) {
+    mmbArrayTile *home = mmb_tile_iterator_tile(plain);
+    cr_assert_not_null(home);
+    cr_assert_eq(t->space, fast);
+    cr_assert_neq(t->ptr, home->ptr, "a duplicate, not the home tile");
+    cr_assert_arr_eq(t->lower, home->lower, 2 * sizeof(size_t), "the schedule's order");
+    assert_tile_filled(t, 1);   /* its bytes have arrived */
+    for (size_t i = 0; i < t->dim[0]; i++)
+      for (size_t j = 0; j < t->dim[1]; j++) ((double *)t->ptr)[i * t->stride[0] + j] *= 2;
+    OK(mmb_tile_iterator_next(it));
+    OK(mmb_tile_iterator_next(plain));
+  }
+  cr_assert_eq(visited, 12);
+  FAILS(mmb_tile_iterator_next(it), MMB_INVALID_STATE);
+  OK(mmb_tile_iterator_destroy(it));
+  OK(mmb_tile_iterator_destroy(plain));
+  size_t idx[2] = {0, 0}, lo[2] = {0, 0}, hi[2] = {64, 48};
+  do cr_assert_eq(*array_at(a, idx), 2 * value_at(idx, 2, 1));
+  while (index_next(idx, lo, hi, 2));
+  mmbStats st;
+  OK(mmb_space_get_stats(fast, &st));
+  cr_assert_leq(st.used_high, 4 * 16 * 16 * sizeof(double), "more than depth + 2 tiles held");
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}
+
+/* Leaving early: the current duplicate is merged, the ones not yet handed
+   out are released without writing anything back. A restart with first()
+   walks again from the first tile. */
+MMB_TEST(prefetch, leaving_early_and_restarting) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 64, 16, 1);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {8, 16}}));   /* 8 tiles of rows */
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbQueue *q = thread_queue();
+  mmbTileIteratorOptions o = prefetching(q, fast, 3, MMB_WRITE);   /* no bytes read in */
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &o, &it));
+  OK(mmb_tile_iterator_first(it));
+  for (int k = 0; k < 3; k++) {
+    mmbArrayTile *t = mmb_tile_iterator_tile(it);
+    for (size_t i = 0; i < 8 * 16; i++) ((double *)t->ptr)[i] = -1.0;
+    if (k < 2) OK(mmb_tile_iterator_next(it));
+  }
+  OK(mmb_tile_iterator_first(it));   /* tile 2 merged, tiles 3..5 released */
+  OK(mmb_tile_iterator_destroy(it)); /* tile 0 (unwritten this time) is merged back */
+  size_t idx[2] = {0, 0}, lo[2] = {0, 0}, hi[2] = {64, 16};
+  do {
+    if (idx[0] >= 8 && idx[0] < 24) cr_assert_eq(*array_at(a, idx), -1.0, "row %zu", idx[0]);
+    else if (idx[0] >= 24) cr_assert_eq(*array_at(a, idx), value_at(idx, 2, 1), "row %zu", idx[0]);
+  } while (index_next(idx, lo, hi, 2));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}

@@ -18,7 +18,7 @@ MMB_TEST(iterator, bad_input_is_refused) {
   size_t n;
   FAILS(mmb_tile_iterator_create(NULL, NULL, &it), MMB_INVALID_ARG);
   FAILS(mmb_tile_iterator_create(a, NULL, NULL), MMB_INVALID_ARG);
-  FAILS(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){(mmbTileSchedule)5}, &it),
+  FAILS(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = (mmbTileSchedule)5}, &it),
         MMB_INVALID_ARG);
   cr_assert_null(it);
   FAILS(mmb_tile_iterator_first(NULL), MMB_INVALID_ARG);
@@ -50,7 +50,7 @@ MMB_TEST(iterator, bad_input_is_refused) {
 /* The grid indices an iterator visits, in order. */
 static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max) {
   mmbTileIterator *it;
-  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){s}, &it));
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = s}, &it));
   size_t n = 0;
   for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
     cr_assert_lt(n, max);
@@ -119,7 +119,7 @@ MMB_TEST(iterator, every_schedule_visits_each_tile_once) {
     mmbArray *a = tiled(iface, d, c);
     for (int s = MMB_SCHEDULE_ROWMAJOR; s <= MMB_SCHEDULE_MORTON; s++) {
       mmbTileIterator *it;
-      OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){(mmbTileSchedule)s}, &it));
+      OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = (mmbTileSchedule)s}, &it));
       size_t count;
       OK(mmb_tile_iterator_count(it, &count));
       cr_assert_eq(count, expect);
@@ -159,7 +159,7 @@ MMB_TEST(iterator, an_untiled_array_is_visited_as_one_tile) {
   mmbArray *a;
   OK(mmb_array_create(&(mmbDimensions){2, {3, 3}}, l, iface, MMB_READ_WRITE, &a));
   mmbTileIterator *it;
-  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){MMB_SCHEDULE_MORTON}, &it));
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON}, &it));
   size_t n;
   OK(mmb_tile_iterator_count(it, &n));
   cr_assert_eq(n, 1);

@@ -126,7 +126,7 @@ static void op_copy(model *m) {
 
 static void bring_home(model *m, mmbMemSpace *home) {
   mmbTileIterator *it;
-  OK(mmb_tile_iterator_create(m->a, &(mmbTileIteratorOptions){MMB_SCHEDULE_MORTON}, &it));
+  OK(mmb_tile_iterator_create(m->a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON}, &it));
   for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it))
     OK(mmb_tile_migrate(t, home, MMB_READ_WRITE, NULL));
   OK(mmb_tile_iterator_destroy(it));

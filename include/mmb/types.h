@@ -160,8 +160,6 @@ typedef struct mmbRegionOptions {
 typedef struct mmbLayoutPadding {
   size_t row_alignment;  /**< bytes: 0 = none, else a power of two and a multiple of the element size */
 } mmbLayoutPadding;
-/** Options of mmb_tile_iterator_create. */
-typedef struct mmbTileIteratorOptions { mmbTileSchedule schedule; } mmbTileIteratorOptions;
 typedef struct mmbMemSpace mmbMemSpace;
 
 /** Options of mmb_queue_create; zero for defaults. */
@@ -190,6 +188,20 @@ typedef struct mmbLayout mmbLayout;
 typedef struct mmbArray mmbArray;
 typedef struct mmbTileIterator mmbTileIterator;
 typedef struct mmbQueue mmbQueue;
+
+/** Options of mmb_tile_iterator_create; zero for a plain row-major walk.
+    With `queue` and `space` set the iterator prefetches: it duplicates the
+    next `depth` tiles into `space` on `queue` while the caller works on the
+    current one, hands out the duplicates, and merges (or, read-only,
+    releases) each behind the caller. */
+typedef struct mmbTileIteratorOptions {
+  mmbTileSchedule schedule;
+  mmbQueue *queue;          /**< prefetch on this queue (NULL: no prefetch) */
+  mmbMemSpace *space;       /**< into this space (it must hold depth + 2 tiles) */
+  size_t depth;             /**< tiles ahead of the current one; 0 = 1 */
+  mmbAccessType access;     /**< of the duplicates; 0 = MMB_READ (released, not merged) */
+  mmbMergeType merge;       /**< how written duplicates fold back (0 = overwrite) */
+} mmbTileIteratorOptions;
 
 /**
  * A tile: a rectangular block of an array, or a duplicate of one. Its fields

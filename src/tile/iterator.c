@@ -3,16 +3,36 @@
    so that next and tile are an increment and a lookup. Morton order sorts
    the tiles by the interleaved bits of their grid coordinates; bits that
    are zero for every tile of a dimension are left out, so grids of any
-   shape and rank fit a 128-bit key (at most log2(tiles) + rank bits). */
+   shape and rank fit a 128-bit key (at most log2(tiles) + rank bits).
+
+   A prefetching iterator keeps a ring of depth + 2 slots: the current
+   tile's duplicate, `depth` duplicates on their way, and the one merged
+   last step, whose storage the next duplicate reuses once that merge has
+   run. Everything moves on the queue; the caller waits only for the
+   duplicate it is about to be handed (and, if the queue falls behind, for
+   the merge whose slot it needs). */
 #include "tile.h"
 
 #include <stdlib.h>
+
+typedef struct slot {
+  mmbArrayTile *dup;      /* the duplicate of a tile in the ring; NULL when free */
+  mmbRequest ready;       /* its bytes */
+  mmbRequest merged;      /* its merge, once issued */
+} slot;
 
 struct mmbTileIterator {
   mmbArray *array;
   struct mmb__tiling *g;
   size_t *order;      /* NULL: row-major */
   size_t pos;
+  /* prefetching (q set) */
+  mmbQueue *q;
+  mmbMemSpace *space;
+  mmbAccessType access;
+  mmbMergeType merge;
+  size_t depth, n_slots, issued;   /* issued: positions pos..issued-1 are in the ring */
+  slot *slots;
 };
 
 typedef struct keyed {
@@ -78,25 +98,48 @@ static void colmajor_order(const struct mmb__tiling *g, size_t rank, size_t *ord
   }
 }
 
+static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileIteratorOptions *o) {
+  if (!o->queue && !o->space) return MMB_OK;
+  MMB__ARG(!o->queue || !o->space, func, "prefetching needs both a queue and a space");
+  if (!o->access) o->access = MMB_READ;
+  if (!o->depth) o->depth = 1;
+  MMB__ARG(!mmb__access_valid(o->access), func, "unknown access %d", (int)o->access);
+  MMB__ARG((unsigned)o->merge > MMB_MERGE_MAX, func, "unknown merge %d", (int)o->merge);
+  MMB__ARG(o->merge != MMB_MERGE_OVERWRITE && a->layout.type == MMB_TYPE_BYTES, func,
+           "SUM, MIN and MAX need an element type (mmb_layout_set_element_type)");
+  if ((o->access & MMB_WRITE) && !(a->access & MMB_WRITE))
+    return mmb__fail(MMB_INVALID_STATE, func, "writable duplicates of a read-only array");
+  return MMB_OK;
+}
+
 mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptions *opts,
                                   mmbTileIterator **out_it) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!in_array || !out_it, __func__, "NULL argument");
-  mmbTileSchedule s = opts ? opts->schedule : MMB_SCHEDULE_ROWMAJOR;
+  mmbTileIteratorOptions o = opts ? *opts : (mmbTileIteratorOptions){0};
+  mmbTileSchedule s = o.schedule;
   MMB__ARG((unsigned)s > MMB_SCHEDULE_MORTON, __func__, "unknown schedule %d", (int)s);
-  struct mmb__tiling *g;
-  mmbError err = mmb__array_tiling(__func__, in_array, &g);
+  mmbError err = check_prefetch(__func__, in_array, &o);
   if (err != MMB_OK) return err;
+  struct mmb__tiling *g;
+  if ((err = mmb__array_tiling(__func__, in_array, &g)) != MMB_OK) return err;
   mmbTileIterator *it = mmb__calloc(1, sizeof *it);
   if (!it) return MMB_OUT_OF_MEMORY;
-  *it = (mmbTileIterator){.array = in_array, .g = g};
-  if (s != MMB_SCHEDULE_ROWMAJOR && g->n_tiles > 1) {
+  *it = (mmbTileIterator){.array = in_array, .g = g, .q = o.queue, .space = o.space,
+                          .access = o.access, .merge = o.merge,
+                          .depth = mmb__min(o.depth, g->n_tiles)};
+  if (it->q) {
+    it->n_slots = it->depth + 2;
+    if (!(it->slots = mmb__calloc(it->n_slots, sizeof *it->slots))) err = MMB_OUT_OF_MEMORY;
+  }
+  if (err == MMB_OK && s != MMB_SCHEDULE_ROWMAJOR && g->n_tiles > 1) {
     it->order = mmb__malloc(g->n_tiles * sizeof *it->order);
     if (!it->order) err = MMB_OUT_OF_MEMORY;
     else if (s == MMB_SCHEDULE_COLMAJOR) colmajor_order(g, in_array->rank, it->order);
     else err = morton_order(g, in_array->rank, it->order);
   }
   if (err != MMB_OK) {
+    mmb__free(it->slots);
     mmb__free(it->order);
     mmb__free(it);
     return mmb__fail(err, __func__, "no memory for the schedule of %zu tiles", g->n_tiles);
@@ -106,18 +149,83 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   return MMB_OK;
 }
 
+static size_t position(const mmbTileIterator *it, size_t pos) {
+  return it->order ? it->order[pos] : pos;
+}
+
+static slot *slot_of(const mmbTileIterator *it, size_t pos) {
+  return &it->slots[pos % it->n_slots];
+}
+
+/* Asks for the duplicates of the tiles up to depth ahead of pos. */
+static mmbError prefetch(mmbTileIterator *it) {
+  size_t n = it->g->n_tiles;
+  while (it->issued < n && it->issued <= it->pos + it->depth) {
+    slot *s = slot_of(it, it->issued);
+    mmbError err = mmb_wait(&s->merged);   /* its storage is about to be reused */
+    if (err == MMB_OK)
+      err = mmb_tile_duplicate_async(&it->g->tiles[position(it, it->issued)].pub, it->space,
+                                     it->access, NULL, it->q, &s->ready, &s->dup);
+    if (err != MMB_OK) return err;
+    it->issued++;
+  }
+  return MMB_OK;
+}
+
+/* Hands the current duplicate back: merged, or released if read-only. */
+static mmbError fold_current(mmbTileIterator *it) {
+  slot *s = slot_of(it, it->pos);
+  if (!s->dup) return MMB_OK;
+  mmbMergeType m = it->access & MMB_WRITE ? it->merge : MMB_MERGE_OVERWRITE;
+  mmbError err = mmb_tile_merge_async(s->dup, m, it->q, &s->merged);
+  s->dup = NULL;
+  return err;
+}
+
+/* Ends a walk: the current duplicate is folded back, those not yet handed
+   out are released unwritten. Returns the first error met. */
+static mmbError stop_prefetch(mmbTileIterator *it) {
+  mmbError first = MMB_OK, err;
+  if (it->pos < it->issued && (err = fold_current(it)) != MMB_OK) first = err;
+  for (size_t p = it->pos + 1; p < it->issued; p++) {
+    slot *s = slot_of(it, p);
+    if ((err = mmb__tile_discard_async(s->dup, it->q)) != MMB_OK && first == MMB_OK) first = err;
+    s->dup = NULL;
+  }
+  for (size_t i = 0; i < it->n_slots; i++) {
+    if ((err = mmb_wait(&it->slots[i].ready)) != MMB_OK && first == MMB_OK) first = err;
+    if ((err = mmb_wait(&it->slots[i].merged)) != MMB_OK && first == MMB_OK) first = err;
+  }
+  it->issued = it->pos;
+  return first;
+}
+
+/* Makes the tile at pos current: its duplicate asked for, and arrived. */
+static mmbError arrive(mmbTileIterator *it) {
+  if (it->pos >= it->g->n_tiles) return MMB_OK;
+  mmbError err = prefetch(it);
+  return err != MMB_OK ? err : mmb_wait(&slot_of(it, it->pos)->ready);
+}
+
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
   MMB__ARG(!it, __func__, "iterator is NULL");
-  it->pos = 0;
-  return MMB_OK;
+  mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
+  it->pos = it->issued = 0;
+  if (err == MMB_OK && it->q) err = arrive(it);
+  return err;
 }
 
 mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
   MMB__ARG(!it, __func__, "iterator is NULL");
   if (it->pos >= it->g->n_tiles)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
+  if (!it->q) {
+    it->pos++;
+    return MMB_OK;
+  }
+  mmbError err = fold_current(it);
   it->pos++;
-  return MMB_OK;
+  return err != MMB_OK ? err : arrive(it);
 }
 
 mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
@@ -126,12 +234,11 @@ mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
   return MMB_OK;
 }
 
-static size_t current(const mmbTileIterator *it) {
-  return it->order ? it->order[it->pos] : it->pos;
-}
+static size_t current(const mmbTileIterator *it) { return position(it, it->pos); }
 
 mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
   if (!it || it->pos >= it->g->n_tiles) return NULL;
+  if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
   return &it->g->tiles[current(it)].pub;
 }
 
@@ -146,8 +253,10 @@ mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index)
 
 mmbError mmb_tile_iterator_destroy(mmbTileIterator *it) {
   MMB__ARG(!it, __func__, "iterator is NULL");
+  mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
   it->array->n_iterators--;
+  mmb__free(it->slots);
   mmb__free(it->order);
   mmb__free(it);
-  return MMB_OK;
+  return err;
 }

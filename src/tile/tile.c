@@ -149,8 +149,10 @@ static void forget_storage(mmb__tile *t) {
   t->local = NULL;
 }
 
+/* Folds a duplicate into its origin and releases it; `discard` releases it
+   without writing anything back. */
 static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op, mmbQueue *q,
-                      mmbRequest *req) {
+                      mmbRequest *req, bool discard) {
   mmb__tile *d;
   mmbError err = tile_arg(func, in_tile, &d);
   if (err != MMB_OK) return err;
@@ -160,7 +162,7 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   if (d->n_dups)
     return mmb__fail(MMB_BUSY, func, "%zu duplicates of this duplicate are live", d->n_dups);
   mmb__tile *o = d->origin;
-  bool writes = d->access & MMB_WRITE;
+  bool writes = !discard && (d->access & MMB_WRITE);
   if (writes && (err = check_writable(func, o, "the origin")) != MMB_OK) return err;
   mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
                 .dst = mmb__tile_view(o), .src = mmb__tile_view(d), .op = *op,
@@ -183,21 +185,21 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
 mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge) {
   MMB__REQUIRE_INIT();
   mmb__merge_op op = {.type = in_merge};
-  return merge(__func__, in_tile, &op, NULL, NULL);
+  return merge(__func__, in_tile, &op, NULL, NULL, false);
 }
 
 mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn, void *user_data) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!fn, __func__, "merge function is NULL");
   mmb__merge_op op = {.fn = fn, .user = user_data};
-  return merge(__func__, in_tile, &op, NULL, NULL);
+  return merge(__func__, in_tile, &op, NULL, NULL, false);
 }
 
 mmbError mmb_tile_merge_async(mmbArrayTile *in_tile, mmbMergeType in_merge, mmbQueue *q,
                               mmbRequest *req) {
   mmbError err = mmb__queue_check(__func__, q, req);
   mmb__merge_op op = {.type = in_merge};
-  return err != MMB_OK ? err : merge(__func__, in_tile, &op, q, req);
+  return err != MMB_OK ? err : merge(__func__, in_tile, &op, q, req, false);
 }
 
 mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn, void *user_data,
@@ -206,7 +208,12 @@ mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn, v
   if (err != MMB_OK) return err;
   MMB__ARG(!fn, __func__, "merge function is NULL");
   mmb__merge_op op = {.fn = fn, .user = user_data};
-  return merge(__func__, in_tile, &op, q, req);
+  return merge(__func__, in_tile, &op, q, req, false);
+}
+
+mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q) {
+  mmb__merge_op op = {.type = MMB_MERGE_OVERWRITE};
+  return merge("mmb_tile_iterator", dup, &op, q, NULL, true);
 }
 
 static mmbError tile_migrate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,

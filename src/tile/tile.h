@@ -54,6 +54,8 @@ struct mmb__view mmb__tile_home_view(const mmb__tile *t);
 void mmb__tile_set_home(mmb__tile *t);
 /* True for a read-only duplicate whose origin has been written since. */
 bool mmb__tile_stale(const mmb__tile *t);
+/* Releases a duplicate on q without writing it back (after q's work). */
+mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q);
 /* Releases a tile's owned storage and space-local copy. */
 void mmb__tile_drop_storage(mmb__tile *t);
 
