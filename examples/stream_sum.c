@@ -61,8 +61,7 @@ static double stream(mmbArray *a, mmbMemSpace *fast, mmbQueue *q, size_t depth, 
   mmbTileIteratorOptions o = {.queue = q, .space = fast, .depth = depth, .access = MMB_READ};
   mmbTileIterator *it;
   double t0 = now(), s = 0;
-  CHECK(mmb_tile_iterator_create(a, &o, &it));
-  CHECK(mmb_tile_iterator_first(it));
+  CHECK(mmb_tile_iterator_create(a, &o, &it));   /* starts the walk */
   for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it));) {
     if (work >= 0) s += reduce(t->ptr, t->dim[0], t->stride[0], work);
     CHECK(mmb_tile_iterator_next(it));

@@ -162,26 +162,45 @@ MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
  * An iterator over the tiles of an array (the whole array when untiled), in
  * the schedule of \p opts (NULL: row-major). It starts on the first tile.
  * The array cannot be re-tiled or destroyed while the iterator lives.
- * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown schedule;
- *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ *
+ * Prefetching (opts->queue and opts->space set): the iterator hands out
+ * duplicates in opts->space instead of the array's tiles. It keeps the next
+ * opts->depth tiles on their way on the queue, and behind the caller merges
+ * each duplicate back with opts->merge (MMB_WRITE in opts->access) or
+ * releases it (MMB_READ alone). With MMB_WRITE alone nothing is read in:
+ * write every element of each tile handed out. Creating it starts the walk
+ * and waits for the first duplicate; next waits for the one it moves to; a
+ * failed prefetch comes back from the call that needed it. The space must
+ * hold depth + 2 tiles; destroy merges the current tile, releases the ones
+ * not yet handed out, and waits for the merges.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown schedule, access or
+ *         merge, a queue without a space (or the reverse), or SUM, MIN or
+ *         MAX on a layout without an element type; MMB_INVALID_STATE for
+ *         writable duplicates of a read-only array; MMB_OUT_OF_MEMORY (also
+ *         when the space has no room); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
                                              const mmbTileIteratorOptions *opts,
                                              mmbTileIterator **out_it);
-/** Back to the first tile. \return MMB_OK; MMB_INVALID_ARG for NULL. */
+/** Back to the first tile (prefetching: unless it is there already, the
+    current tile is merged, the prefetched ones are released, and the walk
+    starts again). \return MMB_OK; MMB_INVALID_ARG for NULL; a prefetch's
+    error. */
 MMB_EXPORT mmbError mmb_tile_iterator_first(mmbTileIterator *it);
 /** On to the next tile; past the last one, mmb_tile_iterator_tile gives NULL.
     \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_INVALID_STATE when already
-    past the end. */
+    past the end; prefetching: a merge's or a prefetch's error. */
 MMB_EXPORT mmbError mmb_tile_iterator_next(mmbTileIterator *it);
 /** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs. */
 MMB_EXPORT mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
-/** The current tile; NULL past the end or for NULL. */
+/** The current tile (prefetching: its duplicate); NULL past the end, for
+    NULL, or when the current tile's prefetch failed. */
 MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
 /** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_INVALID_STATE past the end. */
 MMB_EXPORT mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
-/** \return MMB_OK; MMB_INVALID_ARG for NULL. */
+/** \return MMB_OK; MMB_INVALID_ARG for NULL; prefetching: the first error
+    of the last merges (the iterator is destroyed either way). */
 MMB_EXPORT mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);
 
 #ifdef __cplusplus

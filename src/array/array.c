@@ -76,7 +76,7 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   MMB__ARG(o.alignment && (!mmb__is_pow2(o.alignment) || o.alignment > MMB_MAX_ALIGNMENT),
            __func__, "alignment %zu is not a power of two up to %zu", o.alignment,
            (size_t)MMB_MAX_ALIGNMENT);
-  mmbArray *a;
+  mmbArray *a = NULL;   /* (set when err is MMB_OK; LTO cannot tell) */
   err = mmb__array_new(__func__, dims->d, dims->size, layout, interface, access, &a);
   if (err != MMB_OK) return err;
   if (o.alignment > a->alignment) a->alignment = o.alignment;

@@ -33,6 +33,7 @@ struct mmbTileIterator {
   mmbMergeType merge;
   size_t depth, n_slots, issued;   /* issued: positions pos..issued-1 are in the ring */
   slot *slots;
+  bool fresh;                      /* at the first tile, not moved since: first() keeps it */
 };
 
 typedef struct keyed {
@@ -98,6 +99,8 @@ static void colmajor_order(const struct mmb__tiling *g, size_t rank, size_t *ord
   }
 }
 
+static mmbError arrive(mmbTileIterator *it);
+
 static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileIteratorOptions *o) {
   if (!o->queue && !o->space) return MMB_OK;
   MMB__ARG(!o->queue || !o->space, func, "prefetching needs both a queue and a space");
@@ -145,6 +148,11 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
     return mmb__fail(err, __func__, "no memory for the schedule of %zu tiles", g->n_tiles);
   }
   in_array->n_iterators++;
+  if (it->q && (err = arrive(it)) != MMB_OK) {   /* the walk starts here */
+    mmb_tile_iterator_destroy(it);
+    return err;
+  }
+  it->fresh = true;
   *out_it = it;
   return MMB_OK;
 }
@@ -209,9 +217,11 @@ static mmbError arrive(mmbTileIterator *it) {
 
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
   MMB__ARG(!it, __func__, "iterator is NULL");
+  if (it->q && it->fresh) return MMB_OK;
   mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
   it->pos = it->issued = 0;
   if (err == MMB_OK && it->q) err = arrive(it);
+  it->fresh = err == MMB_OK;
   return err;
 }
 
@@ -225,6 +235,7 @@ mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
   }
   mmbError err = fold_current(it);
   it->pos++;
+  it->fresh = false;
   return err != MMB_OK ? err : arrive(it);
 }
 

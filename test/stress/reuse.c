@@ -6,7 +6,10 @@
    then given back with mmb_free_async, or recorded with
    mmb_allocation_record_queue and freed, and region memory is handed back
    with mmb_region_reset_async. A block or region handed out again before the
-   queue is done with it shows up as a broken tag. Fixed seeds. */
+   queue is done with it shows up as a broken tag. Then each thread streams
+   an array of its own through one shared fast space with a prefetching
+   iterator on its queue, adding 1 to every element per pass, and copies it
+   asynchronously on a queue shared by all. Fixed seeds. */
 #include <mmb/mmb.h>
 
 #include <pthread.h>
@@ -52,8 +55,50 @@ static uint64_t next(uint64_t *s) {   /* splitmix64 */
 
 typedef struct worker {
   mmbMemInterface *iface;
+  mmbMemSpace *fast;
+  mmbQueue *shared;
   int id, failed;
 } worker;
+
+enum { SIDE = 64, TILE = 16, PASSES = 20 };
+
+/* PASSES prefetched read-modify-write passes over an array of this thread,
+   then an async copy on the shared queue; checks every element. */
+static int stream_passes(worker *w, mmbQueue *q) {
+  mmbLayout *l;
+  mmbArray *a, *b;
+  int bad = mmb_layout_create_regular_nd(sizeof(double), 2, MMB_ROWMAJOR, (mmbLayoutPadding){0},
+                                         &l) != MMB_OK;
+  if (bad) return 1;
+  mmbDimensions d = {2, {SIDE, SIDE}};
+  bad |= mmb_array_create(&d, l, w->iface, MMB_READ_WRITE, &a) != MMB_OK;
+  bad |= mmb_array_create(&d, l, w->iface, MMB_READ_WRITE, &b) != MMB_OK;
+  mmb_layout_destroy(l);
+  if (bad) return 1;
+  bad |= mmb_array_tile(a, &(mmbDimensions){2, {TILE, TILE}}) != MMB_OK;
+  double *x = mmb_array_ptr(a);
+  for (size_t i = 0; i < SIDE * SIDE; i++) x[i] = (double)i;
+  mmbTileIteratorOptions o = {.queue = q, .space = w->fast, .depth = 2,
+                              .access = MMB_READ_WRITE};
+  for (int pass = 0; pass < PASSES && !bad; pass++) {
+    mmbTileIterator *it;
+    if (mmb_tile_iterator_create(a, &o, &it) != MMB_OK) return 1;
+    for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it));) {
+      for (size_t i = 0; i < t->dim[0]; i++)
+        for (size_t j = 0; j < t->dim[1]; j++) ((double *)t->ptr)[i * t->stride[0] + j] += 1;
+      bad |= mmb_tile_iterator_next(it) != MMB_OK;
+    }
+    bad |= mmb_tile_iterator_destroy(it) != MMB_OK;
+  }
+  mmbRequest r = {0};
+  bad |= mmb_array_copy_async(b, a, w->shared, &r) != MMB_OK;
+  bad |= mmb_wait(&r) != MMB_OK;
+  const double *y = mmb_array_ptr(b);
+  for (size_t i = 0; i < SIDE * SIDE && !bad; i++) bad |= y[i] != (double)i + PASSES;
+  bad |= mmb_array_destroy(a) != MMB_OK;
+  bad |= mmb_array_destroy(b) != MMB_OK;
+  return bad;
+}
 
 static int submit_use(mmbQueue *q, void *p, size_t n, unsigned char tag, uint64_t *seed) {
   memset(p, 0xEE, n);   /* what a new owner does first */
@@ -98,6 +143,7 @@ static void *run(void *arg) {
     if (!w->failed) w->failed |= submit_use(q, p, n, (unsigned char)~tag, &seed);
     w->failed |= mmb_region_reset_async(reg, q) != MMB_OK;
   }
+  if (!w->failed) w->failed |= stream_passes(w, q);
   w->failed |= mmb_queue_destroy(NULL, &q) != MMB_OK;
   w->failed |= mmb_region_destroy(regions[0]) != MMB_OK;
   w->failed |= mmb_region_destroy(regions[1]) != MMB_OK;
@@ -113,10 +159,16 @@ int main(void) {
   if (mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &space) != MMB_OK ||
       mmb_request_interface(space, &cfg, &iface) != MMB_OK)
     return 1;
+  mmbMemSpace *fast;
+  mmbQueue *shared;
+  if (mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 20},
+                        &fast) != MMB_OK ||
+      mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &shared) != MMB_OK)
+    return 1;
   pthread_t t[THREADS];
   worker w[THREADS];
   for (int i = 0; i < THREADS; i++) {
-    w[i] = (worker){.iface = iface, .id = i};
+    w[i] = (worker){.iface = iface, .fast = fast, .shared = shared, .id = i};
     pthread_create(&t[i], NULL, run, &w[i]);
   }
   int failed = 0;
@@ -124,10 +176,13 @@ int main(void) {
     pthread_join(t[i], NULL);
     failed |= w[i].failed;
   }
+  failed |= mmb_queue_destroy(NULL, &shared) != MMB_OK;
+  failed |= mmb_space_release(fast) != MMB_OK;
   failed |= mmb_interface_destroy(iface) != MMB_OK;   /* waits for what is deferred */
   long expect = (long)THREADS * ROUNDS * 2;
-  printf("stress-reuse: %ld uses checked, %ld broken tags, %s\n", atomic_load(&checked),
-         atomic_load(&corrupt), failed ? "a call failed" : "every call succeeded");
+  printf("stress-reuse: %ld uses checked, %ld broken tags, %d x %d prefetched passes, %s\n",
+         atomic_load(&checked), atomic_load(&corrupt), THREADS, PASSES,
+         failed ? "a call failed or an array came out wrong" : "every call succeeded");
   failed |= atomic_load(&checked) != expect || atomic_load(&corrupt) != 0;
   failed |= mmb_finalize() != MMB_OK;
   return failed;
