@@ -182,14 +182,17 @@ void mmb__queues_finalize(void) {
   }
 }
 
-mmbError mmb_queue_synchronize(mmbQueue *q) {
-  mmbRequest fence = {0};
-  mmbError err = mmb__queue_check(__func__, q, NULL);
-  if (err != MMB_OK) return err;
+mmbError mmb__queue_fence(const char *func, mmbQueue *q, mmb__request **out) {
   mmb__work *w = mmb__work_new(sizeof *w, noop);
-  if (!w || (err = mmb__queue_push(__func__, q, w, &fence, NULL)) != MMB_OK)
-    return w ? err : MMB_OUT_OF_MEMORY;
-  mmb_wait(&fence);
+  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
+  return mmb__queue_push(func, q, w, NULL, out);
+}
+
+mmbError mmb_queue_synchronize(mmbQueue *q) {
+  mmbError err = mmb__queue_check(__func__, q, NULL);
+  mmb__request *fence;
+  if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &fence)) != MMB_OK) return err;
+  mmb__pending_wait(&fence);
   return take_deferred(q);
 }
 

@@ -90,6 +90,9 @@ void mmb__pending_set(mmb__request **slot, mmb__request *r);
 extern const mmb__fence_ops mmb__request_fence;
 /* `a`, once freed, is not reused before r completes. */
 mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request *r);
+/* A request (one reference, in *out) that completes once the work pushed
+   on q so far has run. */
+mmbError mmb__queue_fence(const char *func, mmbQueue *q, mmb__request **out);
 /* Checks the queue and request arguments of a submission. */
 mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req);
 

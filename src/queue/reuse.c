@@ -13,15 +13,6 @@ const mmb__fence_ops mmb__request_fence = {
   .passed = fence_passed, .wait = fence_wait, .release = fence_release, .owner = fence_owner,
 };
 
-static mmbError noop(mmb__work *w) { return MMB_OK; }
-
-/* A request that completes once q's work so far has run. */
-static mmbError fence_on(const char *func, mmbQueue *q, mmb__request **out) {
-  mmb__work *w = mmb__work_new(sizeof *w, noop);
-  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
-  return mmb__queue_push(func, q, w, NULL, out);
-}
-
 mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request *r) {
   mmb__request_ref(r);
   mmbError err = mmb__allocation_fence(func, a, r, &mmb__request_fence);
@@ -41,9 +32,9 @@ static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *a
 mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQueue *q) {
   mmbError err = check_allocation(__func__, q, allocation);
   mmb__request *r;
-  if (err != MMB_OK || (err = fence_on(__func__, q, &r)) != MMB_OK) return err;
-  err = mmb__allocation_fence(__func__, allocation, r, &mmb__request_fence);
-  if (err != MMB_OK) mmb__request_unref(r);
+  if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
+  err = mmb__allocation_after(__func__, allocation, r);
+  mmb__request_unref(r);
   return err;
 }
 
@@ -57,6 +48,6 @@ mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {
   if (err != MMB_OK) return err;
   MMB__ARG(!region, __func__, "region is NULL");
   mmb__request *r;
-  if ((err = fence_on(__func__, q, &r)) != MMB_OK) return err;
+  if ((err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
   return mmb__region_reset_after(__func__, region, r, &mmb__request_fence);
 }

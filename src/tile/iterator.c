@@ -33,7 +33,6 @@ struct mmbTileIterator {
   mmbMergeType merge;
   size_t depth, n_slots, issued;   /* issued: positions pos..issued-1 are in the ring */
   slot *slots;
-  bool fresh;                      /* at the first tile, not moved since: first() keeps it */
 };
 
 typedef struct keyed {
@@ -152,7 +151,6 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
     mmb_tile_iterator_destroy(it);
     return err;
   }
-  it->fresh = true;
   *out_it = it;
   return MMB_OK;
 }
@@ -217,11 +215,10 @@ static mmbError arrive(mmbTileIterator *it) {
 
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
   MMB__ARG(!it, __func__, "iterator is NULL");
-  if (it->q && it->fresh) return MMB_OK;
+  if (it->q && it->pos == 0 && it->issued > 0) return MMB_OK;   /* already there */
   mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
   it->pos = it->issued = 0;
   if (err == MMB_OK && it->q) err = arrive(it);
-  it->fresh = err == MMB_OK;
   return err;
 }
 
@@ -235,7 +232,6 @@ mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
   }
   mmbError err = fold_current(it);
   it->pos++;
-  it->fresh = false;
   return err != MMB_OK ? err : arrive(it);
 }
 
