@@ -106,9 +106,9 @@ static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileItera
   if (!o->access) o->access = MMB_READ;
   if (!o->depth) o->depth = 1;
   MMB__ARG(!mmb__access_valid(o->access), func, "unknown access %d", (int)o->access);
-  MMB__ARG((unsigned)o->merge > MMB_MERGE_MAX, func, "unknown merge %d", (int)o->merge);
-  MMB__ARG(o->merge != MMB_MERGE_OVERWRITE && a->layout.type == MMB_TYPE_BYTES, func,
-           "SUM, MIN and MAX need an element type (mmb_layout_set_element_type)");
+  mmb__merge_op op = {.type = o->merge, .etype = a->layout.type};
+  mmbError err = mmb__merge_op_check(func, &op);
+  if (err != MMB_OK) return err;
   if ((o->access & MMB_WRITE) && !(a->access & MMB_WRITE))
     return mmb__fail(MMB_INVALID_STATE, func, "writable duplicates of a read-only array");
   return MMB_OK;
