@@ -41,10 +41,12 @@ ifeq ($(CUDA),1)
   LIBS     += -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 
-LIB_SRC := $(wildcard src/*/*.c) $(wildcard providers/system/*.c) \
-           $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
+# The CUDA parts: the cuda provider and the CUDA-stream queue backend.
+CUDA_SRC := $(wildcard providers/cuda/*.c) src/queue/cuda_stream.c
+LIB_SRC  := $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) $(wildcard providers/system/*.c) \
+            $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
 ifeq ($(CUDA),1)
-  LIB_SRC += $(wildcard providers/cuda/*.c)
+  LIB_SRC += $(CUDA_SRC)
 endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard test/*.c)

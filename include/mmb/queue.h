@@ -17,6 +17,16 @@
  *
  * Argument errors come back from the submission; errors of the work itself
  * come back through its request.
+ *
+ * On a CUDA-stream queue, copies with a device side are issued on the
+ * stream (cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpy3DAsync) and their
+ * requests complete when an event recorded after them passes; mmb_queue_submit
+ * work is a host function in stream order; a wait on another stream's
+ * request is cudaStreamWaitEvent. What a stream cannot do (host-to-host
+ * copies, merges that compute, copies through a user provider) runs on the
+ * queue's helper thread once the stream's earlier work has completed, so
+ * FIFO order holds for every kind of work. Requests of both backends mix
+ * freely in mmb_queue_wait_request, mmb_wait and mmb_wait_all.
  */
 #ifndef MMB_QUEUE_H
 #define MMB_QUEUE_H
@@ -39,6 +49,10 @@ extern "C" {
  */
 MMB_EXPORT mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
 
+/** The backend \p q runs on: MMB_QUEUE_THREAD or MMB_QUEUE_CUDA_STREAM
+    (what MMB_QUEUE_AUTO picked). \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+MMB_EXPORT mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend);
+
 /**
  * Runs everything submitted to \p *q, destroys it and sets \p *q to NULL.
  * \param opts  unused (NULL).
@@ -58,7 +72,9 @@ MMB_EXPORT mmbError mmb_queue_synchronize(mmbQueue *q);
 /**
  * Runs fn(arg) on the queue, after the work submitted before it: on the
  * worker thread of a thread queue, as a host function in stream order on a
- * CUDA queue (where fn must not call CUDA).
+ * CUDA queue (cudaLaunchHostFunc: fn must not call CUDA, and should not
+ * block for long, since the CUDA runtime may run the host functions of
+ * every stream on one thread).
  * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or \p fn, or a request
  *         already in use; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */

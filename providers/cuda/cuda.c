@@ -2,9 +2,7 @@
    cudaMemcpy2D/3D (cudaMemcpyDefault: unified addressing tells directions),
    and the runtime hooks the rest of mmb reaches CUDA through. Every CUDA
    error is translated here and logged with its CUDA name. */
-#include "../../src/alloc/alloc.h"
-
-#include <cuda_runtime_api.h>
+#include "cuda.h"
 
 /* Device allocations are 256-byte aligned by cudaMalloc. */
 #define CUDA_ALIGNMENT 256u
@@ -13,7 +11,7 @@ typedef struct cuda_state {
   int device;
 } cuda_state;
 
-static mmbError translate(cudaError_t e, const char *call) {
+mmbError mmb__cuda_error(cudaError_t e, const char *call) {
   if (e == cudaSuccess) return MMB_OK;
   mmb__log(MMB_LOG_DEBUG, "%s: %s: %s", call, cudaGetErrorName(e), cudaGetErrorString(e));
   cudaGetLastError();   /* reset the last-error slot so the next call starts clean */
@@ -29,17 +27,6 @@ static mmbError translate(cudaError_t e, const char *call) {
   }
 }
 
-/* Runs `call` with `device` current, restoring the caller's device. */
-#define ON_DEVICE(device, expr)                                  \
-  ({                                                             \
-    int prev_ = -1;                                              \
-    cudaGetDevice(&prev_);                                       \
-    cudaError_t e_ = cudaSetDevice(device);                      \
-    if (e_ == cudaSuccess) e_ = (expr);                          \
-    if (prev_ >= 0 && prev_ != (device)) cudaSetDevice(prev_);   \
-    e_;                                                          \
-  })
-
 static mmbError cuda_init(void *state, const mmbProviderTarget *target) {
   ((cuda_state *)state)->device = target->device < 0 ? 0 : target->device;
   return MMB_OK;
@@ -54,9 +41,9 @@ static mmbError cuda_alloc(void *state, size_t size, size_t alignment, unsigned 
     return MMB_UNSUPPORTED;
   }
   void *p = NULL;
-  mmbError err = translate(ON_DEVICE(st->device, cudaMalloc(&p, size)), "cudaMalloc");
+  mmbError err = mmb__cuda_error(ON_DEVICE(st->device, cudaMalloc(&p, size)), "cudaMalloc");
   if (err == MMB_OK && (flags & MMB_ALLOC_ZERO)) {
-    err = translate(ON_DEVICE(st->device, cudaMemset(p, 0, size)), "cudaMemset");
+    err = mmb__cuda_error(ON_DEVICE(st->device, cudaMemset(p, 0, size)), "cudaMemset");
     if (err != MMB_OK) cudaFree(p);
   }
   if (err == MMB_OK) *out = p;
@@ -65,33 +52,29 @@ static mmbError cuda_alloc(void *state, size_t size, size_t alignment, unsigned 
 
 static void cuda_free(void *state, void *ptr, size_t size, size_t alignment) {
   (void)size, (void)alignment;
-  translate(ON_DEVICE(((cuda_state *)state)->device, cudaFree(ptr)), "cudaFree");
+  mmb__cuda_error(ON_DEVICE(((cuda_state *)state)->device, cudaFree(ptr)), "cudaFree");
 }
 
 static mmbError cuda_memset(void *state, void *ptr, int value, size_t size) {
-  return translate(ON_DEVICE(((cuda_state *)state)->device, cudaMemset(ptr, value, size)),
+  return mmb__cuda_error(ON_DEVICE(((cuda_state *)state)->device, cudaMemset(ptr, value, size)),
                    "cudaMemset");
 }
 
 static mmbError cuda_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
                              size_t spitch, size_t width, size_t height) {
   (void)state;
-  return translate(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault),
+  return mmb__cuda_error(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault),
                    "cudaMemcpy2D");
 }
 
-/* cudaMemcpy3D wants planes that are whole numbers of rows. */
 static mmbError cuda_copy_3d(void *state, void *dst, size_t dpitch, size_t dslice,
                              const void *src, size_t spitch, size_t sslice, size_t width,
                              size_t height, size_t depth) {
   (void)state;
-  if (dslice % dpitch || sslice % spitch) return MMB_UNSUPPORTED;
-  struct cudaMemcpy3DParms p = {0};
-  p.srcPtr = (struct cudaPitchedPtr){(void *)src, spitch, width, sslice / spitch};
-  p.dstPtr = (struct cudaPitchedPtr){dst, dpitch, width, dslice / dpitch};
-  p.extent = (struct cudaExtent){width, height, depth};
-  p.kind = cudaMemcpyDefault;
-  return translate(cudaMemcpy3D(&p), "cudaMemcpy3D");
+  struct cudaMemcpy3DParms p;
+  if (!mmb__cuda_3d_parms(&p, dst, dpitch, dslice, src, spitch, sslice, width, height, depth))
+    return MMB_UNSUPPORTED;
+  return mmb__cuda_error(cudaMemcpy3D(&p), "cudaMemcpy3D");
 }
 
 const mmbProviderOps mmb__cuda_provider = {
@@ -123,20 +106,22 @@ static int device_count(void) {
 }
 
 static mmbError mem_info(int device, size_t *free_bytes, size_t *total) {
-  return translate(ON_DEVICE(device, cudaMemGetInfo(free_bytes, total)), "cudaMemGetInfo");
+  return mmb__cuda_error(ON_DEVICE(device, cudaMemGetInfo(free_bytes, total)), "cudaMemGetInfo");
 }
 
 static mmbError host_alloc(size_t size, void **out) {
-  return translate(cudaHostAlloc(out, size, cudaHostAllocPortable), "cudaHostAlloc");
+  return mmb__cuda_error(cudaHostAlloc(out, size, cudaHostAllocPortable), "cudaHostAlloc");
 }
 
-static void host_free(void *ptr) { translate(cudaFreeHost(ptr), "cudaFreeHost"); }
+static void host_free(void *ptr) { mmb__cuda_error(cudaFreeHost(ptr), "cudaFreeHost"); }
 
 static mmbError host_register(void *ptr, size_t size) {
-  return translate(cudaHostRegister(ptr, size, cudaHostRegisterPortable), "cudaHostRegister");
+  return mmb__cuda_error(cudaHostRegister(ptr, size, cudaHostRegisterPortable), "cudaHostRegister");
 }
 
-static void host_unregister(void *ptr) { translate(cudaHostUnregister(ptr), "cudaHostUnregister"); }
+static void host_unregister(void *ptr) {
+  mmb__cuda_error(cudaHostUnregister(ptr), "cudaHostUnregister");
+}
 
 const mmb__cuda_runtime mmb__cuda_runtime_impl = {
     .device_count = device_count,

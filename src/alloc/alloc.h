@@ -323,16 +323,38 @@ mmbError mmb__copy_prepare_2d(const char *func, mmbAllocation *dst, size_t dxoff
                               size_t height, mmb__copy_plan *out);
 mmbError mmb__copy_prepare_whole(const char *func, mmbAllocation *dst, mmbAllocation *src,
                                  mmb__copy_plan *out);
-mmbError mmb__copy_run(const char *func, mmb__copy_plan *p);
+
+/* What moves rows when a side is memory the host cannot reach: the
+   provider of that side (synchronously), or a device stream, on which the
+   copies are issued and still in flight when the call returns (src/queue's
+   CUDA backend; src/alloc knows no queues). The copy_2d and copy_3d
+   signatures are those of mmbProviderOps. */
+typedef struct mmb__copy_engine {
+  void *state;
+  mmbError (*copy_2d)(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,
+                      size_t width, size_t height);
+  mmbError (*copy_3d)(void *state, void *dst, size_t dpitch, size_t dslice, const void *src,
+                      size_t spitch, size_t sslice, size_t width, size_t height, size_t depth);
+  /* Streams: whether it can address the memory of an interface the host cannot. */
+  bool (*reaches)(void *state, const mmbMemInterface *iface);
+} mmb__copy_engine;
+
+/* Runs a plan: now (on == NULL), or issued on a stream engine. On a stream,
+   MMB_UNSUPPORTED (before anything is issued) means the copy is the host's
+   to do: both sides are host memory, a side is out of the stream's reach,
+   or the ranges overlap. */
+mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on);
 
 /* A strided copy between two pieces of memory, each belonging to an
    interface (NULL: plain host memory, such as a staging buffer). Same units
    as the engine; the ranges are the caller's to check. Host pairs go to the
-   engine, others to the provider of the side the host cannot reach.
+   engine, others to the provider of the side the host cannot reach, or to
+   the stream `on` (see mmb__copy_run for its MMB_UNSUPPORTED).
    ndims may be up to MMB_MAX_DIMS + 1 (tiles copied element by element). */
-mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, const size_t *dstride,
-                           mmbMemInterface *si, const char *src, const size_t *sstride,
-                           size_t ndims, const size_t *dims);
+mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemInterface *di,
+                           char *dst, const size_t *dstride, mmbMemInterface *si,
+                           const char *src, const size_t *sstride, size_t ndims,
+                           const size_t *dims);
 
 /* ---- deferred reuse (deferred.c) ----------------------------------------
    A fence is a point in some queue's work; src/queue makes them and passes

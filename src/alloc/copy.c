@@ -58,19 +58,18 @@ static size_t collapse(size_t *ds, size_t *ss, size_t ndims, size_t *dims) {
   return n;
 }
 
-static mmbError device_copy(const mmb__provider *p, char *dst, const size_t *ds, const char *src,
-                            const size_t *ss, size_t ndims, const size_t *dims) {
-  const mmbProviderOps *ops = p->ops;
-  if (ndims == 1) return ops->copy_2d(p->state, dst, dims[0], src, dims[0], dims[0], 1);
-  if (ndims == 2) return ops->copy_2d(p->state, dst, ds[1], src, ss[1], dims[0], dims[1]);
-  if (ndims == 3 && ops->copy_3d) {
-    mmbError err = ops->copy_3d(p->state, dst, ds[1], ds[2], src, ss[1], ss[2], dims[0],
-                                dims[1], dims[2]);
+static mmbError device_copy(const mmb__copy_engine *e, char *dst, const size_t *ds,
+                            const char *src, const size_t *ss, size_t ndims, const size_t *dims) {
+  if (ndims == 1) return e->copy_2d(e->state, dst, dims[0], src, dims[0], dims[0], 1);
+  if (ndims == 2) return e->copy_2d(e->state, dst, ds[1], src, ss[1], dims[0], dims[1]);
+  if (ndims == 3 && e->copy_3d) {
+    mmbError err = e->copy_3d(e->state, dst, ds[1], ds[2], src, ss[1], ss[2], dims[0],
+                              dims[1], dims[2]);
     if (err != MMB_UNSUPPORTED) return err;
   }
   size_t k = ndims - 1;
   for (size_t i = 0; i < dims[k]; i++) {
-    mmbError err = device_copy(p, dst + i * ds[k], ds, src + i * ss[k], ss, k, dims);
+    mmbError err = device_copy(e, dst + i * ds[k], ds, src + i * ss[k], ss, k, dims);
     if (err != MMB_OK) return err;
   }
   return MMB_OK;
@@ -78,9 +77,17 @@ static mmbError device_copy(const mmb__provider *p, char *dst, const size_t *ds,
 
 static bool host_side(const mmbMemInterface *i) { return !i || mmb__iface_host_accessible(i); }
 
-mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, const size_t *dstride,
-                           mmbMemInterface *si, const char *src, const size_t *sstride,
-                           size_t ndims, const size_t *extent) {
+/* Whether the stream `on` can do the copy (host pairs stay on the host). */
+static bool stream_reaches(const mmb__copy_engine *on, mmbMemInterface *di, mmbMemInterface *si) {
+  bool dh = host_side(di), sh = host_side(si);
+  return !(dh && sh) && (dh || on->reaches(on->state, di)) && (sh || on->reaches(on->state, si));
+}
+
+mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemInterface *di,
+                           char *dst, const size_t *dstride, mmbMemInterface *si,
+                           const char *src, const size_t *sstride, size_t ndims,
+                           const size_t *extent) {
+  if (on && !stream_reaches(on, di, si)) return MMB_UNSUPPORTED;
   size_t dims[MMB_MAX_DIMS + 1], ds[MMB_MAX_DIMS + 1] = {0}, ss[MMB_MAX_DIMS + 1] = {0};
   memcpy(dims, extent, ndims * sizeof *dims);
   for (size_t k = 1; k < ndims; k++) {
@@ -88,25 +95,36 @@ mmbError mmb__copy_strided(const char *func, mmbMemInterface *di, char *dst, con
     ss[k] = sstride[k];
   }
   ndims = collapse(ds, ss, ndims, dims);
-  if (host_side(di) && host_side(si)) {
+  if (!on && host_side(di) && host_side(si)) {
     mmb__engine_copy_nd(dst, ds, src, ss, ndims, dims);
     return MMB_OK;
   }
-  const mmb__provider *p = !host_side(di) ? &di->provider : &si->provider;
-  if (!p->ops->copy_2d)
-    return mmb__fail(MMB_UNSUPPORTED, func, "provider '%s' cannot copy", p->ops->name);
-  mmbError err = device_copy(p, dst, ds, src, ss, ndims, dims);
-  return err == MMB_OK ? MMB_OK : mmb__fail(err, func, "provider '%s' copy failed: %s",
-                                           p->ops->name, mmb_error_string(err));
+  const char *name = "stream";
+  mmb__copy_engine by_provider;
+  if (!on) {
+    const mmb__provider *p = !host_side(di) ? &di->provider : &si->provider;
+    if (!p->ops->copy_2d)
+      return mmb__fail(MMB_UNSUPPORTED, func, "provider '%s' cannot copy", p->ops->name);
+    by_provider = (mmb__copy_engine){p->state, p->ops->copy_2d, p->ops->copy_3d, NULL};
+    on = &by_provider;
+    name = p->ops->name;
+  }
+  mmbError err = device_copy(on, dst, ds, src, ss, ndims, dims);
+  /* never MMB_UNSUPPORTED once something may have been issued */
+  if (err == MMB_UNSUPPORTED) err = MMB_ERROR;
+  return err == MMB_OK ? MMB_OK : mmb__fail(err, func, "%s copy failed: %s", name,
+                                           mmb_error_string(err));
 }
 
-static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *dims) {
+static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *dims,
+                         const mmb__copy_engine *on) {
   bool overlap = d->a == s->a && d->offset < s->offset + s->span &&
                  s->offset < d->offset + d->span;
   char *dst = (char *)d->a->ptr + d->offset;
   const char *src = (const char *)s->a->ptr + s->offset;
   mmbMemInterface *di = d->a->interface, *si = s->a->interface;
   if (overlap) {
+    if (on) return MMB_UNSUPPORTED;
     size_t width = dims[0];   /* fine when each side is one contiguous run */
     for (size_t k = 1; k < ndims; k++) {
       MMB__ARG(d->stride[k] != width || s->stride[k] != width, func,
@@ -117,7 +135,7 @@ static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const
     memmove(dst, src, width);
     return MMB_OK;
   }
-  return mmb__copy_strided(func, di, dst, d->stride, si, src, s->stride, ndims, dims);
+  return mmb__copy_strided(func, on, di, dst, d->stride, si, src, s->stride, ndims, dims);
 }
 
 mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
@@ -139,9 +157,9 @@ mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *d
   return MMB_OK;
 }
 
-mmbError mmb__copy_run(const char *func, mmb__copy_plan *p) {
-  uint64_t start = mmb__trace_active() ? mmb__trace_now() : 0;
-  mmbError err = run_copy(func, &p->d, &p->s, p->ndims, p->dims);
+mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on) {
+  uint64_t start = !on && mmb__trace_active() ? mmb__trace_now() : 0;
+  mmbError err = run_copy(func, &p->d, &p->s, p->ndims, p->dims, on);
   if (start && err == MMB_OK) {
     size_t bytes = 1;
     for (size_t k = 0; k < p->ndims; k++) bytes *= p->dims[k];   /* bounded by the checks */
@@ -152,7 +170,7 @@ mmbError mmb__copy_run(const char *func, mmb__copy_plan *p) {
 }
 
 static mmbError run_now(const char *func, mmbError err, mmb__copy_plan *p) {
-  return err == MMB_OK ? mmb__copy_run(func, p) : err;
+  return err == MMB_OK ? mmb__copy_run(func, p, NULL) : err;
 }
 
 mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,

@@ -1,5 +1,6 @@
 /* The _async twins of the allocation copies: checked at submission with the
-   synchronous copies' own checks, run on the queue. The allocations must
+   synchronous copies' own checks, run on the queue (on a stream queue,
+   issued on the stream when a side is device memory). The allocations must
    stay live until the request completes. */
 #include "queue.h"
 
@@ -9,7 +10,12 @@ typedef struct copy_work {
 } copy_work;
 
 static mmbError run_copy(mmb__work *w) {
-  return mmb__copy_run("mmb_copy_async", &((copy_work *)w)->plan);
+  return mmb__copy_run("mmb_copy_async", &((copy_work *)w)->plan, NULL);
+}
+
+/* cudaMemcpyAsync / 2DAsync / 3DAsync where a side is device memory. */
+static mmbError issue_copy(mmb__work *w, mmb__stream *s) {
+  return mmb__copy_run("mmb_copy_async", &((copy_work *)w)->plan, &s->engine);
 }
 
 static mmbError submit(const char *func, mmbError checked, const mmb__copy_plan *p, mmbQueue *q,
@@ -17,6 +23,7 @@ static mmbError submit(const char *func, mmbError checked, const mmb__copy_plan 
   if (checked != MMB_OK) return checked;
   copy_work *c = (copy_work *)mmb__work_new(sizeof *c, run_copy);
   if (!c) return MMB_OUT_OF_MEMORY;
+  c->w.issue = issue_copy;
   c->plan = *p;
   return mmb__queue_push(func, q, &c->w, req, NULL);
 }

@@ -11,6 +11,14 @@ mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w)) {
 }
 
 static mmbError noop(mmb__work *w) { return MMB_OK; }
+static mmbError issue_noop(mmb__work *w, mmb__stream *s) { return MMB_OK; }
+
+/* An item that does nothing but mark its place (a fence, a dependency). */
+static mmb__work *marker(void) {
+  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  if (w) w->issue = issue_noop;
+  return w;
+}
 
 static void keep_error(mmbQueue *q, mmbError err) {
   pthread_mutex_lock(&q->lock);
@@ -18,13 +26,7 @@ static void keep_error(mmbQueue *q, mmbError err) {
   pthread_mutex_unlock(&q->lock);
 }
 
-void mmb__work_execute(mmbQueue *q, mmb__work *w) {
-  if (w->after) {
-    mmb__request_wait(w->after);
-    mmb__request_unref(w->after);
-  }
-  mmbError err = w->run(w);
-  if (w->finish) w->finish(w);
+static void settle(mmbQueue *q, mmb__work *w, mmbError err) {
   if (err != MMB_OK && w->orphan) {
     mmb__log(MMB_LOG_WARN, "queue: fire-and-forget work failed: %s", mmb_error_string(err));
     keep_error(q, err);
@@ -34,6 +36,43 @@ void mmb__work_execute(mmbQueue *q, mmb__work *w) {
     mmb__request_unref(w->req);
   }
   mmb__free(w);
+}
+
+/* On a stream, a dependency issued on a stream of the same kind becomes a
+   wait on its event (cudaStreamWaitEvent); any other is waited for here. */
+static void wait_after(mmbQueue *q, mmb__request *a) {
+  mmb__stream *s = q->stream;
+  void *ev;
+  if (!s || !(ev = mmb__request_issued(a)) || a->event_ops != s->events ||
+      s->wait_event(s, ev) != MMB_OK)
+    mmb__request_wait(a);
+  mmb__request_unref(a);
+}
+
+/* Issued work's request is done when the event recorded after it passes. */
+static void settle_issued(mmbQueue *q, mmb__work *w) {
+  mmb__stream *s = q->stream;
+  void *ev;
+  if (w->req && s->record(s, &ev) == MMB_OK) {
+    mmb__request_attach(w->req, ev, s->events);
+    mmb__request_unref(w->req);
+    w->req = NULL;
+  }
+  settle(q, w, w->req ? s->sync(s) : MMB_OK);   /* no event: wait for the stream */
+}
+
+void mmb__work_execute(mmbQueue *q, mmb__work *w) {
+  if (w->after) wait_after(q, w->after);
+  mmb__stream *s = q->stream;
+  mmbError err = s && w->issue ? w->issue(w, s) : MMB_UNSUPPORTED;
+  if (err == MMB_OK) {
+    settle_issued(q, w);
+  } else if (err != MMB_UNSUPPORTED) {
+    settle(q, w, err);
+  } else {   /* host work runs after what the stream has in flight */
+    err = s ? s->sync(s) : MMB_OK;
+    settle(q, w, err == MMB_OK ? w->run(w) : err);
+  }
 }
 
 mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
@@ -73,7 +112,7 @@ void mmb__pending_wait(mmb__request **slot) {
 }
 
 static mmbError push_after(const char *func, mmbQueue *q, mmb__request *r) {
-  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  mmb__work *w = marker();
   if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a dependency");
   w->after = r;
   mmb__request_ref(r);
@@ -149,6 +188,12 @@ mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
   return MMB_OK;
 }
 
+mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend) {
+  MMB__ARG(!q || !backend, __func__, "NULL argument");
+  *backend = q->stream ? MMB_QUEUE_CUDA_STREAM : MMB_QUEUE_THREAD;
+  return MMB_OK;
+}
+
 static mmbError take_deferred(mmbQueue *q) {
   pthread_mutex_lock(&q->lock);
   mmbError err = q->deferred;
@@ -183,7 +228,7 @@ void mmb__queues_finalize(void) {
 }
 
 mmbError mmb__queue_fence(const char *func, mmbQueue *q, mmb__request **out) {
-  mmb__work *w = mmb__work_new(sizeof *w, noop);
+  mmb__work *w = marker();
   if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
   return mmb__queue_push(func, q, w, NULL, out);
 }
@@ -192,8 +237,10 @@ mmbError mmb_queue_synchronize(mmbQueue *q) {
   mmbError err = mmb__queue_check(__func__, q, NULL);
   mmb__request *fence;
   if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &fence)) != MMB_OK) return err;
-  mmb__pending_wait(&fence);
-  return take_deferred(q);
+  err = mmb__request_wait(fence);   /* on a stream: an error of work issued without a request */
+  mmb__request_unref(fence);
+  mmbError kept = take_deferred(q);
+  return kept != MMB_OK ? kept : err;
 }
 
 typedef struct user_work {
@@ -208,12 +255,20 @@ static mmbError run_user(mmb__work *w) {
   return MMB_OK;
 }
 
+/* On a stream, user work is a host function in stream order (it must not
+   call CUDA: the CUDA runtime runs it on a thread of its own). */
+static mmbError issue_user(mmb__work *w, mmb__stream *s) {
+  user_work *u = (user_work *)w;
+  return s->host_func(s, u->fn, u->arg);
+}
+
 mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequest *req) {
   mmbError err = mmb__queue_check(__func__, q, req);
   if (err != MMB_OK) return err;
   MMB__ARG(!fn, __func__, "fn is NULL");
   user_work *u = (user_work *)mmb__work_new(sizeof *u, run_user);
   if (!u) return MMB_OUT_OF_MEMORY;
+  u->w.issue = issue_user;
   u->fn = fn;
   u->arg = arg;
   return mmb__queue_push(__func__, q, &u->w, req, NULL);

@@ -10,29 +10,67 @@
 
 #include "../alloc/alloc.h"
 
+/* A device event (cuda_stream.c): passes once the stream work recorded
+   before it has run. The table is static: requests outlive their queues. */
+typedef struct mmb__event_ops {
+  mmbError (*query)(void *event, bool *passed);   /* an error: the work failed */
+  mmbError (*sync)(void *event);                  /* blocks until it has passed */
+  void (*destroy)(void *event);
+} mmb__event_ops;
+
+/* A request is done when its work completed on the host, or, for work
+   issued on a stream, once its event has passed: whoever sees that first
+   (a waiter, a poll) settles it. */
 typedef struct mmb__request {
   _Atomic int done;
   mmbError err;                 /* written before done is released */
   _Atomic int refs;
-  pthread_mutex_t lock;         /* with cond: for waiters that sleep */
+  pthread_mutex_t lock;         /* with cond: for waiters that sleep; settles */
   pthread_cond_t cond;
   const mmbQueue *q;            /* the queue it was submitted on */
+  _Atomic(void *) event;        /* set once the work is issued on a stream */
+  const mmb__event_ops *event_ops;   /* written before event is released */
 } mmb__request;
 
 mmb__request *mmb__request_new(void);              /* one reference; NULL on OOM */
 void mmb__request_ref(mmb__request *r);
 void mmb__request_unref(mmb__request *r);
+/* Done, with err (the first settle wins; later ones are ignored). */
 void mmb__request_complete(mmb__request *r, mmbError err);
+/* The work is issued on a stream: r is done once `event` has passed. */
+void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops);
+/* Settles r if its event has passed; true when r is done. */
+bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
-  return atomic_load_explicit(&r->done, memory_order_acquire);
+  return atomic_load_explicit(&r->done, memory_order_acquire) || mmb__request_poll(r);
 }
 /* Spins briefly, then sleeps until done; returns the work's error. */
 mmbError mmb__request_wait(mmb__request *r);
+/* Waits until r is done or issued on a stream; returns its event while it
+   is not done (NULL once done). */
+void *mmb__request_issued(mmb__request *r);
+
+/* A device stream a queue backend runs work on (cuda_stream.c). What is
+   issued on it runs in issue order, after the call that issued it returns. */
+typedef struct mmb__stream {
+  mmb__copy_engine engine;        /* copies, issued on the stream */
+  const mmb__event_ops *events;   /* what record makes */
+  /* Enqueues fn(arg) on the stream; fn must not call CUDA. */
+  mmbError (*host_func)(struct mmb__stream *s, void (*fn)(void *), void *arg);
+  /* Later work on the stream waits for an event of `events`' kind. */
+  mmbError (*wait_event)(struct mmb__stream *s, void *event);
+  /* A new event that passes once the work issued so far has run. */
+  mmbError (*record)(struct mmb__stream *s, void **event);
+  /* Blocks until the work issued so far has run (its error, if it failed). */
+  mmbError (*sync)(struct mmb__stream *s);
+} mmb__stream;
 
 typedef struct mmb__work mmb__work;
 struct mmb__work {
-  mmbError (*run)(mmb__work *w);   /* the work; its error goes to req */
-  void (*finish)(mmb__work *w);    /* optional: after run, before req completes */
+  mmbError (*run)(mmb__work *w);   /* the work, on the host; its error goes to req */
+  /* Optional: issues the work on a stream instead (a stream queue tries it
+     first). MMB_UNSUPPORTED, with nothing issued: run it on the host. */
+  mmbError (*issue)(mmb__work *w, mmb__stream *s);
   mmb__request *req;               /* completed after run (may be NULL) */
   bool orphan;                     /* the caller holds no request: errors are deferred */
   mmb__request *after;             /* optional: run only once it is done */
@@ -52,6 +90,8 @@ typedef struct mmb__queue_backend {
   void (*stop)(mmbQueue *q);
 } mmb__queue_backend;
 
+/* The thread backend. A stream backend runs its work on the same worker,
+   which issues what it can on q->stream and runs the rest on the host. */
 extern const mmb__queue_backend mmb__thread_backend;
 /* NULL when mmb was built without CUDA. */
 extern const mmb__queue_backend *const mmb__cuda_stream_backend;
@@ -59,13 +99,15 @@ extern const mmb__queue_backend *const mmb__cuda_stream_backend;
 struct mmbQueue {
   const mmb__queue_backend *backend;
   void *state;
+  mmb__stream *stream;     /* a stream backend's stream; NULL for threads */
   pthread_mutex_t lock;    /* guards deferred */
   mmbError deferred;       /* first error of fire-and-forget work since synchronize */
   mmbQueue *next, *prev;   /* live queues, for mmb_finalize */
 };
 
 /* Backends call this to run an item in order: waits for its dependency,
-   runs it, completes its request (or keeps its error), frees it. */
+   runs it (or issues it on q->stream), completes its request (or keeps its
+   error), frees it. */
 void mmb__work_execute(mmbQueue *q, mmb__work *w);
 
 /* Submits w on q with the caller's request (NULL: fire-and-forget). With

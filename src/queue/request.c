@@ -1,5 +1,6 @@
 /* Requests: a completion flag and an error, with a reference for the caller
-   and one for the work that completes it. */
+   and one for the work that completes it; for work issued on a stream, the
+   event that marks its end. */
 #include "queue.h"
 
 #include <sched.h>
@@ -15,6 +16,8 @@ mmb__request *mmb__request_new(void) {
   if (!r) return NULL;
   atomic_init(&r->done, 0);
   atomic_init(&r->refs, 1);
+  atomic_init(&r->event, NULL);
+  r->event_ops = NULL;
   r->err = MMB_OK;
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->cond, NULL);
@@ -25,31 +28,72 @@ void mmb__request_ref(mmb__request *r) { atomic_fetch_add_explicit(&r->refs, 1, 
 
 void mmb__request_unref(mmb__request *r) {
   if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+  void *ev = atomic_load_explicit(&r->event, memory_order_acquire);
+  if (ev) r->event_ops->destroy(ev);
   pthread_cond_destroy(&r->cond);
   pthread_mutex_destroy(&r->lock);
   mmb__free(r);
 }
 
 void mmb__request_complete(mmb__request *r, mmbError err) {
-  r->err = err;
   pthread_mutex_lock(&r->lock);   /* a waiter between its check and its sleep sees it */
-  atomic_store_explicit(&r->done, 1, memory_order_release);
-  pthread_cond_broadcast(&r->cond);
+  if (!atomic_load_explicit(&r->done, memory_order_relaxed)) {
+    r->err = err;
+    atomic_store_explicit(&r->done, 1, memory_order_release);
+    pthread_cond_broadcast(&r->cond);
+  }
   pthread_mutex_unlock(&r->lock);
+}
+
+void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops) {
+  pthread_mutex_lock(&r->lock);
+  r->event_ops = ops;
+  atomic_store_explicit(&r->event, event, memory_order_release);
+  pthread_cond_broadcast(&r->cond);   /* sleepers go on to wait for the event */
+  pthread_mutex_unlock(&r->lock);
+}
+
+bool mmb__request_poll(mmb__request *r) {
+  void *ev = atomic_load_explicit(&r->event, memory_order_acquire);
+  if (!ev) return false;
+  bool passed = false;
+  mmbError err = r->event_ops->query(ev, &passed);
+  if (err == MMB_OK && !passed) return false;
+  mmb__request_complete(r, err);
+  return true;
+}
+
+static bool issued(mmb__request *r) {
+  return atomic_load_explicit(&r->done, memory_order_acquire) ||
+         atomic_load_explicit(&r->event, memory_order_acquire);
 }
 
 /* A short spin first: a round trip through a busy worker is a few
    microseconds, far less than a sleep and a wake-up. */
-mmbError mmb__request_wait(mmb__request *r) {
-  for (int i = 0; i < 2000 && !mmb__request_done(r); i++) {
+static bool spin(mmb__request *r, bool (*ready)(mmb__request *r)) {
+  for (int i = 0; i < 2000; i++) {
+    if (ready(r)) return true;
     if (i % 64 == 63) sched_yield();
     else CPU_RELAX();
   }
-  if (!mmb__request_done(r)) {
+  return ready(r);
+}
+
+void *mmb__request_issued(mmb__request *r) {
+  if (!spin(r, issued)) {
     pthread_mutex_lock(&r->lock);
-    while (!mmb__request_done(r)) pthread_cond_wait(&r->cond, &r->lock);
+    while (!issued(r)) pthread_cond_wait(&r->cond, &r->lock);
     pthread_mutex_unlock(&r->lock);
   }
+  return atomic_load_explicit(&r->done, memory_order_acquire)
+             ? NULL : atomic_load_explicit(&r->event, memory_order_acquire);
+}
+
+/* Work issued on a stream is waited for on its event. */
+mmbError mmb__request_wait(mmb__request *r) {
+  void *ev;
+  if (!spin(r, mmb__request_done) && (ev = mmb__request_issued(r)))
+    mmb__request_complete(r, r->event_ops->sync(ev));
   return r->err;
 }
 

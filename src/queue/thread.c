@@ -107,5 +107,6 @@ const mmb__queue_backend mmb__thread_backend = {
   .name = "thread", .start = thread_start, .push = thread_push, .stop = thread_stop,
 };
 
-/* The CUDA-stream backend is not built yet: AUTO picks threads. */
+#ifndef MMB_HAVE_CUDA   /* with CUDA: cuda_stream.c */
 const mmb__queue_backend *const mmb__cuda_stream_backend = NULL;
+#endif

@@ -8,10 +8,14 @@ typedef struct job_work {
   mmb__job job;
 } job_work;
 
+static bool is_copy(const mmb__job *j) {
+  return j->kind == MMB__JOB_COPY || (j->kind == MMB__JOB_MERGE && mmb__merge_is_copy(&j->op));
+}
+
 static mmbError job_run(mmb__job *j) {
   if (j->kind == MMB__JOB_NONE) return MMB_OK;
   uint64_t start = mmb__tile_trace_start();
-  mmbError err = j->kind == MMB__JOB_COPY ? mmb__view_copy(j->func, &j->dst, &j->src)
+  mmbError err = j->kind == MMB__JOB_COPY ? mmb__view_copy(j->func, NULL, &j->dst, &j->src)
                                           : mmb__view_merge(j->func, &j->dst, &j->src, &j->op);
   if (err == MMB_OK) mmb__tile_trace_end(j->name, start, &j->src, j->from, j->to);
   return err;
@@ -23,6 +27,14 @@ static void job_retire(mmb__job *j) {
 }
 
 static mmbError work_run(mmb__work *w) { return job_run(&((job_work *)w)->job); }
+
+/* On a stream queue, copies with a device side are issued on the stream;
+   merges that compute, and copies the host must do, run on the host. */
+static mmbError work_issue(mmb__work *w, mmb__stream *s) {
+  mmb__job *j = &((job_work *)w)->job;
+  if (j->kind == MMB__JOB_NONE) return MMB_OK;
+  return is_copy(j) ? mmb__view_copy(j->func, &s->engine, &j->dst, &j->src) : MMB_UNSUPPORTED;
+}
 
 /* On a queue, storage left behind is freed now, in the caller's thread, and
    reused once the job has run (whatever its outcome: an error leaves the
@@ -87,6 +99,7 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
     if (j->made) mmb_free(j->made);
     return err != MMB_OK ? err : mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
   }
+  w->w.issue = work_issue;
   w->job = *j;
   mmb__request *r;
   if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) {

@@ -82,9 +82,13 @@ static void fold_host(const mmb__merge_op *op, const mmb__view *d, const mmb__vi
   fold_walk(&f, &p, p.n, d->ptr, s->ptr);
 }
 
+bool mmb__merge_is_copy(const mmb__merge_op *op) {
+  return !op->fn && op->type == MMB_MERGE_OVERWRITE;
+}
+
 mmbError mmb__view_merge(const char *func, const mmb__view *d, const mmb__view *s,
                          const mmb__merge_op *op) {
-  if (!op->fn && op->type == MMB_MERGE_OVERWRITE) return mmb__view_copy(func, d, s);
+  if (mmb__merge_is_copy(op)) return mmb__view_copy(func, NULL, d, s);
   mmb__view hd = *d, hs = *s;
   mmb__plan p;
   mmb__plan_make(d, s, &p);
@@ -94,15 +98,15 @@ mmbError mmb__view_merge(const char *func, const mmb__view *d, const mmb__view *
   mmbError err = MMB_OK;
   if (stage_d) {
     if ((err = mmb__view_stage(d, NULL, &hd)) == MMB_OK) tmp_d = hd.ptr;
-    if (err == MMB_OK) err = mmb__view_copy(func, &hd, d);
+    if (err == MMB_OK) err = mmb__view_copy(func, NULL, &hd, d);
   }
   if (err == MMB_OK && stage_s) {
     if ((err = mmb__view_stage(s, &hd, &hs)) == MMB_OK) tmp_s = hs.ptr;
-    if (err == MMB_OK) err = mmb__view_copy(func, &hs, s);
+    if (err == MMB_OK) err = mmb__view_copy(func, NULL, &hs, s);
   }
   if (err == MMB_OK) {
     fold_host(op, &hd, &hs);
-    if (stage_d) err = mmb__view_copy(func, d, &hd);
+    if (stage_d) err = mmb__view_copy(func, NULL, d, &hd);
   }
   mmb__free(tmp_s);
   mmb__free(tmp_d);

@@ -281,8 +281,8 @@ mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile, mmbArrayTile **o
   }
   size_t n = sizeof t->pub;
   mmbAllocation *l = t->local;
-  err = mmb__copy_strided(__func__, l->interface, l->ptr, NULL, NULL, (const char *)&t->pub,
-                          NULL, 1, &n);
+  err = mmb__copy_strided(__func__, NULL, l->interface, l->ptr, NULL, NULL,
+                          (const char *)&t->pub, NULL, 1, &n);
   if (err != MMB_OK) return err;
   *out_tile = l->ptr;
   return MMB_OK;

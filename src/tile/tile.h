@@ -96,8 +96,11 @@ typedef struct mmb__plan {
 void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p);
 /* Copies every element of src to dst (same rank and extents), any strides,
    any spaces: rows through the copy engine or the provider; a change of
-   order element by element on the host, staged when a side is a device's. */
-mmbError mmb__view_copy(const char *func, const mmb__view *dst, const mmb__view *src);
+   order element by element on the host, staged when a side is a device's.
+   With a stream `on`: issued there, or MMB_UNSUPPORTED (nothing issued)
+   when it is the host's to do (host pairs, staging, a side out of reach). */
+mmbError mmb__view_copy(const char *func, const mmb__copy_engine *on, const mmb__view *dst,
+                        const mmb__view *src);
 /* A host buffer holding v's extents packed in v's own order (or in `like`'s
    order when given); free with mmb__free(out->ptr). */
 mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out);
@@ -117,6 +120,8 @@ typedef struct mmb__merge_op {
   void *user;
 } mmb__merge_op;
 mmbError mmb__merge_op_check(const char *func, const mmb__merge_op *op);
+/* An overwrite without a user function: a plain copy. */
+bool mmb__merge_is_copy(const mmb__merge_op *op);
 /* Folds src into dst (same rank and extents) as op says. */
 mmbError mmb__view_merge(const char *func, const mmb__view *dst, const mmb__view *src,
                          const mmb__merge_op *op);

@@ -27,8 +27,8 @@ void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p) {
 /* Rows: dims[0] in bytes, strides in bytes, as the copy engine wants them.
    With `elements`, each row is one element and every plan dim is outer: a
    copy between two views of one order whose contiguous dims have gaps. */
-static mmbError copy_rows(const char *func, const mmb__view *d, const mmb__view *s,
-                          const mmb__plan *p, bool elements) {
+static mmbError copy_rows(const char *func, const mmb__copy_engine *on, const mmb__view *d,
+                          const mmb__view *s, const mmb__plan *p, bool elements) {
   size_t es = d->esize, dims[MMB_MAX_DIMS + 1], ds[MMB_MAX_DIMS + 1] = {0},
          ss[MMB_MAX_DIMS + 1] = {0};
   size_t first = elements ? 0 : 1, n = p->n + (elements ? 1 : 0);
@@ -40,7 +40,7 @@ static mmbError copy_rows(const char *func, const mmb__view *d, const mmb__view 
     ds[at] = p->ds[k] * es;
     ss[at] = p->ss[k] * es;
   }
-  return mmb__copy_strided(func, d->iface, d->ptr, ds, s->iface, s->ptr, ss, n, dims);
+  return mmb__copy_strided(func, on, d->iface, d->ptr, ds, s->iface, s->ptr, ss, n, dims);
 }
 
 static bool same_order(const mmb__plan *p) {
@@ -101,23 +101,27 @@ mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *o
   return out->ptr ? MMB_OK : MMB_OUT_OF_MEMORY;
 }
 
-mmbError mmb__view_copy(const char *func, const mmb__view *d, const mmb__view *s) {
+mmbError mmb__view_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
+                        const mmb__view *s) {
   mmb__plan p;
   mmb__plan_make(d, s, &p);
-  if (p.n == 0 || (p.ds[0] == 1 && p.ss[0] == 1)) return copy_rows(func, d, s, &p, false);
+  if (p.n == 0 || (p.ds[0] == 1 && p.ss[0] == 1)) return copy_rows(func, on, d, s, &p, false);
   if (mmb__view_host(d) && mmb__view_host(s)) {
+    if (on) return MMB_UNSUPPORTED;
     permute(d->ptr, s->ptr, &p, p.n - 1, d->esize);
     return MMB_OK;
   }
-  if (same_order(&p)) return copy_rows(func, d, s, &p, true);
+  if (same_order(&p)) return copy_rows(func, on, d, s, &p, true);
   /* A change of order with a device side: stage the device side packed in
      its own order, so that its half of the trip is rows, and reorder on the
-     host (both sides on devices: the recursion stages the source too). */
+     host (both sides on devices: the recursion stages the source too). A
+     stream leaves this to the host. */
+  if (on) return MMB_UNSUPPORTED;
   mmb__view tmp;
   mmbError err = mmb__view_stage(!mmb__view_host(d) ? d : s, NULL, &tmp);
   if (err != MMB_OK) return mmb__fail(err, func, "no host staging buffer");
-  err = mmb__view_copy(func, &tmp, s);
-  if (err == MMB_OK) err = mmb__view_copy(func, d, &tmp);
+  err = mmb__view_copy(func, NULL, &tmp, s);
+  if (err == MMB_OK) err = mmb__view_copy(func, NULL, d, &tmp);
   mmb__free(tmp.ptr);
   return err;
 }
