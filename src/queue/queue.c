@@ -173,12 +173,17 @@ mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
   mmbQueueOptions o = opts ? *opts : (mmbQueueOptions){0};
   const mmb__queue_backend *be = NULL;
   mmbError err = resolve_backend(&o, &be);
-  if (err != MMB_OK) return err;
+  return err != MMB_OK ? err : mmb__queue_create_on(be, &o, q);
+}
+
+mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,
+                              mmbQueue **q) {
+  mmbError err;
   mmbQueue *nq = mmb__calloc(1, sizeof *nq);
   if (!nq) return MMB_OUT_OF_MEMORY;
   nq->backend = be;
   pthread_mutex_init(&nq->lock, NULL);
-  if ((err = be->start(nq, &o)) != MMB_OK) {
+  if ((err = be->start(nq, o)) != MMB_OK) {
     pthread_mutex_destroy(&nq->lock);
     mmb__free(nq);
     return err;

@@ -105,6 +105,10 @@ struct mmbQueue {
   mmbQueue *next, *prev;   /* live queues, for mmb_finalize */
 };
 
+/* mmb_queue_create once the backend is chosen (tests pass their own). */
+mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,
+                              mmbQueue **q);
+
 /* Backends call this to run an item in order: waits for its dependency,
    runs it (or issues it on q->stream), completes its request (or keeps its
    error), frees it. */

@@ -1,0 +1,604 @@
+/* Stream queues. The first part runs everywhere: a fake stream (a "device"
+   thread running copies, host functions, event records and event waits in
+   order) under a queue drives the same execution path as a CUDA stream:
+   what is issued, what runs on the host after the stream drains, requests
+   backed by events, cross-stream waits on events, errors at issue and
+   errors the device reports later. The second part is the CUDA-stream
+   backend on a real device; it skips where there is none. */
+#include "arrays.h"
+
+#include "../src/queue/queue.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+/* ---- a "device" provider: host bytes the core may not touch ------------- */
+static mmbError dev_alloc(void *state, size_t size, size_t alignment, unsigned flags, void **out) {
+  if ((flags & MMB_ALLOC_ZERO)) return MMB_UNSUPPORTED;
+  return posix_memalign(out, alignment, size) ? MMB_OUT_OF_MEMORY : MMB_OK;
+}
+static void dev_free(void *state, void *ptr, size_t size, size_t alignment) { free(ptr); }
+static mmbError dev_copy_2d(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,
+                            size_t width, size_t height) {
+  for (size_t r = 0; r < height; r++)
+    memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+  return MMB_OK;
+}
+static const mmbProviderOps device_ops = {
+  .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "fake-device",
+  .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE, .alloc = dev_alloc, .free = dev_free,
+  .copy_2d = dev_copy_2d,
+};
+
+static mmbMemInterface *device_interface(void) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&device_ops, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *dev;
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.provider = type}, &dev));
+  return dev;
+}
+
+/* ---- the fake stream ----------------------------------------------------- */
+typedef struct fake_event {
+  atomic_int passed, refs;
+  mmbError err;   /* written before passed */
+} fake_event;
+
+static void event_unref(fake_event *e) {
+  if (atomic_fetch_sub(&e->refs, 1) == 1) free(e);
+}
+static mmbError event_query(void *ev, bool *passed) {
+  fake_event *e = ev;
+  *passed = atomic_load(&e->passed);
+  return *passed ? e->err : MMB_OK;
+}
+static mmbError event_sync(void *ev) {
+  fake_event *e = ev;
+  while (!atomic_load(&e->passed)) usleep(50);
+  return e->err;
+}
+static void event_destroy(void *ev) { event_unref(ev); }
+static const mmb__event_ops fake_events = {
+  .query = event_query, .sync = event_sync, .destroy = event_destroy,
+};
+
+typedef enum { OP_COPY, OP_HOST, OP_RECORD, OP_WAIT } op_kind;
+typedef struct op {
+  op_kind kind;
+  char *dst;
+  const char *src;
+  size_t dpitch, spitch, width, height;
+  void (*fn)(void *);
+  void *arg;
+  fake_event *ev;
+  struct op *next;
+} op;
+
+typedef struct fake_stream {
+  mmb__stream base;   /* first */
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  op *head, *tail;
+  bool busy, stop;
+  mmbError fault;       /* device thread only: a failed copy, sticky like CUDA's */
+  atomic_int fail_next_issue, fail_next_on_device;
+} fake_stream;
+
+/* What the fake streams did, across every queue of a test. */
+static atomic_int copies_issued, device_waits;
+
+static void *device_thread(void *arg) {
+  fake_stream *f = arg;
+  pthread_mutex_lock(&f->lock);
+  for (;;) {
+    while (!f->head && !f->stop) pthread_cond_wait(&f->cond, &f->lock);
+    op *o = f->head;
+    if (!o) break;
+    f->head = o->next;
+    if (!f->head) f->tail = NULL;
+    f->busy = true;
+    pthread_mutex_unlock(&f->lock);
+    switch (o->kind) {
+      case OP_COPY:
+        if (atomic_exchange(&f->fail_next_on_device, 0)) f->fault = MMB_ERROR;
+        else dev_copy_2d(NULL, o->dst, o->dpitch, o->src, o->spitch, o->width, o->height);
+        break;
+      case OP_HOST: o->fn(o->arg); break;
+      case OP_RECORD:
+        o->ev->err = f->fault;
+        atomic_store(&o->ev->passed, 1);
+        event_unref(o->ev);
+        break;
+      case OP_WAIT:
+        event_sync(o->ev);
+        event_unref(o->ev);
+        break;
+    }
+    free(o);
+    pthread_mutex_lock(&f->lock);
+    f->busy = false;
+    pthread_cond_broadcast(&f->cond);
+  }
+  pthread_mutex_unlock(&f->lock);
+  return NULL;
+}
+
+static mmbError push_op(fake_stream *f, op o) {
+  op *n = malloc(sizeof *n);
+  if (!n) return MMB_OUT_OF_MEMORY;
+  *n = o;
+  n->next = NULL;
+  pthread_mutex_lock(&f->lock);
+  if (f->tail) f->tail->next = n;
+  else f->head = n;
+  f->tail = n;
+  pthread_cond_broadcast(&f->cond);
+  pthread_mutex_unlock(&f->lock);
+  return MMB_OK;
+}
+
+static bool fake_reaches(void *state, const mmbMemInterface *iface) {
+  return iface->provider.ops == &device_ops;
+}
+static mmbError fake_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
+                             size_t spitch, size_t width, size_t height) {
+  fake_stream *f = state;
+  if (atomic_exchange(&f->fail_next_issue, 0)) return MMB_INVALID_ARG;
+  atomic_fetch_add(&copies_issued, 1);
+  return push_op(f, (op){.kind = OP_COPY, .dst = dst, .src = src, .dpitch = dpitch,
+                         .spitch = spitch, .width = width, .height = height});
+}
+static mmbError fake_host_func(mmb__stream *s, void (*fn)(void *), void *arg) {
+  return push_op((fake_stream *)s, (op){.kind = OP_HOST, .fn = fn, .arg = arg});
+}
+static mmbError fake_wait_event(mmb__stream *s, void *ev) {
+  fake_event *e = ev;
+  atomic_fetch_add(&e->refs, 1);
+  atomic_fetch_add(&device_waits, 1);
+  return push_op((fake_stream *)s, (op){.kind = OP_WAIT, .ev = e});
+}
+static mmbError fake_record(mmb__stream *s, void **out) {
+  fake_event *e = calloc(1, sizeof *e);
+  if (!e) return MMB_OUT_OF_MEMORY;
+  atomic_init(&e->refs, 2);   /* the request's and the op's */
+  *out = e;
+  return push_op((fake_stream *)s, (op){.kind = OP_RECORD, .ev = e});
+}
+static mmbError fake_sync(mmb__stream *s) {
+  fake_stream *f = (fake_stream *)s;
+  pthread_mutex_lock(&f->lock);
+  while (f->head || f->busy) pthread_cond_wait(&f->cond, &f->lock);
+  mmbError err = f->fault;
+  pthread_mutex_unlock(&f->lock);
+  return err;
+}
+
+static mmbError fake_start(mmbQueue *q, const mmbQueueOptions *opts) {
+  fake_stream *f = calloc(1, sizeof *f);
+  cr_assert_not_null(f);
+  f->base = (mmb__stream){
+    .engine = {.state = f, .copy_2d = fake_copy_2d, .reaches = fake_reaches},
+    .events = &fake_events, .host_func = fake_host_func, .wait_event = fake_wait_event,
+    .record = fake_record, .sync = fake_sync,
+  };
+  pthread_mutex_init(&f->lock, NULL);
+  pthread_cond_init(&f->cond, NULL);
+  cr_assert_eq(pthread_create(&f->thread, NULL, device_thread, f), 0);
+  q->stream = &f->base;
+  return mmb__thread_backend.start(q, opts);
+}
+static void fake_push(mmbQueue *q, mmb__work *w) { mmb__thread_backend.push(q, w); }
+static void fake_stop(mmbQueue *q) {
+  fake_stream *f = (fake_stream *)q->stream;
+  mmb__thread_backend.stop(q);
+  pthread_mutex_lock(&f->lock);
+  f->stop = true;
+  pthread_cond_broadcast(&f->cond);
+  pthread_mutex_unlock(&f->lock);
+  pthread_join(f->thread, NULL);
+  pthread_cond_destroy(&f->cond);
+  pthread_mutex_destroy(&f->lock);
+  free(f);
+}
+static const mmb__queue_backend fake_backend = {
+  .name = "fake-stream", .start = fake_start, .push = fake_push, .stop = fake_stop,
+};
+
+static mmbQueue *fake_queue(void) {
+  mmbQueue *q;
+  OK(mmb__queue_create_on(&fake_backend, &(mmbQueueOptions){0}, &q));
+  return q;
+}
+static fake_stream *fake_of(mmbQueue *q) { return (fake_stream *)q->stream; }
+
+/* ---- the gate: work that holds a queue (or its stream) back -------------- */
+static atomic_int gate;
+static void wait_gate(void *arg) {
+  while (!atomic_load(&gate)) usleep(100);
+}
+static void close_gate(mmbQueue *q) {
+  atomic_store(&gate, 0);
+  OK(mmb_queue_submit(q, wait_gate, NULL, NULL));
+}
+
+/* Gives the workers time to issue what they can; the gate stays closed. */
+static void settle(void) { usleep(20000); }
+
+static bool complete(mmbRequest *r) {
+  bool done;
+  OK(mmb_request_is_complete(r, &done));
+  return done;
+}
+
+static mmbAllocation *patterned(mmbMemInterface *iface, size_t n, uint64_t seed) {
+  mmbAllocation *a;
+  OK(mmb_allocate(n, iface, &a));
+  fill_pattern(mmb_allocation_ptr(a), n, seed);
+  return a;
+}
+
+static void assert_same(mmbAllocation *a, mmbAllocation *b, size_t n) {
+  cr_assert_eq(memcmp(mmb_allocation_ptr(a), mmb_allocation_ptr(b), n), 0);
+}
+
+MMB_TEST(stream_queue, reports_its_backend) {
+  mmbQueue *q = fake_queue(), *t;
+  mmbQueueBackend b;
+  OK(mmb_queue_get_backend(q, &b));
+  cr_assert_eq(b, MMB_QUEUE_CUDA_STREAM);
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &t));
+  OK(mmb_queue_get_backend(t, &b));
+  cr_assert_eq(b, MMB_QUEUE_THREAD);
+  FAILS(mmb_queue_get_backend(NULL, &b), MMB_INVALID_ARG);
+  FAILS(mmb_queue_get_backend(t, NULL), MMB_INVALID_ARG);
+  OK(mmb_queue_destroy(NULL, &t));
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* A copy with a device side is issued (the worker does not wait for the
+   stream) and its request completes only when the stream has run it. */
+MMB_TEST(stream_queue, device_copies_are_issued_and_done_on_their_event) {
+  enum { N = 4096 };
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2), *back = patterned(host, N, 3);
+  mmbQueue *q = fake_queue();
+  mmbRequest r1 = {0}, r2 = {0};
+  close_gate(q);
+  OK(mmb_copy_async(d, h, q, &r1));
+  OK(mmb_copy_1d_async(back, 0, d, 0, N, q, &r2));
+  settle();
+  cr_assert_eq(atomic_load(&copies_issued), 2, "both copies are issued behind the gate");
+  cr_assert(!complete(&r1) && !complete(&r2));
+  cr_assert_neq(memcmp(mmb_allocation_ptr(back), mmb_allocation_ptr(h), N), 0);
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&r2));
+  cr_assert(complete(&r1), "FIFO: the first copy is done before the second");
+  OK(mmb_wait(&r1));
+  OK(mmb_wait(&r1));   /* twice: nothing to wait for */
+  assert_same(back, h, N);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_free(h));
+  OK(mmb_free(d));
+  OK(mmb_free(back));
+}
+
+/* Host work (a host-to-host copy) waits for the device work before it, and
+   device work after it waits for it: FIFO across both kinds. */
+MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
+  enum { N = 2048 };
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
+                *mid = patterned(host, N, 3), *mid2 = patterned(host, N, 4),
+                *d2 = patterned(dev, N, 5), *back = patterned(host, N, 6);
+  mmbQueue *q = fake_queue();
+  mmbRequest r = {0};
+  close_gate(q);
+  OK(mmb_copy_async(d, h, q, NULL));      /* issued */
+  OK(mmb_copy_async(mid, d, q, NULL));    /* issued */
+  OK(mmb_copy_async(mid2, mid, q, NULL)); /* host pair: on the worker, after a drain */
+  OK(mmb_copy_async(d2, mid2, q, NULL));  /* issued once the host copy has run */
+  OK(mmb_copy_async(back, d2, q, &r));
+  settle();
+  cr_assert_eq(atomic_load(&copies_issued), 2, "nothing after the host copy is issued yet");
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&r));
+  cr_assert_eq(atomic_load(&copies_issued), 4);
+  assert_same(back, h, N);
+  assert_same(mid2, h, N);
+  OK(mmb_queue_destroy(NULL, &q));
+  mmbAllocation *all[] = {h, d, mid, mid2, d2, back};
+  for (size_t i = 0; i < 6; i++) OK(mmb_free(all[i]));
+}
+
+/* A wait on another stream's request is a wait on its event, on the
+   device; the waiting queue's worker goes on issuing. */
+MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {
+  enum { N = 1024 };
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2), *back = patterned(host, N, 3);
+  mmbQueue *a = fake_queue(), *b = fake_queue();
+  mmbRequest ra = {0}, rb = {0};
+  close_gate(a);
+  OK(mmb_copy_async(d, h, a, &ra));
+  OK(mmb_queue_wait_request(b, &ra));
+  OK(mmb_copy_async(back, d, b, &rb));
+  settle();
+  cr_assert_eq(atomic_load(&device_waits), 1, "the dependency is an event wait on b's stream");
+  cr_assert_eq(atomic_load(&copies_issued), 2, "b's copy is issued behind the event wait");
+  cr_assert(!complete(&rb));
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&rb));
+  assert_same(back, h, N);
+  OK(mmb_wait(&ra));
+  OK(mmb_queue_destroy(NULL, &b));
+  OK(mmb_queue_destroy(NULL, &a));
+  OK(mmb_free(h));
+  OK(mmb_free(d));
+  OK(mmb_free(back));
+}
+
+/* A stream waits for a thread queue's request on its worker; a thread queue
+   waits for a stream's request on its event. */
+MMB_TEST(stream_queue, mixed_dependencies_with_thread_queues) {
+  enum { N = 1024 };
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *h2 = patterned(host, N, 2),
+                *d = patterned(dev, N, 3), *back = patterned(host, N, 4);
+  mmbQueue *s = fake_queue(), *t;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &t));
+  mmbRequest rt = {0}, rs = {0}, rt2 = {0};
+  close_gate(t);
+  OK(mmb_copy_async(h2, h, t, &rt));     /* thread queue, behind the gate */
+  OK(mmb_queue_wait_request(s, &rt));
+  OK(mmb_copy_async(d, h2, s, &rs));     /* stream: after the thread copy */
+  OK(mmb_queue_wait_request(t, &rs));
+  OK(mmb_copy_async(back, d, t, &rt2));  /* thread queue: after the stream copy */
+  settle();
+  cr_assert_eq(atomic_load(&device_waits), 0, "a thread request is waited for by the worker");
+  cr_assert_eq(atomic_load(&copies_issued), 0);
+  cr_assert(!complete(&rs));
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&rt2));
+  cr_assert(complete(&rs));
+  assert_same(back, h, N);
+  mmbRequest all[] = {rt, rs};
+  OK(mmb_wait_all(2, all, NULL));
+  OK(mmb_queue_destroy(NULL, &t));
+  OK(mmb_queue_destroy(NULL, &s));
+  mmbAllocation *allocs[] = {h, h2, d, back};
+  for (size_t i = 0; i < 4; i++) OK(mmb_free(allocs[i]));
+}
+
+/* An error at issue comes back through the request, or from synchronize
+   for fire-and-forget work; an error the device reports later comes back
+   from the event. */
+MMB_TEST(stream_queue, errors_at_issue_and_on_the_device) {
+  enum { N = 512 };
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2);
+  mmbQueue *q = fake_queue();
+  fake_stream *f = fake_of(q);
+  mmbRequest r = {0}, ok = {0};
+  atomic_store(&f->fail_next_issue, 1);
+  OK(mmb_copy_async(d, h, q, &r));
+  FAILS(mmb_wait(&r), MMB_INVALID_ARG);
+  atomic_store(&f->fail_next_issue, 1);
+  OK(mmb_copy_async(d, h, q, NULL));
+  FAILS(mmb_queue_synchronize(q), MMB_INVALID_ARG);
+  OK(mmb_queue_synchronize(q));   /* reported once */
+  OK(mmb_copy_async(d, h, q, &ok));
+  OK(mmb_wait(&ok));
+  atomic_store(&f->fail_next_on_device, 1);
+  OK(mmb_copy_async(d, h, q, &r));
+  FAILS(mmb_wait(&r), MMB_ERROR);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_free(h));
+  OK(mmb_free(d));
+}
+
+/* Array and tile copies between host and device memory are issued on the
+   stream; merges that compute run on the host, in order. */
+MMB_TEST(stream_queue, array_and_tile_transports) {
+  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbDimensions dims = dims2(64, 48);
+  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0), *d = test_array(dev, &dims, MMB_ROWMAJOR, 0),
+           *b = test_array(host, &dims, MMB_ROWMAJOR, 0);
+  fill_array(a, 1);
+  fill_array(b, 2);
+  mmbQueue *q = fake_queue();
+  mmbRequest r = {0};
+  close_gate(q);
+  OK(mmb_array_copy_async(d, a, q, NULL));
+  OK(mmb_array_copy_async(b, d, q, &r));
+  settle();
+  cr_assert_eq(atomic_load(&copies_issued), 2);
+  cr_assert(!complete(&r));
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&r));
+  assert_array_filled(b, 1);
+  /* tiles: the device array's tiles, copied from a tiled host array */
+  fill_array(a, 3);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));
+  OK(mmb_array_tile(d, &(mmbDimensions){2, {16, 16}}));
+  mmbArrayTile *ta, *td;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 2}}, &ta));
+  OK(mmb_tile_at(d, &(mmbIndex){2, {1, 2}}, &td));
+  OK(mmb_tile_copy_async(td, ta, q, NULL));
+  OK(mmb_array_copy_async(b, d, q, &r));
+  OK(mmb_wait(&r));
+  cr_assert_eq(atomic_load(&copies_issued), 4, "the tile and the array copies were issued");
+  for (size_t i = 16; i < 32; i++)
+    for (size_t j = 32; j < 48; j++) {
+      size_t idx[2] = {i, j};
+      cr_assert_eq(*array_at(b, idx), value_at(idx, 2, 3));
+    }
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(d));
+  OK(mmb_array_destroy(b));
+}
+
+/* free_async on a stream: the fence is an event, and the block is not
+   handed out again before it has passed. */
+MMB_TEST(stream_queue, free_async_waits_for_the_event) {
+  mmbMemInterface *dev = device_interface();
+  mmbQueue *q = fake_queue();
+  mmbAllocation *a, *b[16];
+  OK(mmb_allocate(4096, dev, &a));
+  void *held = mmb_allocation_ptr(a);
+  close_gate(q);
+  OK(mmb_free_async(a, q));
+  for (int i = 0; i < 16; i++) {
+    OK(mmb_allocate(4096, dev, &b[i]));
+    cr_assert_neq(mmb_allocation_ptr(b[i]), held, "reused while the stream may use it");
+  }
+  for (int i = 0; i < 16; i++) OK(mmb_free(b[i]));
+  mmbStats st;
+  OK(mmb_interface_get_stats(dev, &st));
+  cr_assert_eq(st.used_current, 4096);
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  OK(mmb_interface_trim(dev, SIZE_MAX));
+  OK(mmb_interface_get_stats(dev, &st));
+  cr_assert_eq(st.used_current, 0);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* ---- the CUDA-stream backend on a device --------------------------------- */
+static mmbQueue *cuda_queue(void) {
+  mmbQueue *q;
+  mmbError err = mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &q);
+  if (err == MMB_UNAVAILABLE) cr_skip_test("no CUDA device on this node");
+  OK(err);
+  return q;
+}
+
+static mmbMemInterface *gpu_interface(void) {
+  mmbMemSpace *gpu;
+  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
+    cr_skip_test("no CUDA device on this node");
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(gpu, NULL, &iface));
+  return iface;
+}
+
+MMB_TEST(cuda_stream, auto_picks_a_stream_where_a_device_exists) {
+  mmbQueue *q = cuda_queue(), *a;
+  OK(mmb_queue_create(NULL, &a));
+  mmbQueueBackend b;
+  OK(mmb_queue_get_backend(a, &b));
+  cr_assert_eq(b, MMB_QUEUE_CUDA_STREAM);
+  FAILS(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM, .device = 1 << 20},
+                         &(mmbQueue *){NULL}),
+        MMB_INVALID_ARG);
+  OK(mmb_queue_destroy(NULL, &a));
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* Host -> device -> host in 1-D, 2-D and 3-D, submitted back to back with
+   no wait in between: stream order alone keeps them right. */
+MMB_TEST(cuda_stream, copies_in_1d_2d_3d_in_stream_order) {
+  mmbQueue *q = cuda_queue();
+  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  enum { X = 96, Y = 20, Z = 6, N = X * Y * Z };
+  mmbAllocation *h = patterned(host, N, 5), *d, *back = patterned(host, N, 6),
+                *back2 = patterned(host, N, 7), *back3 = patterned(host, N, 8);
+  OK(mmb_allocate(N, gpu, &d));
+  mmbRequest r[4] = {{0}};
+  OK(mmb_copy_async(d, h, q, &r[0]));
+  OK(mmb_copy_async(back, d, q, &r[1]));
+  OK(mmb_copy_2d_async(back2, 0, 0, X, d, 0, 0, X, X, Y * Z, q, &r[2]));
+  const size_t off[3] = {0}, pitch[2] = {X, X * Y}, box[3] = {X, Y, Z};
+  OK(mmb_copy_nd_async(back3, off, pitch, d, off, pitch, 3, box, q, &r[3]));
+  mmbError errs[4];
+  OK(mmb_wait_all(4, r, errs));
+  for (int i = 0; i < 4; i++) cr_assert_eq(errs[i], MMB_OK);
+  assert_same(back, h, N);
+  assert_same(back2, h, N);
+  assert_same(back3, h, N);
+  OK(mmb_queue_destroy(NULL, &q));
+  mmbAllocation *all[] = {h, d, back, back2, back3};
+  for (size_t i = 0; i < 5; i++) OK(mmb_free(all[i]));
+  OK(mmb_interface_destroy(gpu));
+}
+
+/* A host function gates the stream; a second stream waits on the first's
+   event; a thread queue waits on the second's; data arrives intact. */
+MMB_TEST(cuda_stream, gates_and_dependencies_across_streams_and_threads) {
+  mmbQueue *a = cuda_queue(), *b = cuda_queue(), *t;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &t));
+  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  enum { N = 1 << 20 };
+  mmbAllocation *h = patterned(host, N, 9), *d, *back = patterned(host, N, 10),
+                *last = patterned(host, N, 11);
+  OK(mmb_allocate(N, gpu, &d));
+  mmbRequest ra = {0}, rb = {0}, rt = {0};
+  close_gate(a);
+  OK(mmb_copy_async(d, h, a, &ra));
+  OK(mmb_queue_wait_request(b, &ra));
+  OK(mmb_copy_async(back, d, b, &rb));
+  OK(mmb_queue_wait_request(t, &rb));
+  OK(mmb_copy_async(last, back, t, &rt));
+  settle();
+  cr_assert(!complete(&ra) && !complete(&rb) && !complete(&rt));
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&rt));
+  assert_same(last, h, N);
+  mmbRequest rest[] = {ra, rb};
+  OK(mmb_wait_all(2, rest, NULL));
+  OK(mmb_queue_destroy(NULL, &t));
+  OK(mmb_queue_destroy(NULL, &b));
+  OK(mmb_queue_destroy(NULL, &a));
+  mmbAllocation *all[] = {h, d, back, last};
+  for (size_t i = 0; i < 4; i++) OK(mmb_free(all[i]));
+  OK(mmb_interface_destroy(gpu));
+}
+
+/* Arrays to the device and back, and a merge that computes (on the host,
+   after the stream): MMB_MERGE_SUM of a device duplicate into its home. */
+MMB_TEST(cuda_stream, array_transports_and_merges) {
+  mmbQueue *q = cuda_queue();
+  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbDimensions dims = dims2(128, 96);
+  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0), *back = test_array(host, &dims, MMB_ROWMAJOR, 0),
+           *dup = NULL;
+  fill_array(a, 4);
+  fill_array(back, 5);
+  mmbRequest r = {0};
+  OK(mmb_array_duplicate_async(a, gpu, MMB_READ_WRITE, q, NULL, &dup));
+  OK(mmb_array_copy_async(back, dup, q, &r));
+  OK(mmb_wait(&r));
+  assert_array_filled(back, 4);
+  OK(mmb_array_merge_async(dup, MMB_MERGE_SUM, q, &r));   /* a += dup: twice the values */
+  OK(mmb_wait(&r));
+  size_t idx[2] = {7, 9};
+  cr_assert_eq(*array_at(a, idx), 2 * value_at(idx, 2, 4));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(back));
+  OK(mmb_interface_destroy(gpu));
+}
+
+/* Device blocks freed behind a gated stream are not reused before its
+   event passes. */
+MMB_TEST(cuda_stream, free_async_on_device_memory) {
+  mmbQueue *q = cuda_queue();
+  mmbMemInterface *gpu = gpu_interface();
+  mmbAllocation *a, *b[8];
+  OK(mmb_allocate(1 << 16, gpu, &a));
+  void *held = mmb_allocation_ptr(a);
+  close_gate(q);
+  OK(mmb_free_async(a, q));
+  for (int i = 0; i < 8; i++) {
+    OK(mmb_allocate(1 << 16, gpu, &b[i]));
+    cr_assert_neq(mmb_allocation_ptr(b[i]), held);
+  }
+  for (int i = 0; i < 8; i++) OK(mmb_free(b[i]));
+  atomic_store(&gate, 1);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_interface_destroy(gpu));
+}
