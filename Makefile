@@ -125,7 +125,8 @@ $(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -Iproviders -c $< -o $@
 
-STRESS := $(BUILD)/test/stress-threads $(BUILD)/test/stress-queues $(BUILD)/test/stress-reuse
+STRESS := $(BUILD)/test/stress-threads $(BUILD)/test/stress-queues $(BUILD)/test/stress-reuse \
+          $(BUILD)/test/stress-streams
 $(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(STATIC) $(LIBS)
