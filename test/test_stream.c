@@ -69,7 +69,8 @@ MMB_TEST(stream_queue, reports_its_backend) {
 MMB_TEST(stream_queue, device_copies_are_issued_and_done_on_their_event) {
   enum { N = 4096 };
   mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
-  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2), *back = patterned(host, N, 3);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
+                *back = patterned(host, N, 3);
   mmbQueue *q = fake_queue();
   mmbRequest r1 = {0}, r2 = {0};
   close_gate(q);
@@ -124,7 +125,8 @@ MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
 MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {
   enum { N = 1024 };
   mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
-  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2), *back = patterned(host, N, 3);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
+                *back = patterned(host, N, 3);
   mmbQueue *a = fake_queue(), *b = fake_queue();
   mmbRequest ra = {0}, rb = {0};
   close_gate(a);
@@ -210,7 +212,8 @@ MMB_TEST(stream_queue, errors_at_issue_and_on_the_device) {
 MMB_TEST(stream_queue, array_and_tile_transports) {
   mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbDimensions dims = dims2(64, 48);
-  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0), *d = test_array(dev, &dims, MMB_ROWMAJOR, 0),
+  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0),
+           *d = test_array(dev, &dims, MMB_ROWMAJOR, 0),
            *b = test_array(host, &dims, MMB_ROWMAJOR, 0);
   fill_array(a, 1);
   fill_array(b, 2);
@@ -304,29 +307,42 @@ MMB_TEST(cuda_stream, auto_picks_a_stream_where_a_device_exists) {
   OK(mmb_queue_destroy(NULL, &q));
 }
 
-/* Host -> device -> host in 1-D, 2-D and 3-D, submitted back to back with
-   no wait in between: stream order alone keeps them right. */
+/* Host -> device -> host in 1-D, 2-D and 3-D boxes (cudaMemcpyAsync,
+   cudaMemcpy2DAsync, cudaMemcpy3DAsync), submitted back to back with no wait
+   in between: stream order alone keeps them right. */
 MMB_TEST(cuda_stream, copies_in_1d_2d_3d_in_stream_order) {
   mmbQueue *q = cuda_queue();
   mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   enum { X = 96, Y = 20, Z = 6, N = X * Y * Z };
   mmbAllocation *h = patterned(host, N, 5), *d, *back = patterned(host, N, 6),
-                *back2 = patterned(host, N, 7), *back3 = patterned(host, N, 8);
+                *box2 = patterned(host, N, 7), *box3 = patterned(host, N, 8);
   OK(mmb_allocate(N, gpu, &d));
+  unsigned char *want2 = malloc(N), *want3 = malloc(N);
+  memcpy(want2, mmb_allocation_ptr(box2), N);
+  memcpy(want3, mmb_allocation_ptr(box3), N);
+  const unsigned char *src = mmb_allocation_ptr(h);
+  for (size_t y = 0; y < 10; y++)   /* 40 x 10 from (16, 3) to (8, 2), pitch X */
+    memcpy(want2 + (2 + y) * X + 8, src + (3 + y) * X + 16, 40);
+  for (size_t z = 0; z < 4; z++)    /* 40 x 10 x 4 from (16, 3, 1) to (8, 2, 0) */
+    for (size_t y = 0; y < 10; y++)
+      memcpy(want3 + z * X * Y + (2 + y) * X + 8, src + (1 + z) * X * Y + (3 + y) * X + 16, 40);
   mmbRequest r[4] = {{0}};
   OK(mmb_copy_async(d, h, q, &r[0]));
   OK(mmb_copy_async(back, d, q, &r[1]));
-  OK(mmb_copy_2d_async(back2, 0, 0, X, d, 0, 0, X, X, Y * Z, q, &r[2]));
-  const size_t off[3] = {0}, pitch[2] = {X, X * Y}, box[3] = {X, Y, Z};
-  OK(mmb_copy_nd_async(back3, off, pitch, d, off, pitch, 3, box, q, &r[3]));
+  OK(mmb_copy_2d_async(box2, 8, 2, X, d, 16, 3, X, 40, 10, q, &r[2]));
+  const size_t doff[3] = {8, 2, 0}, soff[3] = {16, 3, 1}, pitch[2] = {X, X * Y},
+               box[3] = {40, 10, 4};
+  OK(mmb_copy_nd_async(box3, doff, pitch, d, soff, pitch, 3, box, q, &r[3]));
   mmbError errs[4];
   OK(mmb_wait_all(4, r, errs));
   for (int i = 0; i < 4; i++) cr_assert_eq(errs[i], MMB_OK);
   assert_same(back, h, N);
-  assert_same(back2, h, N);
-  assert_same(back3, h, N);
+  cr_assert_eq(memcmp(mmb_allocation_ptr(box2), want2, N), 0, "2-D box");
+  cr_assert_eq(memcmp(mmb_allocation_ptr(box3), want3, N), 0, "3-D box");
+  free(want2);
+  free(want3);
   OK(mmb_queue_destroy(NULL, &q));
-  mmbAllocation *all[] = {h, d, back, back2, back3};
+  mmbAllocation *all[] = {h, d, back, box2, box3};
   for (size_t i = 0; i < 5; i++) OK(mmb_free(all[i]));
   OK(mmb_interface_destroy(gpu));
 }
@@ -369,8 +385,8 @@ MMB_TEST(cuda_stream, array_transports_and_merges) {
   mmbQueue *q = cuda_queue();
   mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   mmbDimensions dims = dims2(128, 96);
-  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0), *back = test_array(host, &dims, MMB_ROWMAJOR, 0),
-           *dup = NULL;
+  mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0),
+           *back = test_array(host, &dims, MMB_ROWMAJOR, 0), *dup = NULL;
   fill_array(a, 4);
   fill_array(back, 5);
   mmbRequest r = {0};
