@@ -294,6 +294,21 @@ static mmbMemInterface *gpu_interface(void) {
   return iface;
 }
 
+MMB_TEST(stream_queue, without_a_device_streams_are_unavailable_and_auto_is_threads) {
+  mmbMemSpace *gpu;
+  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) == MMB_OK)
+    cr_skip_test("this node has a CUDA device");
+  mmbQueue *q = NULL;
+  FAILS(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &q),
+        MMB_UNAVAILABLE);
+  cr_assert_null(q);
+  OK(mmb_queue_create(NULL, &q));
+  mmbQueueBackend b;
+  OK(mmb_queue_get_backend(q, &b));
+  cr_assert_eq(b, MMB_QUEUE_THREAD);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
 MMB_TEST(cuda_stream, auto_picks_a_stream_where_a_device_exists) {
   mmbQueue *q = cuda_queue(), *a;
   OK(mmb_queue_create(NULL, &a));
