@@ -57,6 +57,16 @@ static inline mmbMemInterface *test_interface(mmbProviderType provider, unsigned
   return iface;
 }
 
+/* An interface on the first CUDA device; skips the test where there is none. */
+static inline mmbMemInterface *test_cuda_interface(void) {
+  mmbMemSpace *gpu;
+  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
+    cr_skip_test("no CUDA device on this node");
+  mmbMemInterface *iface;
+  cr_assert_eq(mmb_request_interface(gpu, NULL, &iface), MMB_OK);
+  return iface;
+}
+
 /* splitmix64: the fixed-seed generator of the randomized tests. */
 static inline uint64_t test_rand(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

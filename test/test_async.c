@@ -4,36 +4,12 @@
    that "not yet" is observable and ordering mistakes show up as wrong data
    rather than as luck. */
 #include "arrays.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
-#include <unistd.h>
+#include "gate.h"
 
 static mmbQueue *thread_queue(void) {
   mmbQueue *q;
   OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
   return q;
-}
-
-/* ---- the gate ------------------------------------------------------------ */
-static atomic_int gate;
-static void wait_gate(void *arg) {
-  while (!atomic_load(&gate)) usleep(100);
-}
-static void close_gate(mmbQueue *q) {
-  atomic_store(&gate, 0);
-  OK(mmb_queue_submit(q, wait_gate, NULL, NULL));
-}
-static void *open_later(void *arg) {
-  usleep(30000);
-  atomic_store(&gate, 1);
-  return NULL;
-}
-/* Opens the gate from another thread while this one blocks in mmb. */
-static pthread_t open_gate_soon(void) {
-  pthread_t t;
-  cr_assert_eq(pthread_create(&t, NULL, open_later, NULL), 0);
-  return t;
 }
 
 static mmbArray *filled(mmbMemInterface *iface, size_t r, size_t c, double salt) {

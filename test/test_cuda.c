@@ -1,17 +1,8 @@
 /* CUDA device memory: skipped where there is no device; compiled everywhere. */
 #include "common.h"
 
-static mmbMemInterface *device_interface(void) {
-  mmbMemSpace *gpu;
-  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
-    cr_skip_test("no CUDA device on this node");
-  mmbMemInterface *iface;
-  OK(mmb_request_interface(gpu, NULL, &iface));
-  return iface;
-}
-
 MMB_TEST(cuda, device_space_has_capacity_and_cuda_provider) {
-  mmbMemInterface *dev = device_interface();
+  mmbMemInterface *dev = test_cuda_interface();
   mmbMemSpace *gpu;
   mmbSpaceInfo info;
   OK(mmb_interface_space(dev, &gpu));
@@ -22,7 +13,7 @@ MMB_TEST(cuda, device_space_has_capacity_and_cuda_provider) {
 }
 
 MMB_TEST(cuda, host_device_round_trips_in_1d_2d_3d) {
-  mmbMemInterface *dev = device_interface();
+  mmbMemInterface *dev = test_cuda_interface();
   mmbMemInterface *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   enum { X = 96, Y = 20, Z = 6, N = X * Y * Z };
   mmbAllocation *h, *d, *back;
@@ -55,7 +46,7 @@ MMB_TEST(cuda, host_device_round_trips_in_1d_2d_3d) {
 }
 
 MMB_TEST(cuda, pinned_space_exists_with_a_device) {
-  mmbMemInterface *dev = device_interface();
+  mmbMemInterface *dev = test_cuda_interface();
   mmbMemSpace *pinned;
   OK(mmb_request_space(MMB_DRAM, MMB_GPU_CUDA, NULL, &pinned));
   mmbMemInterface *pin;

@@ -6,8 +6,9 @@
    backend on a real device; it skips where there is none. */
 #include "arrays.h"
 #include "fake_stream.h"
+#include "gate.h"
 
-static mmbMemInterface *device_interface(void) {
+static mmbMemInterface *fake_device(void) {
   mmbMemInterface *dev = fake_device_interface(0);
   cr_assert_not_null(dev);
   return dev;
@@ -19,16 +20,6 @@ static mmbQueue *fake_queue(void) {
   return q;
 }
 static fake_stream *fake_of(mmbQueue *q) { return (fake_stream *)q->stream; }
-
-/* ---- the gate: work that holds a queue (or its stream) back -------------- */
-static atomic_int gate;
-static void wait_gate(void *arg) {
-  while (!atomic_load(&gate)) usleep(100);
-}
-static void close_gate(mmbQueue *q) {
-  atomic_store(&gate, 0);
-  OK(mmb_queue_submit(q, wait_gate, NULL, NULL));
-}
 
 /* Gives the workers time to issue what they can; the gate stays closed. */
 static void settle(void) { usleep(20000); }
@@ -68,7 +59,7 @@ MMB_TEST(stream_queue, reports_its_backend) {
    stream) and its request completes only when the stream has run it. */
 MMB_TEST(stream_queue, device_copies_are_issued_and_done_on_their_event) {
   enum { N = 4096 };
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
                 *back = patterned(host, N, 3);
   mmbQueue *q = fake_queue();
@@ -96,7 +87,7 @@ MMB_TEST(stream_queue, device_copies_are_issued_and_done_on_their_event) {
    device work after it waits for it: FIFO across both kinds. */
 MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
   enum { N = 2048 };
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
                 *mid = patterned(host, N, 3), *mid2 = patterned(host, N, 4),
                 *d2 = patterned(dev, N, 5), *back = patterned(host, N, 6);
@@ -124,7 +115,7 @@ MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
    device; the waiting queue's worker goes on issuing. */
 MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {
   enum { N = 1024 };
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2),
                 *back = patterned(host, N, 3);
   mmbQueue *a = fake_queue(), *b = fake_queue();
@@ -152,7 +143,7 @@ MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {
    waits for a stream's request on its event. */
 MMB_TEST(stream_queue, mixed_dependencies_with_thread_queues) {
   enum { N = 1024 };
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbAllocation *h = patterned(host, N, 1), *h2 = patterned(host, N, 2),
                 *d = patterned(dev, N, 3), *back = patterned(host, N, 4);
   mmbQueue *s = fake_queue(), *t;
@@ -185,7 +176,7 @@ MMB_TEST(stream_queue, mixed_dependencies_with_thread_queues) {
    from the event. */
 MMB_TEST(stream_queue, errors_at_issue_and_on_the_device) {
   enum { N = 512 };
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2);
   mmbQueue *q = fake_queue();
   fake_stream *f = fake_of(q);
@@ -210,7 +201,7 @@ MMB_TEST(stream_queue, errors_at_issue_and_on_the_device) {
 /* Array and tile copies between host and device memory are issued on the
    stream; merges that compute run on the host, in order. */
 MMB_TEST(stream_queue, array_and_tile_transports) {
-  mmbMemInterface *dev = device_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbDimensions dims = dims2(64, 48);
   mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0),
            *d = test_array(dev, &dims, MMB_ROWMAJOR, 0),
@@ -253,7 +244,7 @@ MMB_TEST(stream_queue, array_and_tile_transports) {
 /* free_async on a stream: the fence is an event, and the block is not
    handed out again before it has passed. */
 MMB_TEST(stream_queue, free_async_waits_for_the_event) {
-  mmbMemInterface *dev = device_interface();
+  mmbMemInterface *dev = fake_device();
   mmbQueue *q = fake_queue();
   mmbAllocation *a, *b[16];
   OK(mmb_allocate(4096, dev, &a));
@@ -283,15 +274,6 @@ static mmbQueue *cuda_queue(void) {
   if (err == MMB_UNAVAILABLE) cr_skip_test("no CUDA device on this node");
   OK(err);
   return q;
-}
-
-static mmbMemInterface *gpu_interface(void) {
-  mmbMemSpace *gpu;
-  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
-    cr_skip_test("no CUDA device on this node");
-  mmbMemInterface *iface;
-  OK(mmb_request_interface(gpu, NULL, &iface));
-  return iface;
 }
 
 MMB_TEST(stream_queue, without_a_device_streams_are_unavailable_and_auto_is_threads) {
@@ -327,7 +309,7 @@ MMB_TEST(cuda_stream, auto_picks_a_stream_where_a_device_exists) {
    in between: stream order alone keeps them right. */
 MMB_TEST(cuda_stream, copies_in_1d_2d_3d_in_stream_order) {
   mmbQueue *q = cuda_queue();
-  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbMemInterface *gpu = test_cuda_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   enum { X = 96, Y = 20, Z = 6, N = X * Y * Z };
   mmbAllocation *h = patterned(host, N, 5), *d, *back = patterned(host, N, 6),
                 *box2 = patterned(host, N, 7), *box3 = patterned(host, N, 8);
@@ -367,7 +349,7 @@ MMB_TEST(cuda_stream, copies_in_1d_2d_3d_in_stream_order) {
 MMB_TEST(cuda_stream, gates_and_dependencies_across_streams_and_threads) {
   mmbQueue *a = cuda_queue(), *b = cuda_queue(), *t;
   OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &t));
-  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbMemInterface *gpu = test_cuda_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   enum { N = 1 << 20 };
   mmbAllocation *h = patterned(host, N, 9), *d, *back = patterned(host, N, 10),
                 *last = patterned(host, N, 11);
@@ -398,7 +380,7 @@ MMB_TEST(cuda_stream, gates_and_dependencies_across_streams_and_threads) {
    after the stream): MMB_MERGE_SUM of a device duplicate into its home. */
 MMB_TEST(cuda_stream, array_transports_and_merges) {
   mmbQueue *q = cuda_queue();
-  mmbMemInterface *gpu = gpu_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  mmbMemInterface *gpu = test_cuda_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
   mmbDimensions dims = dims2(128, 96);
   mmbArray *a = test_array(host, &dims, MMB_ROWMAJOR, 0),
            *back = test_array(host, &dims, MMB_ROWMAJOR, 0), *dup = NULL;
@@ -423,7 +405,7 @@ MMB_TEST(cuda_stream, array_transports_and_merges) {
    event passes. */
 MMB_TEST(cuda_stream, free_async_on_device_memory) {
   mmbQueue *q = cuda_queue();
-  mmbMemInterface *gpu = gpu_interface();
+  mmbMemInterface *gpu = test_cuda_interface();
   mmbAllocation *a, *b[8];
   OK(mmb_allocate(1 << 16, gpu, &a));
   void *held = mmb_allocation_ptr(a);
