@@ -65,6 +65,18 @@ static double cv_trip(void) {
 
 static void nothing(void *arg) { (void)arg; }
 
+/* Median time to submit a no-op with a request and wait on it. */
+static double round_trip(mmbQueue *q, int trips, double *v) {
+  for (int i = 0; i < trips; i++) {
+    mmbRequest r = {0};
+    double t0 = now();
+    CHECK(mmb_queue_submit(q, nothing, NULL, &r));
+    CHECK(mmb_wait(&r));
+    v[i] = now() - t0;
+  }
+  return median(v, trips);
+}
+
 static void stream_section(int trips, double *v) {
   mmbQueue *up, *down;
   if (mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &up) != MMB_OK) {
@@ -72,15 +84,8 @@ static void stream_section(int trips, double *v) {
     return;
   }
   CHECK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &down));
-  for (int i = 0; i < trips; i++) {
-    mmbRequest r = {0};
-    double t0 = now();
-    CHECK(mmb_queue_submit(up, nothing, NULL, &r));
-    CHECK(mmb_wait(&r));
-    v[i] = now() - t0;
-  }
   printf("4. CUDA-stream backend\n   empty request round trip (host function + event), median "
-         "of %d: %.2f us\n", trips, median(v, trips) * 1e6);
+         "of %d: %.2f us\n", trips, round_trip(up, trips, v) * 1e6);
   mmbMemSpace *dram, *gpu;
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
   CHECK(mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu));
@@ -137,14 +142,7 @@ int main(int argc, char **argv) {
   pthread_cond_signal(&to_worker);
   pthread_mutex_unlock(&lock);
   pthread_join(th, NULL);
-  for (int i = 0; i < trips; i++) {
-    mmbRequest r = {0};
-    double t0 = now();
-    CHECK(mmb_queue_submit(q, nothing, NULL, &r));
-    CHECK(mmb_wait(&r));
-    v[i] = now() - t0;
-  }
-  double rt = median(v, trips);
+  double rt = round_trip(q, trips, v);
   printf("1. empty request round trip, median of %d\n", trips);
   printf("   mmb thread queue %.2f us, pthread cond-var handoff %.2f us, ratio %.2fx (target: < 5 us)\n",
          rt * 1e6, cv * 1e6, rt / cv);
