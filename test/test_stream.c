@@ -24,6 +24,14 @@ static fake_stream *fake_of(mmbQueue *q) { return (fake_stream *)q->stream; }
 /* Gives the workers time to issue what they can; the gate stays closed. */
 static void settle(void) { usleep(20000); }
 
+/* Waits (up to 5 s, for a loaded machine) until the fake streams have
+   issued `want` of what `count` counts, then settles: the caller then
+   checks that no more than that was issued. */
+static void await_count(atomic_int *count, int want) {
+  for (int i = 0; i < 5000 && atomic_load(count) < want; i++) usleep(1000);
+  settle();
+}
+
 static bool complete(mmbRequest *r) {
   bool done;
   OK(mmb_request_is_complete(r, &done));
@@ -67,7 +75,7 @@ MMB_TEST(stream_queue, device_copies_are_issued_and_done_on_their_event) {
   close_gate(q);
   OK(mmb_copy_async(d, h, q, &r1));
   OK(mmb_copy_1d_async(back, 0, d, 0, N, q, &r2));
-  settle();
+  await_count(&copies_issued, 2);
   cr_assert_eq(atomic_load(&copies_issued), 2, "both copies are issued behind the gate");
   cr_assert(!complete(&r1) && !complete(&r2));
   cr_assert_neq(memcmp(mmb_allocation_ptr(back), mmb_allocation_ptr(h), N), 0);
@@ -99,7 +107,7 @@ MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
   OK(mmb_copy_async(mid2, mid, q, NULL)); /* host pair: on the worker, after a drain */
   OK(mmb_copy_async(d2, mid2, q, NULL));  /* issued once the host copy has run */
   OK(mmb_copy_async(back, d2, q, &r));
-  settle();
+  await_count(&copies_issued, 2);
   cr_assert_eq(atomic_load(&copies_issued), 2, "nothing after the host copy is issued yet");
   atomic_store(&gate, 1);
   OK(mmb_wait(&r));
@@ -124,7 +132,7 @@ MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {
   OK(mmb_copy_async(d, h, a, &ra));
   OK(mmb_queue_wait_request(b, &ra));
   OK(mmb_copy_async(back, d, b, &rb));
-  settle();
+  await_count(&copies_issued, 2);
   cr_assert_eq(atomic_load(&device_waits), 1, "the dependency is an event wait on b's stream");
   cr_assert_eq(atomic_load(&copies_issued), 2, "b's copy is issued behind the event wait");
   cr_assert(!complete(&rb));
@@ -213,7 +221,7 @@ MMB_TEST(stream_queue, array_and_tile_transports) {
   close_gate(q);
   OK(mmb_array_copy_async(d, a, q, NULL));
   OK(mmb_array_copy_async(b, d, q, &r));
-  settle();
+  await_count(&copies_issued, 2);
   cr_assert_eq(atomic_load(&copies_issued), 2);
   cr_assert(!complete(&r));
   atomic_store(&gate, 1);

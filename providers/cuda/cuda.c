@@ -56,15 +56,15 @@ static void cuda_free(void *state, void *ptr, size_t size, size_t alignment) {
 }
 
 static mmbError cuda_memset(void *state, void *ptr, int value, size_t size) {
-  return mmb__cuda_error(ON_DEVICE(((cuda_state *)state)->device, cudaMemset(ptr, value, size)),
-                   "cudaMemset");
+  int device = ((cuda_state *)state)->device;
+  return mmb__cuda_error(ON_DEVICE(device, cudaMemset(ptr, value, size)), "cudaMemset");
 }
 
 static mmbError cuda_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
                              size_t spitch, size_t width, size_t height) {
   (void)state;
-  return mmb__cuda_error(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault),
-                   "cudaMemcpy2D");
+  return mmb__cuda_error(
+      cudaMemcpy2D(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault), "cudaMemcpy2D");
 }
 
 static mmbError cuda_copy_3d(void *state, void *dst, size_t dpitch, size_t dslice,
