@@ -202,7 +202,7 @@ static mmbError fake_start(mmbQueue *q, const mmbQueueOptions *opts) {
   f->base = (mmb__stream){
     .engine = {.state = f, .copy_2d = fake_copy_2d, .reaches = fake_reaches},
     .events = &fake_events, .host_func = fake_host_func, .wait_event = fake_wait_event,
-    .record = fake_record, .sync = fake_sync,
+    .record = fake_record, .sync = fake_sync, .native = f,
   };
   pthread_mutex_init(&f->lock, NULL);
   pthread_cond_init(&f->cond, NULL);

@@ -5,6 +5,7 @@
    rather than as luck. */
 #include "arrays.h"
 #include "gate.h"
+#include "../src/tile/tile.h"
 
 static mmbQueue *thread_queue(void) {
   mmbQueue *q;
@@ -473,6 +474,70 @@ MMB_TEST(prefetch, leaving_early_and_restarting) {
     if (idx[0] >= 8 && idx[0] < 24) cr_assert_eq(*array_at(a, idx), -1.0, "row %zu", idx[0]);
     else if (idx[0] >= 24) cr_assert_eq(*array_at(a, idx), value_at(idx, 2, 1), "row %zu", idx[0]);
   } while (index_next(idx, lo, hi, 2));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}
+
+/* The footprint is what the pool carves for depth + 2 duplicates; a space
+   of exactly that size streams the whole array. */
+MMB_TEST(prefetch, a_space_of_the_footprint_is_enough) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 256, 1000, 1);                 /* rows of 8000 bytes */
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 1000}}));    /* 16 tiles of 128000 bytes */
+  mmbQueue *q = thread_queue();
+  size_t bytes = 0;
+  mmbTileIteratorOptions o = prefetching(q, NULL, 2, MMB_READ_WRITE);
+  FAILS(mmb_tile_iterator_footprint(NULL, &o, &bytes), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_footprint(a, NULL, &bytes), MMB_INVALID_ARG);
+  FAILS(mmb_tile_iterator_footprint(a, &o, NULL), MMB_INVALID_ARG);
+  OK(mmb_tile_iterator_footprint(a, &o, &bytes));
+  cr_assert_eq(bytes, (size_t)2 << 20, "4 blocks of 128000 bytes share one 2 MiB segment");
+  o.depth = 30;   /* 32 blocks at most, but one per tile: 16, in 1 segment */
+  OK(mmb_tile_iterator_footprint(a, &o, &bytes));
+  cr_assert_eq(bytes, (size_t)2 << 20);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {160, 1000}}));   /* 1280000 bytes: 20 MiB segments */
+  o.depth = 0;                                                /* 1 ahead: 2 tiles here */
+  OK(mmb_tile_iterator_footprint(a, &o, &bytes));
+  cr_assert_eq(bytes, (size_t)20 << 20);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 1000}}));
+  o.depth = 2;
+  OK(mmb_tile_iterator_footprint(a, &o, &bytes));
+  mmbMemSpace *fast = limited_space(bytes);
+  o.space = fast;
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &o, &it));
+  size_t visited = 0;
+  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); visited++) {
+    assert_tile_filled(t, 1);
+    OK(mmb_tile_iterator_next(it));
+  }
+  cr_assert_eq(visited, 16);
+  OK(mmb_tile_iterator_destroy(it));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+}
+
+/* A walk lets go of each tile's record of its last operation once that
+   operation is done: walking many tiles keeps no request per tile. */
+MMB_TEST(prefetch, a_walk_keeps_no_request_per_tile) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = filled(iface, 64, 16, 1);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {1, 16}}));   /* 64 tiles */
+  mmbMemSpace *fast = limited_space(1 << 20);
+  mmbQueue *q = thread_queue();
+  mmbTileIteratorOptions o = prefetching(q, fast, 2, MMB_READ_WRITE);
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &o, &it));
+  while (mmb_tile_iterator_tile(it)) OK(mmb_tile_iterator_next(it));
+  OK(mmb_tile_iterator_first(it));   /* waits for the last merges */
+  for (size_t i = 3; i < 64; i++) {  /* tiles 0 to 2 are on their way again */
+    mmbArrayTile *t;
+    OK(mmb_tile_at(a, &(mmbIndex){2, {i, 0}}, &t));
+    cr_assert_null(((mmb__tile *)t)->pending, "tile %zu still holds its last request", i);
+  }
+  OK(mmb_tile_iterator_destroy(it));
   OK(mmb_queue_destroy(NULL, &q));
   OK(mmb_array_destroy(a));
   OK(mmb_space_release(fast));

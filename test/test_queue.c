@@ -155,6 +155,54 @@ MMB_TEST(queue, a_queue_can_wait_for_another_queues_request) {
   OK(mmb_queue_destroy(NULL, &q2));
 }
 
+/* A marker completes once the work submitted before it has run; another
+   queue can wait for it without the caller blocking. */
+MMB_TEST(queue, a_marker_completes_after_the_work_before_it) {
+  mmbQueue *q1 = thread_queue(), *q2 = thread_queue();
+  mmbRequest m = {0}, r2 = {0};
+  int seen = -1;
+  atomic_store(&gate, 0);
+  OK(mmb_queue_submit(q1, wait_for_gate, NULL, NULL));
+  OK(mmb_queue_marker(q1, &m));
+  OK(mmb_queue_wait_request(q2, &m));
+  OK(mmb_queue_submit(q2, after_gate, &seen, &r2));
+  usleep(20000);
+  bool done;
+  OK(mmb_request_is_complete(&m, &done));
+  cr_assert(!done, "the marker passed work queued before it");
+  OK(mmb_request_is_complete(&r2, &done));
+  cr_assert(!done, "q2 ran ahead of q1's marker");
+  atomic_store(&gate, 1);
+  OK(mmb_wait(&r2));
+  cr_assert_eq(seen, 1);
+  OK(mmb_wait(&m));
+  OK(mmb_queue_marker(q1, &m));   /* an idle queue: done as soon as it is seen */
+  OK(mmb_wait(&m));
+  FAILS(mmb_queue_marker(NULL, &m), MMB_INVALID_ARG);
+  FAILS(mmb_queue_marker(q1, NULL), MMB_INVALID_ARG);
+  OK(mmb_queue_marker(q1, &m));
+  FAILS(mmb_queue_marker(q1, &m), MMB_INVALID_ARG);   /* in use until waited on */
+  OK(mmb_wait(&m));
+  OK(mmb_queue_destroy(NULL, &q1));
+  OK(mmb_queue_destroy(NULL, &q2));
+}
+
+/* A thread queue has no native queue, and cannot be given one. */
+MMB_TEST(queue, thread_queues_have_no_native_queue) {
+  mmbQueue *q = thread_queue(), *other = NULL;
+  int sentinel;
+  void *native = &sentinel;
+  FAILS(mmb_queue_get_native(q, &native), MMB_UNSUPPORTED);
+  cr_assert_eq(native, &sentinel, "out-parameter written on failure");
+  FAILS(mmb_queue_get_native(NULL, &native), MMB_INVALID_ARG);
+  FAILS(mmb_queue_get_native(q, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD, .native = &sentinel},
+                         &other),
+        MMB_INVALID_ARG);
+  cr_assert_null(other);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
 static void slow_count(void *arg) {
   usleep(200);
   atomic_fetch_add((_Atomic int *)arg, 1);

@@ -183,3 +183,31 @@ MMB_TEST(space, names) {
   cr_assert_str_eq(mmb_provider_name(MMB_PROVIDER_PINNED), "pinned");
   cr_assert_str_eq(mmb_provider_name((mmbProviderType)99), "unknown");
 }
+
+/* Requested spaces have names of their own: distinct by default (each gets
+   its own counter track in a trace), or the caller's. */
+MMB_TEST(space, requested_spaces_are_named_apart) {
+  mmbMemSpace *a, *b, *named, *out = NULL;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 20}, &a));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 20}, &b));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.name = "fast: activations"},
+                       &named));
+  mmbSpaceInfo ia, ib, in;
+  OK(mmb_space_get_info(a, &ia));
+  OK(mmb_space_get_info(b, &ib));
+  OK(mmb_space_get_info(named, &in));
+  cr_assert_str_neq(ia.name, ib.name);
+  cr_assert(strstr(ia.name, "limited"), "%s", ia.name);
+  cr_assert_str_eq(in.name, "fast: activations");
+  char long_name[64];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  FAILS(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.name = long_name}, &out),
+        MMB_INVALID_ARG);
+  FAILS(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.name = ""}, &out),
+        MMB_INVALID_ARG);
+  cr_assert_null(out);
+  OK(mmb_space_release(a));
+  OK(mmb_space_release(b));
+  OK(mmb_space_release(named));
+}

@@ -59,6 +59,9 @@ MMB_TEST(stream_queue, reports_its_backend) {
   cr_assert_eq(b, MMB_QUEUE_THREAD);
   FAILS(mmb_queue_get_backend(NULL, &b), MMB_INVALID_ARG);
   FAILS(mmb_queue_get_backend(t, NULL), MMB_INVALID_ARG);
+  void *native = NULL;
+  OK(mmb_queue_get_native(q, &native));   /* the stream's own handle */
+  cr_assert_eq(native, (void *)q->stream);
   OK(mmb_queue_destroy(NULL, &t));
   OK(mmb_queue_destroy(NULL, &q));
 }
@@ -289,8 +292,10 @@ MMB_TEST(stream_queue, without_a_device_streams_are_unavailable_and_auto_is_thre
   if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) == MMB_OK)
     cr_skip_test("this node has a CUDA device");
   mmbQueue *q = NULL;
+  int not_a_stream;
   FAILS(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &q),
         MMB_UNAVAILABLE);
+  FAILS(mmb_queue_create(&(mmbQueueOptions){.native = &not_a_stream}, &q), MMB_UNAVAILABLE);
   cr_assert_null(q);
   OK(mmb_queue_create(NULL, &q));
   mmbQueueBackend b;
@@ -310,6 +315,35 @@ MMB_TEST(cuda_stream, auto_picks_a_stream_where_a_device_exists) {
         MMB_INVALID_ARG);
   OK(mmb_queue_destroy(NULL, &a));
   OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* A queue over a stream it was given uses that stream and leaves it alive:
+   the queue that owns the stream still copies on it afterwards. */
+MMB_TEST(cuda_stream, a_borrowed_native_stream_is_used_and_left_alive) {
+  mmbQueue *owner = cuda_queue(), *borrower;
+  void *stream = NULL, *seen = NULL;
+  OK(mmb_queue_get_native(owner, &stream));
+  cr_assert_not_null(stream);
+  OK(mmb_queue_create(&(mmbQueueOptions){.native = stream}, &borrower));   /* AUTO: a stream */
+  OK(mmb_queue_get_native(borrower, &seen));
+  cr_assert_eq(seen, stream);
+  mmbMemInterface *gpu = test_cuda_interface(), *host = test_interface(MMB_PROVIDER_DEFAULT, 0);
+  enum { N = 1 << 16 };
+  mmbAllocation *h = patterned(host, N, 11), *d, *back;
+  OK(mmb_allocate(N, gpu, &d));
+  OK(mmb_allocate(N, host, &back));
+  mmbRequest r = {0};
+  OK(mmb_copy_async(d, h, borrower, NULL));
+  OK(mmb_queue_destroy(NULL, &borrower));   /* the stream lives on */
+  OK(mmb_copy_async(back, d, owner, &r));
+  OK(mmb_wait(&r));
+  assert_same(h, back, N);
+  OK(mmb_free(h));
+  OK(mmb_free(d));
+  OK(mmb_free(back));
+  OK(mmb_interface_destroy(gpu));
+  OK(mmb_interface_destroy(host));
+  OK(mmb_queue_destroy(NULL, &owner));
 }
 
 /* Host -> device -> host in 1-D, 2-D and 3-D boxes (cudaMemcpyAsync,

@@ -43,7 +43,9 @@ MMB_TEST(trace, events_and_counter_tracks) {
   mmbAllocation *old;
   OK(mmb_allocate(4096, before, &old));   /* live when the trace starts */
   OK(mmb_trace_start());
-  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 26}, &limited));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU,
+                       &(mmbMemSpaceConfig){.size_limit = 1 << 26, .name = "traced, limited"},
+                       &limited));
   mmbMemInterfaceConfig pool = {.strategy = MMB_STRATEGY_POOL};
   mmbMemInterface *iface;
   OK(mmb_request_interface(limited, &pool, &iface));
@@ -61,7 +63,7 @@ MMB_TEST(trace, events_and_counter_tracks) {
   snprintf(expect, sizeof expect, "allocs=10 frees=10 copies=2 dropped=0 space='%s' final_used=4096",
            "DRAM (NUMA 0)");
   cr_assert(trace_holds(path, expect), "%s", expect);
-  cr_assert(trace_holds(path, "space='DRAM (NUMA 0), limited' final_used=0"));
+  cr_assert(trace_holds(path, "space='traced, limited' final_used=0"));
   unlink(path);
   OK(mmb_free(late));
   OK(mmb_free(old));

@@ -41,13 +41,38 @@ extern "C" {
 /**
  * Creates a queue.
  * \param opts  NULL: MMB_QUEUE_AUTO. backend: AUTO, THREAD or CUDA_STREAM;
- *              device: the CUDA device of a stream queue.
- * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or an unknown backend;
+ *              device: the CUDA device of a stream queue; native: an existing
+ *              cudaStream_t to run on (mmb_queue_destroy leaves it alive).
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q, an unknown backend, or
+ *         a native queue for a thread queue;
  *         MMB_UNAVAILABLE for CUDA_STREAM without a device; MMB_ERROR when
  *         the thread or stream cannot be made; MMB_OUT_OF_MEMORY;
  *         MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
+
+/**
+ * The native queue under \p q, for code that issues its own work in order
+ * with mmb's (kernels, cuBLAS calls): the cudaStream_t of a stream queue,
+ * as a void pointer (the one given in mmbQueueOptions.native, or mmb's own).
+ * Work issued on it directly follows what the queue has issued on it so
+ * far (mmb_wait on a request first to follow a given operation), and a
+ * later mmb_queue_marker on the queue covers it.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_UNSUPPORTED for a thread
+ *         queue, which has no native queue (\p *out untouched);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_get_native(const mmbQueue *q, void **out);
+
+/**
+ * A request that completes once everything submitted to \p q before this
+ * call has run: an event recorded on a stream queue (cudaEventRecord), a
+ * marker in the FIFO of a thread queue. With mmb_queue_wait_request it
+ * orders another queue after \p q without blocking the caller.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or a request already in use;
+ *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req);
 
 /** The backend \p q runs on: MMB_QUEUE_THREAD or MMB_QUEUE_CUDA_STREAM
     (what MMB_QUEUE_AUTO picked). \return MMB_OK; MMB_INVALID_ARG for NULLs. */

@@ -171,8 +171,9 @@ MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
  * write every element of each tile handed out. Creating it starts the walk
  * and waits for the first duplicate; next waits for the one it moves to; a
  * failed prefetch comes back from the call that needed it. The space must
- * hold depth + 2 tiles; destroy merges the current tile, releases the ones
- * not yet handed out, and waits for the merges.
+ * hold depth + 2 tiles, as its pool carves them: mmb_tile_iterator_footprint
+ * says how many bytes that takes. Destroy merges the current tile, releases
+ * the ones not yet handed out, and waits for the merges.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown schedule, access or
  *         merge, a queue without a space (or the reverse), or SUM, MIN or
  *         MAX on a layout without an element type; MMB_INVALID_STATE for
@@ -182,6 +183,23 @@ MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
 MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
                                              const mmbTileIteratorOptions *opts,
                                              mmbTileIterator **out_it);
+/**
+ * Bytes of opts->space that a prefetching iterator over \p in_array with
+ * \p opts always has enough with: depth + 2 duplicates of the array's
+ * largest tile (at most one per tile), as the pool mmb keeps for the space
+ * carves them (512-byte granules; 2 MiB segments for tiles up to 1 MiB,
+ * 20 MiB segments up to 10 MiB, a segment each beyond). Several iterators
+ * drawing on one space need at most the sum of their footprints; if their
+ * tiles have one size, at most the footprint of one iterator whose depth + 2
+ * is the sum of theirs. Use it to size a space for an iterator, or tiles for
+ * a space's budget.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY when the
+ *         array's tiling cannot be made; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_tile_iterator_footprint(mmbArray *in_array,
+                                                const mmbTileIteratorOptions *opts,
+                                                size_t *out_bytes);
+
 /** Back to the first tile (prefetching: unless it is there already, the
     current tile is merged, the prefetched ones are released, and the walk
     starts again). \return MMB_OK; MMB_INVALID_ARG for NULL; a prefetch's

@@ -117,6 +117,9 @@ typedef struct mmbMemSpaceConfig {
   size_t size_limit;  /**< bytes this space may hold at once; 0 = the parent's capacity */
   int numa_node;      /**< host layers: the n-th space of that layer (0-based, as mmb-info lists them) */
   int device;         /**< GDRAM: the CUDA device ordinal (0-based) */
+  const char *name;   /**< its name in statistics and traces (copied; at most 47 bytes; one
+                           counter track per name, so keep names distinct); NULL: the
+                           parent's name, ", limited" and a number, unique in the process */
 } mmbMemSpaceConfig;
 
 /** Config of mmb_request_interface. NULL or all-zero: default provider, basic strategy. */
@@ -168,6 +171,10 @@ typedef struct mmbQueueOptions {
   int device;               /**< CUDA device of a stream queue */
   mmbMemSpace *near;        /**< thread queues: bind the worker near this space's memory
                                  (its NUMA node, with hwloc); NULL = unbound */
+  void *native;             /**< stream queues: an existing native queue (a cudaStream_t on
+                                 `device`) for mmb to run on instead of a stream of its own;
+                                 mmb never destroys it. NULL = mmb makes one. With AUTO it
+                                 asks for a stream queue. */
 } mmbQueueOptions;
 /** A request: the caller's; {0} (or {NULL}) means "no request". */
 typedef struct mmbRequest { void *impl; } mmbRequest;

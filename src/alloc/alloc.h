@@ -246,6 +246,9 @@ void mmb__interfaces_finalize(void);
 /* The pooled, thread-safe interface mmb keeps for a space (made on first
    use): duplicates and migrated tiles draw on it. */
 mmbError mmb__space_interface(mmbMemSpace *space, mmbMemInterface **out);
+/* Bytes a fresh pool reserves at most to hold `count` blocks of `bytes`
+   each at once (pool.c): segment rounding included. SIZE_MAX on overflow. */
+size_t mmb__pool_footprint(size_t bytes, size_t count);
 /* Destroys a space's own interface if nothing of it is live (release). */
 void mmb__space_interface_drop(mmbMemSpace *space);
 /* Calls fn on every live interface, under the interface list lock. */

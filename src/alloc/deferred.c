@@ -7,7 +7,7 @@ static void fences_drop(mmbAllocation *a) {
   for (mmb__fence *f = a->fences, *next; f; f = next) {
     next = f->next;
     f->ops->release(f->fence);
-    mmb__free(f);
+    mmb__record_free(f, sizeof *f);
   }
   a->fences = NULL;
 }
@@ -31,7 +31,7 @@ mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
       f->fence = fence;
       return MMB_OK;
     }
-  mmb__fence *f = mmb__malloc(sizeof *f);
+  mmb__fence *f = mmb__record_alloc(sizeof *f);
   if (!f) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
   *f = (mmb__fence){.fence = fence, .ops = ops, .next = a->fences};
   a->fences = f;

@@ -265,6 +265,21 @@ void mmb__pool_release_free(pool *p, size_t keep) {
   }
 }
 
+size_t mmb__pool_footprint(size_t bytes, size_t count) {
+  if (!bytes || !count) return 0;
+  size_t need = bytes > SIZE_MAX - POOL_HUGE_ROUND ? SIZE_MAX : pool_round(bytes);
+  if (need >= POOL_HUGE_REQUEST) {   /* a segment each, rounded */
+    size_t seg = need > SIZE_MAX - POOL_HUGE_ROUND ? SIZE_MAX
+                 : (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1);
+    return count > SIZE_MAX / seg ? SIZE_MAX : count * seg;
+  }
+  /* Carved from full segments: never more than this, since a segment cut
+     to fit a tight limit holds fewer bytes than a full one would. */
+  size_t seg = need > POOL_SMALL_MAX ? POOL_LARGE_SEGMENT : POOL_SMALL_SEGMENT;
+  size_t per = seg / need, segs = count / per + (count % per != 0);
+  return segs > SIZE_MAX / seg ? SIZE_MAX : segs * seg;
+}
+
 /* ---- life ---------------------------------------------------------------- */
 
 mmbError mmb__pool_init(pool *p, mmbMemInterface *iface) {

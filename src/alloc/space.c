@@ -172,6 +172,8 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
   if (cfg) {
     MMB__ARG(cfg->numa_node < 0 || cfg->device < 0, __func__,
              "numa_node %d / device %d: indices are 0-based", cfg->numa_node, cfg->device);
+    MMB__ARG(cfg->name && (!*cfg->name || strlen(cfg->name) >= sizeof(mmbSpaceInfo){0}.name),
+             __func__, "a space's name has 1 to %zu bytes", sizeof(mmbSpaceInfo){0}.name - 1);
     index = layer == MMB_GDRAM ? cfg->device : cfg->numa_node;
   }
   mmbMemSpace *base = find_discovered(layer, ctx, index);
@@ -189,7 +191,10 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
   s->info.capacity = base->info.capacity;
   s->own_limit = cfg->size_limit ? cfg->size_limit : SIZE_MAX;
   s->parent = base;
-  snprintf(s->info.name, sizeof s->info.name, "%.30s, limited", base->info.name);
+  static _Atomic unsigned long named;   /* default names are numbered: one track each */
+  if (cfg->name) snprintf(s->info.name, sizeof s->info.name, "%s", cfg->name);
+  else snprintf(s->info.name, sizeof s->info.name, "%.24s, limited %lu", base->info.name,
+                atomic_fetch_add(&named, 1) + 1);
   atomic_fetch_add(&base->n_users, 1);
   pthread_mutex_lock(&requested_lock);
   s->next = requested;

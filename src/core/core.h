@@ -54,6 +54,16 @@ void *mmb__malloc(size_t n);
 void *mmb__calloc(size_t count, size_t size);
 void mmb__free(void *p);
 
+/* Internal records the library makes and drops at a high rate (requests,
+   work items, fences) come from shared free lists (recycle.c); free needs
+   the size the record was made with. Both allocations count as
+   fault-injection sites. */
+void *mmb__record_alloc(size_t n);
+void *mmb__record_calloc(size_t n);
+void mmb__record_free(void *p, size_t n);
+/* Gives the kept blocks back to malloc (mmb_finalize). */
+void mmb__records_trim(void);
+
 /* Fault injection (tests only, but always built): after `skip` more sites
    have passed, the next `count` sites fail. A site is an internal allocation
    or a trip to a provider. */

@@ -40,6 +40,7 @@ mmbError mmb_finalize(void) {
   if (count == 1) {
     mmb__queues_finalize();
     mmb__alloc_finalize();
+    mmb__records_trim();
   }
   atomic_store_explicit(&init_count, count - 1, memory_order_release);
   pthread_mutex_unlock(&init_lock);

@@ -9,8 +9,10 @@
        pairs, merges that compute, copies through a user provider.
    A dependency on a request of another stream becomes cudaStreamWaitEvent;
    one on a thread queue's request is waited for by the worker, and a thread
-   queue waits for a stream's request on its event. Only this file and
-   providers/cuda include CUDA headers. Built only with CUDA. */
+   queue waits for a stream's request on its event. The stream is mmb's
+   own, or the caller's (mmbQueueOptions.native), which is never destroyed
+   here. Only this file and providers/cuda include CUDA headers. Built only
+   with CUDA. */
 #include "queue.h"
 
 #include "../../providers/cuda/cuda.h"
@@ -19,6 +21,7 @@ typedef struct cuda_stream {
   mmb__stream base;   /* first: q->stream points here */
   cudaStream_t stream;
   int device;
+  bool borrowed;      /* the caller's (mmbQueueOptions.native): never destroyed here */
 } cuda_stream;
 
 /* Work is issued from the worker thread, which keeps the queue's device current. */
@@ -112,17 +115,23 @@ static mmbError stream_start(mmbQueue *q, const mmbQueueOptions *opts) {
     .sync = stream_sync,
   };
   c->device = opts->device;
-  mmbError err = mmb__cuda_error(
-      ON_DEVICE(c->device, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)),
-      "cudaStreamCreateWithFlags");
+  c->borrowed = opts->native != NULL;
+  mmbError err = MMB_OK;
+  if (c->borrowed)
+    c->stream = opts->native;
+  else
+    err = mmb__cuda_error(
+        ON_DEVICE(c->device, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)),
+        "cudaStreamCreateWithFlags");
   if (err != MMB_OK) {
     mmb__free(c);
     return mmb__fail(err, "mmb_queue_create", "no stream on CUDA device %d", opts->device);
   }
+  c->base.native = c->stream;
   q->stream = &c->base;
   if ((err = mmb__thread_backend.start(q, opts)) != MMB_OK) {
     q->stream = NULL;
-    cudaStreamDestroy(c->stream);
+    if (!c->borrowed) cudaStreamDestroy(c->stream);
     mmb__free(c);
   }
   return err;
@@ -136,7 +145,8 @@ static void stream_stop(mmbQueue *q) {
   mmb__thread_backend.stop(q);
   mmb__cuda_error(ON_DEVICE(c->device, cudaStreamSynchronize(c->stream)),
                   "cudaStreamSynchronize");
-  mmb__cuda_error(ON_DEVICE(c->device, cudaStreamDestroy(c->stream)), "cudaStreamDestroy");
+  if (!c->borrowed)
+    mmb__cuda_error(ON_DEVICE(c->device, cudaStreamDestroy(c->stream)), "cudaStreamDestroy");
   q->stream = NULL;
   mmb__free(c);
 }

@@ -5,10 +5,15 @@
 #include <string.h>
 
 mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w)) {
-  mmb__work *w = mmb__calloc(1, size);
-  if (w) w->run = run;
+  mmb__work *w = mmb__record_calloc(size);
+  if (w) {
+    w->run = run;
+    w->size = size;
+  }
   return w;
 }
+
+void mmb__work_free(mmb__work *w) { mmb__record_free(w, w->size); }
 
 static mmbError noop(mmb__work *w) { return MMB_OK; }
 static mmbError issue_noop(mmb__work *w, mmb__stream *s) { return MMB_OK; }
@@ -35,7 +40,7 @@ static void settle(mmbQueue *q, mmb__work *w, mmbError err) {
     mmb__request_complete(w->req, err);
     mmb__request_unref(w->req);
   }
-  mmb__free(w);
+  mmb__work_free(w);
 }
 
 /* On a stream, a dependency issued on a stream of the same kind becomes a
@@ -87,7 +92,7 @@ mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest
   w->orphan = !req;
   if (req || track) {
     if (!(w->req = mmb__request_new())) {
-      mmb__free(w);
+      mmb__work_free(w);
       return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a request");
     }
     w->req->q = q;
@@ -124,6 +129,13 @@ mmbError mmb__pending_order(const char *func, mmbQueue *q, mmb__request *r) {
   return push_after(func, q, r);
 }
 
+void mmb__pending_release_done(mmb__request **slot) {
+  if (*slot && mmb__request_done(*slot)) {
+    mmb__request_unref(*slot);
+    *slot = NULL;
+  }
+}
+
 void mmb__pending_set(mmb__request **slot, mmb__request *r) {
   mmb__request_ref(r);
   if (*slot) mmb__request_unref(*slot);
@@ -133,10 +145,16 @@ void mmb__pending_set(mmb__request **slot, mmb__request *r) {
 static mmbError resolve_backend(const mmbQueueOptions *o, const mmb__queue_backend **out) {
   switch (o->backend) {
     case MMB_QUEUE_AUTO:
+      if (o->native) return resolve_backend(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM,
+                                                              .device = o->device,
+                                                              .native = o->native}, out);
       *out = mmb__cuda_stream_backend && mmb__cuda_device_count() > 0 ? mmb__cuda_stream_backend
                                                                        : &mmb__thread_backend;
       return MMB_OK;
-    case MMB_QUEUE_THREAD: *out = &mmb__thread_backend; return MMB_OK;
+    case MMB_QUEUE_THREAD:
+      MMB__ARG(o->native != NULL, "mmb_queue_create", "a thread queue takes no native queue");
+      *out = &mmb__thread_backend;
+      return MMB_OK;
     case MMB_QUEUE_CUDA_STREAM:
       if (!mmb__cuda_stream_backend || mmb__cuda_device_count() == 0)
         return mmb__fail(MMB_UNAVAILABLE, "mmb_queue_create", "no CUDA device for a stream");
@@ -191,6 +209,23 @@ mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOption
   link_queue(nq);
   *q = nq;
   return MMB_OK;
+}
+
+mmbError mmb_queue_get_native(const mmbQueue *q, void **out) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!q || !out, __func__, "NULL argument");
+  if (!q->stream) return mmb__fail(MMB_UNSUPPORTED, __func__, "a thread queue has no native queue");
+  *out = q->stream->native;
+  return MMB_OK;
+}
+
+mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!req, __func__, "req is NULL");
+  mmb__work *w = marker();
+  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, __func__, "no memory for a marker");
+  return mmb__queue_push(__func__, q, w, req, NULL);
 }
 
 mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend) {

@@ -53,6 +53,7 @@ void *mmb__request_issued(mmb__request *r);
 /* A device stream a queue backend runs work on (cuda_stream.c). What is
    issued on it runs in issue order, after the call that issued it returns. */
 typedef struct mmb__stream {
+  void *native;                   /* the device's own handle (a cudaStream_t) */
   mmb__copy_engine engine;        /* copies, issued on the stream */
   const mmb__event_ops *events;   /* what record makes */
   /* Enqueues fn(arg) on the stream; fn must not call CUDA. */
@@ -75,11 +76,13 @@ struct mmb__work {
   bool orphan;                     /* the caller holds no request: errors are deferred */
   mmb__request *after;             /* optional: run only once it is done */
   mmb__work *next;
+  size_t size;                     /* as made by mmb__work_new */
 };
 
 /* A work item with `size` bytes (at least sizeof(mmb__work)) whose payload
    follows the header; NULL on OOM. */
 mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w));
+void mmb__work_free(mmb__work *w);
 
 typedef struct mmb__queue_backend {
   const char *name;
@@ -131,6 +134,9 @@ void mmb__pending_wait(mmb__request **slot);
 mmbError mmb__pending_order(const char *func, mmbQueue *q, mmb__request *r);
 /* Makes r (a new reference) the object's last operation. */
 void mmb__pending_set(mmb__request **slot, mmb__request *r);
+/* Lets go of the object's last operation if it is done: nothing to order
+   after it any more, and its request need not live as long as the object. */
+void mmb__pending_release_done(mmb__request **slot);
 
 /* ---- reuse (reuse.c) ---------------------------------------------------- */
 extern const mmb__fence_ops mmb__request_fence;

@@ -12,7 +12,7 @@
 #endif
 
 mmb__request *mmb__request_new(void) {
-  mmb__request *r = mmb__malloc(sizeof *r);
+  mmb__request *r = mmb__record_alloc(sizeof *r);
   if (!r) return NULL;
   atomic_init(&r->done, 0);
   atomic_init(&r->refs, 1);
@@ -32,7 +32,7 @@ void mmb__request_unref(mmb__request *r) {
   if (ev) r->event_ops->destroy(ev);
   pthread_cond_destroy(&r->cond);
   pthread_mutex_destroy(&r->lock);
-  mmb__free(r);
+  mmb__record_free(r, sizeof *r);
 }
 
 void mmb__request_complete(mmb__request *r, mmbError err) {

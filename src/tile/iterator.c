@@ -155,6 +155,20 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   return MMB_OK;
 }
 
+mmbError mmb_tile_iterator_footprint(mmbArray *in_array, const mmbTileIteratorOptions *opts,
+                                     size_t *out_bytes) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!in_array || !opts || !out_bytes, __func__, "NULL argument");
+  struct mmb__tiling *g;
+  mmbError err = mmb__array_tiling(__func__, in_array, &g);
+  if (err != MMB_OK) return err;
+  size_t tile = in_array->layout.element_size;   /* the largest tile: the first, packed */
+  for (size_t k = 0; k < in_array->rank; k++) tile *= g->chunk[k];   /* <= the array's bytes */
+  size_t depth = mmb__min(opts->depth ? opts->depth : 1, g->n_tiles);
+  *out_bytes = mmb__pool_footprint(tile, mmb__min(depth + 2, g->n_tiles));
+  return MMB_OK;
+}
+
 static size_t position(const mmbTileIterator *it, size_t pos) {
   return it->order ? it->order[pos] : pos;
 }
@@ -163,12 +177,20 @@ static slot *slot_of(const mmbTileIterator *it, size_t pos) {
   return &it->slots[pos % it->n_slots];
 }
 
+/* Once the tile at `pos` has merged, nothing is pending on it: its record
+   of the last operation is let go, so a walk over many tiles keeps no
+   request per tile. */
+static void settle(mmbTileIterator *it, size_t pos) {
+  mmb__pending_release_done(&it->g->tiles[position(it, pos)].pending);
+}
+
 /* Asks for the duplicates of the tiles up to depth ahead of pos. */
 static mmbError prefetch(mmbTileIterator *it) {
   size_t n = it->g->n_tiles;
   while (it->issued < n && it->issued <= it->pos + it->depth) {
     slot *s = slot_of(it, it->issued);
     mmbError err = mmb_wait(&s->merged);   /* its storage is about to be reused */
+    if (it->issued >= it->n_slots) settle(it, it->issued - it->n_slots);
     if (err == MMB_OK)
       err = mmb_tile_duplicate_async(&it->g->tiles[position(it, it->issued)].pub, it->space,
                                      it->access, NULL, it->q, &s->ready, &s->dup);
@@ -202,6 +224,8 @@ static mmbError stop_prefetch(mmbTileIterator *it) {
     if ((err = mmb_wait(&it->slots[i].ready)) != MMB_OK && first == MMB_OK) first = err;
     if ((err = mmb_wait(&it->slots[i].merged)) != MMB_OK && first == MMB_OK) first = err;
   }
+  for (size_t p = it->issued > it->n_slots ? it->issued - it->n_slots : 0; p < it->issued; p++)
+    settle(it, p);
   it->issued = it->pos;
   return first;
 }
