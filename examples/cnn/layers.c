@@ -1,0 +1,225 @@
+/* The layers. Weighted layers walk their weights tile by tile (blocks of
+   output rows: of a dense layer's outputs, of a convolution's filters), so
+   a streamed weight is computed on block by block while the next block
+   moves; each block is updated as soon as its gradient is known. */
+#include "layers.h"
+
+#include <stdio.h>
+
+#define ALIGN 64
+
+static mmbError alloc_floats(cnn_pass *p, size_t n, float **out) {
+  return mmb_region_alloc(p->region, n * sizeof(float), ALIGN, (void **)out);
+}
+
+static mmbError walk_end(cnn_tiles *t, mmbError err) {
+  mmbError e = cnn_tiles_end(t);
+  return err != MMB_OK ? err : e;
+}
+
+static void update(cnn_pass *p, cnn_tiles *t, size_t cols) {
+  if (p->sgd)
+    p->ops->sgd(p->ops->ctx, t->value->ptr, t->grad->ptr, t->velocity ? t->velocity->ptr : NULL,
+                t->r1 - t->r0, cols, t->ld, p->sgd->lr, p->sgd->momentum);
+}
+
+/* y[n][c][p] += b[c]: the bias is one tile, resident or streamed. */
+static mmbError bias_forward(cnn_pass *p, cnn_param *b, float *y, size_t plane) {
+  cnn_tiles t;
+  mmbError err = cnn_tiles_begin(p->plan, b, false, &t);
+  if (err == MMB_OK) p->ops->add_bias(p->ops->ctx, y, p->batch, b->rows, plane, t.value->ptr);
+  return walk_end(&t, err);
+}
+
+static mmbError bias_backward(cnn_pass *p, cnn_param *b, const float *dy, size_t plane) {
+  cnn_tiles t;
+  mmbError err = cnn_tiles_begin(p->plan, b, true, &t);
+  if (err == MMB_OK) {
+    p->ops->sum_bias(p->ops->ctx, dy, p->batch, b->rows, plane, t.grad->ptr);
+    update(p, &t, 1);
+  }
+  return walk_end(&t, err);
+}
+
+/* ---- dense: y[batch, out] = x[batch, in] W^T + b ------------------------- */
+
+static mmbError dense_forward(cnn_pass *p, cnn_layer *l, const float *x) {
+  const cnn_ops *o = p->ops;
+  cnn_param *w = l->weight;
+  cnn_tiles t;
+  mmbError err = cnn_tiles_begin(p->plan, w, false, &t);
+  for (; err == MMB_OK && t.value; err = cnn_tiles_next(&t))
+    o->gemm(o->ctx, false, true, p->batch, t.r1 - t.r0, w->cols, 1.0f, x, w->cols, t.value->ptr,
+            t.ld, 0.0f, l->y + t.r0, w->rows);
+  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  return bias_forward(p, l->bias, l->y, 1);
+}
+
+/* dx = dy W (block by block: dx += dy[:, rows] W[rows]), dW[rows] =
+   dy[:, rows]^T x, then the block's update. */
+static mmbError dense_backward(cnn_pass *p, cnn_layer *l, const float *dy, float *dx) {
+  const cnn_ops *o = p->ops;
+  cnn_param *w = l->weight;
+  size_t in = w->cols, out = w->rows;
+  cnn_tiles t;
+  mmbError err = cnn_tiles_begin(p->plan, w, true, &t);
+  for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
+    size_t r = t.r1 - t.r0;
+    if (dx)
+      o->gemm(o->ctx, false, false, p->batch, in, r, 1.0f, dy + t.r0, out, t.value->ptr, t.ld,
+              first ? 0.0f : 1.0f, dx, in);
+    o->gemm(o->ctx, true, false, r, in, p->batch, 1.0f, dy + t.r0, out, l->x, in, 0.0f,
+            t.grad->ptr, t.ld);
+    update(p, &t, in);
+  }
+  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  return bias_backward(p, l->bias, dy, 1);
+}
+
+/* ---- convolution: per sample, y_n[filters, oh*ow] = W col_n + b ---------- */
+
+static cnn_window conv_window(const cnn_layer *l, size_t batch) {
+  return (cnn_window){.batch = batch, .c = l->in.c, .h = l->in.h, .w = l->in.w, .k = l->k,
+                      .stride = 1, .oh = l->out.h, .ow = l->out.w};
+}
+
+static cnn_window pool_window(const cnn_layer *l, size_t batch) {
+  return (cnn_window){.batch = batch, .c = l->in.c, .h = l->in.h, .w = l->in.w, .k = l->k,
+                      .stride = l->k, .oh = l->out.h, .ow = l->out.w};
+}
+
+static mmbError conv_forward(cnn_pass *p, cnn_layer *l, const float *x) {
+  const cnn_ops *o = p->ops;
+  cnn_param *w = l->weight;
+  cnn_window win = conv_window(l, p->batch);
+  size_t taps = w->cols, plane = l->out.h * l->out.w;
+  float *col;
+  mmbError err = alloc_floats(p, p->batch * taps * plane, &col);
+  if (err != MMB_OK) return err;
+  o->im2col(o->ctx, x, &win, col);
+  l->x = col;
+  cnn_tiles t;
+  err = cnn_tiles_begin(p->plan, w, false, &t);
+  for (; err == MMB_OK && t.value; err = cnn_tiles_next(&t))
+    for (size_t n = 0; n < p->batch; n++)
+      o->gemm(o->ctx, false, false, t.r1 - t.r0, plane, taps, 1.0f, t.value->ptr, t.ld,
+              col + n * taps * plane, plane, 0.0f, l->y + (n * w->rows + t.r0) * plane, plane);
+  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  return bias_forward(p, l->bias, l->y, plane);
+}
+
+/* dcol_n = W^T dy_n (into dx through col2im), dW = sum over n of dy_n col_n^T. */
+static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float *dx) {
+  const cnn_ops *o = p->ops;
+  cnn_param *w = l->weight;
+  size_t taps = w->cols, plane = l->out.h * l->out.w;
+  float *dcol = NULL;
+  mmbError err = dx ? alloc_floats(p, p->batch * taps * plane, &dcol) : MMB_OK;
+  if (err != MMB_OK) return err;
+  cnn_tiles t;
+  err = cnn_tiles_begin(p->plan, w, true, &t);
+  for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
+    size_t r = t.r1 - t.r0;
+    for (size_t n = 0; n < p->batch; n++) {
+      const float *dy_n = dy + (n * w->rows + t.r0) * plane;
+      if (dcol)
+        o->gemm(o->ctx, true, false, taps, plane, r, 1.0f, t.value->ptr, t.ld, dy_n, plane,
+                first ? 0.0f : 1.0f, dcol + n * taps * plane, plane);
+      o->gemm(o->ctx, false, true, r, taps, plane, 1.0f, dy_n, plane, l->x + n * taps * plane,
+              plane, n ? 1.0f : 0.0f, t.grad->ptr, t.ld);
+    }
+    update(p, &t, taps);
+  }
+  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  if (dx) {
+    cnn_window win = conv_window(l, p->batch);
+    o->col2im(o->ctx, dcol, &win, dx);
+  }
+  return bias_backward(p, l->bias, dy, plane);
+}
+
+/* ---- the layer interface ------------------------------------------------- */
+
+int cnn_layer_init(cnn_layer *l, cnn_layer_kind kind, cnn_shape in, size_t k, size_t out_features,
+                   char *err, size_t err_len) {
+  *l = (cnn_layer){.kind = kind, .in = in, .k = k, .out = in};
+  switch (kind) {
+    case CNN_CONV:
+      if (k == 0 || k > in.h || k > in.w || out_features == 0) break;
+      l->out = (cnn_shape){in.h - k + 1, in.w - k + 1, out_features};
+      return 0;
+    case CNN_MAXPOOL:
+      if (k == 0 || k > 15 || in.h < k || in.w < k) break;   /* positions fit a byte */
+      l->out = (cnn_shape){in.h / k, in.w / k, in.c};
+      return 0;
+    case CNN_DENSE:
+      if (out_features == 0) break;
+      l->out = (cnn_shape){1, 1, out_features};
+      return 0;
+    case CNN_RELU:
+      return 0;
+  }
+  snprintf(err, err_len, "layer %d (k = %zu, %zu outputs) does not fit an input of %zux%zux%zu",
+           (int)kind, k, out_features, in.h, in.w, in.c);
+  return -1;
+}
+
+mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y) {
+  const cnn_ops *o = p->ops;
+  size_t n_in = p->batch * cnn_shape_size(l->in), n_out = p->batch * cnn_shape_size(l->out);
+  mmbError err = MMB_OK;
+  if (l->kind == CNN_RELU) {
+    l->y = (float *)x;   /* in place: the layer before keeps its input, not its output */
+    o->relu(o->ctx, x, n_in, l->y);
+  } else if ((err = alloc_floats(p, n_out, &l->y)) == MMB_OK) {
+    switch (l->kind) {
+      case CNN_CONV: err = conv_forward(p, l, x); break;
+      case CNN_DENSE:
+        l->x = x;
+        err = dense_forward(p, l, x);
+        break;
+      case CNN_MAXPOOL: {
+        cnn_window w = pool_window(l, p->batch);
+        if ((err = mmb_region_alloc(p->region, n_out, ALIGN, (void **)&l->arg)) == MMB_OK)
+          o->maxpool(o->ctx, x, &w, l->y, l->arg);
+        break;
+      }
+      case CNN_RELU: break;
+    }
+  }
+  if (err == MMB_OK) *y = l->y;
+  return err;
+}
+
+mmbError cnn_layer_backward(cnn_layer *l, cnn_pass *p, float *dy, float **dx) {
+  const cnn_ops *o = p->ops;
+  size_t n_in = p->batch * cnn_shape_size(l->in);
+  float *d = NULL;
+  mmbError err = MMB_OK;
+  if (l->kind == CNN_RELU) {
+    o->relu_backward(o->ctx, l->y, dy, n_in, dy);
+    d = dy;
+  } else if (!dx || (err = alloc_floats(p, n_in, &d)) == MMB_OK) {
+    switch (l->kind) {
+      case CNN_CONV: err = conv_backward(p, l, dy, d); break;
+      case CNN_DENSE: err = dense_backward(p, l, dy, d); break;
+      case CNN_MAXPOOL:
+        if (d) {
+          cnn_window w = pool_window(l, p->batch);
+          o->maxpool_backward(o->ctx, dy, l->arg, &w, d);
+        }
+        break;
+      case CNN_RELU: break;
+    }
+  }
+  if (err == MMB_OK && dx) *dx = d;
+  return err;
+}
+
+mmbError cnn_loss(cnn_pass *p, const float *logits, const uint8_t *labels, size_t classes,
+                  float *stats, float **dlogits) {
+  mmbError err = alloc_floats(p, p->batch * classes, dlogits);
+  if (err == MMB_OK)
+    p->ops->softmax_xent(p->ops->ctx, logits, labels, p->batch, classes, *dlogits, stats);
+  return err;
+}

@@ -1,0 +1,323 @@
+/* build/bin/cnn: trains a CNN on Fashion-MNIST with its weights and
+   activations tiled across memory tiers by mmb.
+
+     build/bin/cnn                                   # seed net, 1 epoch, batch 10
+     build/bin/cnn --net wide --fast-limit 11M --max-batches 200 --batch 64
+     build/bin/cnn --device gpu --json
+     build/bin/cnn --trace cnn.json && tools/mmb-plot cnn.json cnn.svg
+
+   Exit status: 0 trained; 1 a failure at run time; 2 bad arguments or bad
+   data files. */
+#include "train.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CLASSES 10
+
+typedef struct cli {
+  const char *data, *net, *device, *trace;
+  size_t epochs, batch, max_batches, test_limit, fast_limit;
+  double fast_percent;   /* --fast-limit P%: of the parameters' bytes */
+  double lr, momentum;
+  int threads;
+  unsigned long long seed;
+  bool json;
+} cli;
+
+static const char usage[] =
+    "usage: cnn [--data DIR] [--net seed|wide] [--epochs N] [--batch B] [--lr X]\n"
+    "           [--momentum M] [--threads T] [--seed S] [--device cpu|gpu]\n"
+    "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE] [--json]\n"
+    "  --data DIR         IDX files of Fashion-MNIST (default data/fashion-mnist;\n"
+    "                     scripts/fetch-fashion-mnist.sh puts them there)\n"
+    "  --net seed|wide    seed: conv 3x3x4, pool, dense; wide: conv 3x3x32, pool,\n"
+    "                     dense 2048, dense (11 M parameters)\n"
+    "  --epochs N --batch B --lr X --momentum M   SGD (defaults 1, 10, 0.01, 0)\n"
+    "  --threads T        OpenBLAS threads (default 1)\n"
+    "  --seed S           weights and epoch order (default 1)\n"
+    "  --device cpu|gpu   gpu: cuBLAS and CUDA kernels on CUDA device 0\n"
+    "  --fast-limit SIZE  bytes of the fast tier the parameters may hold (K, M, G\n"
+    "                     suffixes, or P% of the parameters' bytes; default 8M when\n"
+    "                     DRAM stands in for HBM, else all): parameters that do not\n"
+    "                     fit stream through it in tiles\n"
+    "  --max-batches N    stop each epoch after N batches\n"
+    "  --test-limit N     evaluate on the first N test images (default all)\n"
+    "  --trace FILE       mmb's memory trace (Chrome JSON; tools/mmb-plot draws it)\n"
+    "  --json             last line on stdout: one JSON object with the results\n";
+
+static int bad(const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "cnn: ");
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\n(cnn --help for the options)\n");
+  return 2;
+}
+
+static bool parse_u64(const char *s, unsigned long long min, unsigned long long max,
+                      unsigned long long *out) {
+  if (!s || !*s || *s == '-' || *s == '+') return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_size(const char *s, size_t *out) {
+  if (!s || !*s || *s == '-' || *s == '+') return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift) end++;
+  if (errno || *end || v == 0 || v > (SIZE_MAX >> shift)) return false;
+  *out = (size_t)v << shift;
+  return true;
+}
+
+static bool parse_real(const char *s, double min, double max, double *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !isfinite(v) || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+/* "25%": a share of the parameters' bytes. */
+static bool parse_percent(const char *s, double *out) {
+  size_t n = strlen(s);
+  if (n < 2 || s[n - 1] != '%') return false;
+  char num[32];
+  if (n - 1 >= sizeof num) return false;
+  memcpy(num, s, n - 1);
+  num[n - 1] = '\0';
+  return parse_real(num, 1e-6, 1e6, out);
+}
+
+/* 0: parsed; 1: --help printed; 2: bad arguments (message printed). */
+static int parse(int argc, char **argv, cli *c) {
+  *c = (cli){.data = "data/fashion-mnist", .net = "seed", .device = "cpu", .epochs = 1,
+             .batch = 10, .lr = 0.01, .threads = 1, .seed = 1};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 1;
+    }
+    if (!strcmp(a, "--json")) {
+      c->json = true;
+      continue;
+    }
+    if (strncmp(a, "--", 2) != 0) return bad("unexpected argument '%s'%s", a, "");
+    if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
+    const char *v = argv[++i];
+    unsigned long long u;
+    bool ok = true;
+    if (!strcmp(a, "--data")) c->data = v;
+    else if (!strcmp(a, "--trace")) c->trace = v;
+    else if (!strcmp(a, "--net")) ok = !strcmp(v, "seed") || !strcmp(v, "wide"), c->net = v;
+    else if (!strcmp(a, "--device")) ok = !strcmp(v, "cpu") || !strcmp(v, "gpu"), c->device = v;
+    else if (!strcmp(a, "--epochs")) ok = parse_u64(v, 1, 100000, &u), c->epochs = u;
+    else if (!strcmp(a, "--batch")) ok = parse_u64(v, 1, 1u << 20, &u), c->batch = u;
+    else if (!strcmp(a, "--max-batches")) ok = parse_u64(v, 1, SIZE_MAX, &u), c->max_batches = u;
+    else if (!strcmp(a, "--test-limit")) ok = parse_u64(v, 1, SIZE_MAX, &u), c->test_limit = u;
+    else if (!strcmp(a, "--threads")) ok = parse_u64(v, 1, 1024, &u), c->threads = (int)u;
+    else if (!strcmp(a, "--seed")) ok = parse_u64(v, 0, ULLONG_MAX, &c->seed);
+    else if (!strcmp(a, "--lr")) ok = parse_real(v, 1e-12, 1e3, &c->lr);
+    else if (!strcmp(a, "--momentum")) ok = parse_real(v, 0.0, 0.999999, &c->momentum);
+    else if (!strcmp(a, "--fast-limit"))
+      ok = parse_size(v, &c->fast_limit) || parse_percent(v, &c->fast_percent);
+    else return bad("unknown option %s%s", a, "");
+    if (!ok) return bad("bad value '%s' for %s", v, a);
+  }
+  return 0;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static double mib(size_t b) { return b / 1048576.0; }
+
+static void print_epoch(const cnn_epoch *e, void *arg) {
+  printf("epoch %zu/%zu  loss %.4f  train %.2f%%  test %.2f%%  %.2f s  %.0f samples/s\n",
+         e->index, e->epochs, e->loss, 100 * e->train_accuracy, 100 * e->test_accuracy,
+         e->seconds, e->samples_per_s);
+  fflush(stdout);
+}
+
+static void print_space(const char *what, mmbMemSpace *s, const mmbMemInterface *i) {
+  mmbStats st;
+  mmbError e = i ? mmb_interface_get_stats(i, &st) : mmb_space_get_stats(s, &st);
+  if (e != MMB_OK) return;
+  printf("  %-34s %9.2f MiB used, %9.2f MiB reserved, %llu provider trips\n", what,
+         mib(st.used_high), mib(st.reserved_high), st.n_provider_allocs + st.n_provider_frees);
+}
+
+static void print_memory(cnn_plan *plan, const cnn_result *r) {
+  char what[96];
+  printf("memory high watermarks:\n");
+  snprintf(what, sizeof what, "capacity: %.24s", plan->capacity_name);
+  print_space(what, NULL, plan->capacity_iface);
+  if (plan->budget) snprintf(what, sizeof what, "fast, parameters (limit %.2f MiB)", mib(plan->budget));
+  else snprintf(what, sizeof what, "fast, parameters");
+  print_space(what, plan->params_space, NULL);
+  print_space("fast, activations and batches", plan->acts_space, NULL);
+  printf("  after the first batch: %llu provider trips; RSS %.1f MiB then, %.1f MiB at the end\n",
+         r->trips_after_first_batch, mib(r->rss_after_first_batch), mib(r->rss_end));
+}
+
+static size_t high_of(mmbMemSpace *s) {
+  mmbStats st;
+  return mmb_space_get_stats(s, &st) == MMB_OK ? st.used_high : 0;
+}
+
+static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
+                       const cnn_result *r, unsigned long long checksum) {
+  printf("{\"net\": \"%s\", \"epochs\": %zu, \"batch\": %zu, \"lr\": %g, \"momentum\": %g, "
+         "\"threads\": %d, \"device\": \"%s\", \"seed\": %llu, \"train_samples\": %zu, "
+         "\"batches\": %zu, \"test_samples\": %zu, \"test_accuracy\": %.6f, "
+         "\"train_accuracy\": %.6f, \"final_loss\": %.6f, \"seconds\": %.6f, "
+         "\"seconds_per_batch\": %.9f, \"samples_per_s\": %.1f, \"params\": %zu, "
+         "\"params_bytes\": %zu, \"fast_budget_bytes\": %zu, \"streamed\": %s, "
+         "\"streamed_params\": %zu, \"fast_params_high_bytes\": %zu, "
+         "\"activations_high_bytes\": %zu, \"provider_trips_after_first_batch\": %llu, "
+         "\"rss_after_first_batch\": %zu, \"rss_end\": %zu, \"weights_fnv1a\": \"%016llx\"}\n",
+         c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
+         c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
+         r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
+         r->seconds > 0 ? r->train_samples / r->seconds : 0.0, cnn_model_param_count(m),
+         cnn_model_param_bytes(m), plan->budget, plan->streamed ? "true" : "false",
+         plan->n_streamed, high_of(plan->params_space), high_of(plan->acts_space),
+         r->trips_after_first_batch, r->rss_after_first_batch, r->rss_end, checksum);
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+typedef struct run {
+  cli c;
+  cnn_plan plan;
+  cnn_dataset train, test;
+  cnn_model model;
+  bool have_plan, have_train, have_test, have_model;
+} run;
+
+/* Loads both sets; exit status 2 on a defect of the files. */
+static int load_data(run *r, char *err, size_t err_len) {
+  mmbError e = cnn_dataset_load(r->c.data, "train", CLASSES, r->plan.capacity_iface, &r->train,
+                                err, err_len);
+  if (e != MMB_OK) return e == MMB_IO ? 2 : 1;
+  r->have_train = true;
+  if ((e = cnn_dataset_load(r->c.data, "t10k", CLASSES, r->plan.capacity_iface, &r->test, err,
+                            err_len)) != MMB_OK)
+    return e == MMB_IO ? 2 : 1;
+  r->have_test = true;
+  if (r->train.rows != r->test.rows || r->train.cols != r->test.cols) {
+    snprintf(err, err_len, "training images are %zux%zu but test images %zux%zu", r->train.rows,
+             r->train.cols, r->test.rows, r->test.cols);
+    return 2;
+  }
+  return 0;
+}
+
+static int build_model(run *r, char *err, size_t err_len) {
+  cnn_model_options mo = {.net = r->c.net, .input = {r->train.rows, r->train.cols, 1},
+                          .classes = CLASSES, .seed = r->c.seed, .momentum = r->c.momentum > 0};
+  mmbError e = cnn_model_create(&mo, r->plan.capacity_iface, &r->model, err, err_len);
+  if (e != MMB_OK) return e == MMB_INVALID_ARG ? 2 : 1;
+  r->have_model = true;
+  if (r->c.fast_percent > 0) {
+    double bytes = cnn_model_param_bytes(&r->model) * r->c.fast_percent / 100.0;
+    r->plan.budget = bytes < 1.0 ? 1 : (size_t)bytes;
+  }
+  e = cnn_plan_place(&r->plan, r->model.params, r->model.n_params, err, err_len);
+  return e == MMB_OK ? 0 : e == MMB_INVALID_ARG ? 2 : 1;
+}
+
+static void banner(const run *r) {
+  size_t n = cnn_model_param_count(&r->model);
+  printf("cnn: net %s, %zu parameters (%.2f MiB), %zu training and %zu test images of %zux%zu\n",
+         r->c.net, n, mib(n * sizeof(float)), r->train.n, r->test.n, r->train.rows, r->train.cols);
+  printf("     batch %zu, lr %g, momentum %g, %zu epoch%s%s; ", r->c.batch, r->c.lr, r->c.momentum,
+         r->c.epochs, r->c.epochs > 1 ? "s" : "", r->c.max_batches ? " (limited)" : "");
+  if (r->plan.gpu) printf("%s\n", r->plan.ops->name);
+  else printf("cpu, %d OpenBLAS thread%s (%s)\n", r->c.threads, r->c.threads > 1 ? "s" : "",
+              cnn_blas_config());
+  cnn_plan_print(&r->plan, r->model.params, r->model.n_params);
+}
+
+static int train_and_report(run *r, char *err, size_t err_len) {
+  cnn_train_options to = {.epochs = r->c.epochs, .batch = r->c.batch,
+                          .max_batches = r->c.max_batches, .test_limit = r->c.test_limit,
+                          .sgd = {(float)r->c.lr, (float)r->c.momentum}, .seed = r->c.seed,
+                          .progress = isatty(STDERR_FILENO), .on_epoch = print_epoch};
+  cnn_result res;
+  mmbError e = cnn_train(&r->plan, &r->model, &r->train, &r->test, &to, &res, err, err_len);
+  if (e != MMB_OK) return 1;
+  printf("test accuracy %.2f%% after %zu epoch%s: %zu samples in %.2f s, %.0f samples/s\n",
+         100 * res.test_accuracy, r->c.epochs, r->c.epochs > 1 ? "s" : "", res.train_samples,
+         res.seconds, res.seconds > 0 ? res.train_samples / res.seconds : 0.0);
+  print_memory(&r->plan, &res);
+  unsigned long long sum = 0;
+  if ((e = cnn_plan_unplace(&r->plan, r->model.params, r->model.n_params)) != MMB_OK ||
+      (e = cnn_model_checksum(&r->model, &sum)) != MMB_OK) {
+    snprintf(err, err_len, "bringing the weights home: %s", mmb_error_string(e));
+    return 1;
+  }
+  if (r->c.json) print_json(&r->c, &r->plan, &r->model, &res, sum);
+  return 0;
+}
+
+static int finish(run *r, int status) {
+  if (r->have_model) cnn_model_destroy(&r->model);
+  if (r->have_test) cnn_dataset_destroy(&r->test);
+  if (r->have_train) cnn_dataset_destroy(&r->train);
+  if (r->have_plan) cnn_plan_destroy(&r->plan);
+  if (r->c.trace) {
+    mmb_trace_stop();
+    mmbError e = mmb_trace_dump(r->c.trace);
+    if (e != MMB_OK) {
+      fprintf(stderr, "cnn: writing the trace to %s: %s\n", r->c.trace, mmb_error_string(e));
+      if (!status) status = 1;
+    }
+  }
+  mmb_finalize();
+  return status;
+}
+
+int main(int argc, char **argv) {
+  run r = {0};
+  int status = parse(argc, argv, &r.c);
+  if (status) return status == 1 ? 0 : status;
+  mmbError e = mmb_init(NULL);
+  if (e != MMB_OK) {
+    fprintf(stderr, "cnn: mmb_init: %s\n", mmb_error_string(e));
+    return 1;
+  }
+  if (r.c.trace && (e = mmb_trace_start()) != MMB_OK) {
+    fprintf(stderr, "cnn: mmb_trace_start: %s\n", mmb_error_string(e));
+    return finish(&r, 1);
+  }
+  char err[512] = "";
+  cnn_plan_options po = {.gpu = !strcmp(r.c.device, "gpu"), .fast_limit = r.c.fast_limit,
+                         .threads = r.c.threads};
+  if ((e = cnn_plan_create(&po, &r.plan, err, sizeof err)) != MMB_OK) status = 1;
+  else r.have_plan = true;
+  if (!status) status = load_data(&r, err, sizeof err);
+  if (!status) status = build_model(&r, err, sizeof err);
+  if (!status) {
+    banner(&r);
+    status = train_and_report(&r, err, sizeof err);
+  }
+  if (status) fprintf(stderr, "cnn: %s\n", err);
+  return finish(&r, status);
+}

@@ -1,0 +1,354 @@
+/* The memory plan (see plan.h): tiers, the parameters' placement, and the
+   tile walks both placements share. */
+#include "plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_STANDIN_BUDGET ((size_t)8 << 20)   /* DRAM standing in for HBM */
+#define REGION_BLOCK ((size_t)4 << 20)
+#define ARRAY_SLACK 4096                          /* per resident array: alignment, rounding */
+
+static mmbError fail(mmbError e, char *err, size_t err_len, const char *what) {
+  snprintf(err, err_len, "%s: %s", what, mmb_error_string(e));
+  return e;
+}
+
+static void space_name(mmbMemSpace *s, char *out, size_t len) {
+  mmbSpaceInfo info;
+  if (mmb_space_get_info(s, &info) == MMB_OK) snprintf(out, len, "%s", info.name);
+  else snprintf(out, len, "?");
+}
+
+/* The tiers: capacity and fast, as discovered spaces. */
+static mmbError find_tiers(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
+  mmbError e;
+  if (o->gpu) {
+    if ((e = mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &plan->fast)) != MMB_OK)
+      return fail(e, err, err_len, "--device gpu needs a CUDA device");
+    if ((e = mmb_request_space(MMB_DRAM, MMB_GPU_CUDA, NULL, &plan->capacity)) != MMB_OK)
+      return fail(e, err, err_len, "no pinned host memory");
+    space_name(plan->capacity, plan->capacity_name, sizeof plan->capacity_name);
+    space_name(plan->fast, plan->fast_name, sizeof plan->fast_name);
+    plan->budget = o->fast_limit;
+    return MMB_OK;
+  }
+  if ((e = mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &plan->capacity)) != MMB_OK)
+    return fail(e, err, err_len, "no DRAM space");
+  space_name(plan->capacity, plan->capacity_name, sizeof plan->capacity_name);
+  if (mmb_request_space(MMB_HBM, MMB_CPU, NULL, &plan->fast) == MMB_OK) {
+    space_name(plan->fast, plan->fast_name, sizeof plan->fast_name);
+    plan->budget = o->fast_limit;
+    return MMB_OK;
+  }
+  plan->fast = plan->capacity;
+  char name[64];
+  space_name(plan->fast, name, sizeof name);
+  snprintf(plan->fast_name, sizeof plan->fast_name, "%s standing in for HBM", name);
+  plan->budget = o->fast_limit ? o->fast_limit : DEFAULT_STANDIN_BUDGET;
+  return MMB_OK;
+}
+
+/* The fast tier's space for the activations and batches (its own, for its
+   statistics), the capacity tier's interface and the region. */
+static mmbError make_spaces(cnn_plan *plan, char *err, size_t err_len) {
+  mmbSpaceInfo info;
+  mmbError e = mmb_space_get_info(plan->fast, &info);
+  mmbMemSpaceConfig ac = {.numa_node = info.index, .device = info.device < 0 ? 0 : info.device,
+                          .name = "fast tier: activations"};
+  if (e == MMB_OK) e = mmb_request_space(info.layer, info.context, &ac, &plan->acts_space);
+  if (e != MMB_OK) return fail(e, err, err_len, "no space in the fast tier");
+  mmbMemInterfaceConfig basic = {.strategy = MMB_STRATEGY_BASIC};
+  mmbMemInterfaceConfig pool = {.strategy = MMB_STRATEGY_POOL};
+  if ((e = mmb_request_interface(plan->capacity, &basic, &plan->capacity_iface)) != MMB_OK ||
+      (e = mmb_request_interface(plan->acts_space, &pool, &plan->acts_iface)) != MMB_OK)
+    return fail(e, err, err_len, "no interface on the tiers");
+  e = mmb_region_create(plan->acts_iface, &(mmbRegionOptions){.block_size = REGION_BLOCK},
+                        &plan->region);
+  return e != MMB_OK ? fail(e, err, err_len, "no region for the activations") : MMB_OK;
+}
+
+/* The parameters' space: the fast tier, limited to the budget. */
+static mmbError make_params_space(cnn_plan *plan, char *err, size_t err_len) {
+  if (plan->params_space) return MMB_OK;
+  mmbSpaceInfo info;
+  mmbError e = mmb_space_get_info(plan->fast, &info);
+  mmbMemSpaceConfig pc = {.size_limit = plan->budget, .numa_node = info.index,
+                          .device = info.device < 0 ? 0 : info.device,
+                          .name = "fast tier: parameters"};
+  if (e == MMB_OK) e = mmb_request_space(info.layer, info.context, &pc, &plan->params_space);
+  if (e == MMB_OK)
+    e = mmb_request_interface(plan->params_space,
+                              &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_BASIC},
+                              &plan->params_iface);
+  return e != MMB_OK ? fail(e, err, err_len, "no space for the parameters in the fast tier")
+                     : MMB_OK;
+}
+
+static mmbError make_queues(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
+  mmbQueueOptions copy = {.backend = o->gpu ? MMB_QUEUE_CUDA_STREAM : MMB_QUEUE_THREAD,
+                          .near = o->gpu ? NULL : plan->fast};
+  mmbError e = mmb_queue_create(&copy, &plan->copy_q);
+  if (e != MMB_OK) return fail(e, err, err_len, "no copy queue");
+  if (!o->gpu) {
+    plan->ops = cnn_ops_cpu(o->threads);
+    return MMB_OK;
+  }
+  void *stream;
+  mmbQueueOptions compute = {.backend = MMB_QUEUE_CUDA_STREAM};
+  if ((e = mmb_queue_create(&compute, &plan->compute_q)) != MMB_OK ||
+      (e = mmb_queue_get_native(plan->compute_q, &stream)) != MMB_OK)
+    return fail(e, err, err_len, "no compute stream");
+  char why[128] = "this cnn was built without CUDA (make CUDA=1 where nvcc and cuBLAS are)";
+#ifdef CNN_HAVE_CUDA
+  plan->ops = cnn_ops_gpu(stream, why, sizeof why);
+#endif
+  if (!plan->ops) {
+    snprintf(err, err_len, "no GPU kernels: %s", why);
+    return MMB_UNAVAILABLE;
+  }
+  return MMB_OK;
+}
+
+mmbError cnn_plan_create(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
+  *plan = (cnn_plan){.gpu = o->gpu, .depth = o->depth ? o->depth : 1};
+  mmbError e = find_tiers(o, plan, err, err_len);
+  if (e == MMB_OK) e = make_spaces(plan, err, err_len);
+  if (e == MMB_OK) e = make_queues(o, plan, err, err_len);
+  if (e != MMB_OK) cnn_plan_destroy(plan);
+  return e;
+}
+
+mmbError cnn_plan_destroy(cnn_plan *plan) {
+  mmbError first = MMB_OK, e;
+#define KEEP(call) \
+  if ((e = (call)) != MMB_OK && first == MMB_OK) first = e
+  if (plan->compute_q) KEEP(mmb_wait(&plan->marker));
+#ifdef CNN_HAVE_CUDA
+  if (plan->ops && plan->gpu) cnn_ops_gpu_destroy(plan->ops);
+#endif
+  if (plan->compute_q) KEEP(mmb_queue_destroy(NULL, &plan->compute_q));
+  if (plan->copy_q) KEEP(mmb_queue_destroy(NULL, &plan->copy_q));
+  if (plan->region) KEEP(mmb_region_destroy(plan->region));
+  mmbMemInterface *ifaces[] = {plan->acts_iface, plan->params_iface, plan->capacity_iface};
+  for (size_t i = 0; i < 3; i++)
+    if (ifaces[i]) KEEP(mmb_interface_destroy(ifaces[i]));
+  if (plan->acts_space) KEEP(mmb_space_release(plan->acts_space));
+  if (plan->params_space) KEEP(mmb_space_release(plan->params_space));
+#undef KEEP
+  *plan = (cnn_plan){0};
+  return first;
+}
+
+/* ---- placement ------------------------------------------------------------ */
+
+static size_t n_arrays(const cnn_param *p) { return p->velocity ? 3 : 2; }
+static size_t param_bytes(const cnn_param *p) { return p->rows * p->cols * sizeof(float); }
+static size_t resident_cost(const cnn_param *p) {
+  return n_arrays(p) * (param_bytes(p) + ARRAY_SLACK);
+}
+
+static mmbTileIteratorOptions stream_options(const cnn_plan *plan, mmbAccessType access) {
+  return (mmbTileIteratorOptions){.queue = plan->copy_q, .space = plan->params_space,
+                                  .depth = plan->depth, .access = access,
+                                  .merge = MMB_MERGE_OVERWRITE};
+}
+
+/* What a streamed parameter's rings take in the fast tier at most: values,
+   gradients and velocities walk together in backward, and the forward
+   walk's last tiles may still be on their way home when backward starts. */
+static mmbError ring_cost(const cnn_plan *plan, cnn_param *p, size_t *out) {
+  /* The walks' tiles have one size and share the space's pool: together they
+     need what one iterator with all their slots (depth + 2 each) needs. */
+  size_t walks = p->velocity ? 4 : 3;
+  mmbTileIteratorOptions o = stream_options(plan, MMB_READ_WRITE);
+  o.depth = walks * (plan->depth + 2) - 2;
+  return mmb_tile_iterator_footprint(p->value, &o, out);
+}
+
+static mmbError retile(cnn_param *p, size_t tile_rows) {
+  mmbArray *arrays[3] = {p->value, p->grad, p->velocity};
+  p->tile_rows = tile_rows;
+  for (size_t i = 0; i < 3 && arrays[i]; i++) {
+    mmbError e = mmb_array_tile(arrays[i], &(mmbDimensions){2, {tile_rows, p->cols}});
+    if (e != MMB_OK) return e;
+  }
+  return MMB_OK;
+}
+
+/* Streams the largest parameters until the rest fits beside their rings;
+   halves the streamed tiles while the rings alone are too big. */
+static mmbError choose_streamed(cnn_plan *plan, cnn_param *params, size_t n, char *err,
+                                size_t err_len) {
+  size_t resident = 0;
+  for (size_t i = 0; i < n; i++) resident += resident_cost(&params[i]);
+  for (;;) {
+    size_t ring = 0, largest = n;
+    for (size_t i = 0; i < n; i++) {
+      size_t c;
+      if (params[i].streamed) {
+        mmbError e = ring_cost(plan, &params[i], &c);
+        if (e != MMB_OK) return fail(e, err, err_len, "no tiling for a streamed parameter");
+        ring += c;
+      } else if (largest == n || param_bytes(&params[i]) > param_bytes(&params[largest])) {
+        largest = i;
+      }
+    }
+    plan->resident_bytes = resident;
+    plan->stream_bytes = ring;
+    if (resident + ring <= plan->budget) return MMB_OK;
+    if (largest < n && (ring == 0 || resident > plan->budget / 2)) {
+      params[largest].streamed = true;   /* stream one more */
+      plan->n_streamed++;
+      resident -= resident_cost(&params[largest]);
+      continue;
+    }
+    bool smaller = false;   /* the rings are what does not fit: smaller tiles */
+    for (size_t i = 0; i < n; i++)
+      if (params[i].streamed && params[i].tile_rows > 1) {
+        mmbError e = retile(&params[i], params[i].tile_rows / 2);
+        if (e != MMB_OK) return fail(e, err, err_len, "cannot re-tile a parameter");
+        smaller = true;
+      }
+    if (!smaller) {
+      snprintf(err, err_len, "a fast tier of %zu bytes for parameters cannot hold the resident "
+               "ones (%zu bytes) beside the streaming rings of one-row tiles (%zu bytes): raise "
+               "--fast-limit",
+               plan->budget, resident, ring);
+      return MMB_INVALID_ARG;
+    }
+  }
+}
+
+mmbError cnn_plan_place(cnn_plan *plan, cnn_param *params, size_t n, char *err, size_t err_len) {
+  plan->n_streamed = 0;
+  for (size_t i = 0; i < n; i++) params[i].streamed = false;
+  mmbError e = make_params_space(plan, err, err_len);
+  if (e == MMB_OK && plan->budget) e = choose_streamed(plan, params, n, err, err_len);
+  plan->streamed = plan->n_streamed > 0;
+  for (size_t i = 0; i < n && e == MMB_OK; i++) {
+    if (params[i].streamed) continue;
+    mmbArray *arrays[3] = {params[i].value, params[i].grad, params[i].velocity};
+    for (size_t j = 0; j < 3 && arrays[j] && e == MMB_OK; j++)
+      e = mmb_array_migrate(arrays[j], plan->params_iface, MMB_READ_WRITE);
+    if (e != MMB_OK)
+      snprintf(err, err_len, "cannot move %s to the fast tier: %s", params[i].name,
+               mmb_error_string(e));
+  }
+  return e;
+}
+
+mmbError cnn_plan_unplace(cnn_plan *plan, cnn_param *params, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    mmbError e = cnn_tiles_release(&params[i]);
+    if (e != MMB_OK) return e;
+    if (params[i].streamed) continue;
+    mmbArray *arrays[3] = {params[i].value, params[i].grad, params[i].velocity};
+    for (size_t j = 0; j < 3 && arrays[j]; j++) {
+      e = mmb_array_migrate(arrays[j], plan->capacity_iface, MMB_READ_WRITE);
+      if (e != MMB_OK) return e;
+    }
+  }
+  return MMB_OK;
+}
+
+static double mib(size_t b) { return b / 1048576.0; }
+
+void cnn_plan_print(const cnn_plan *plan, const cnn_param *params, size_t n) {
+  printf("memory plan: capacity tier %s; fast tier %s", plan->capacity_name, plan->fast_name);
+  if (plan->budget) printf(", %.2f MiB of it for parameters\n", mib(plan->budget));
+  else printf(", all of it for parameters\n");
+  printf("  resident in the fast tier:");
+  for (size_t i = 0, shown = 0; i < n; i++)
+    if (!params[i].streamed) printf("%s %s", shown++ ? "," : "", params[i].name);
+  printf(" (%.2f MiB with gradients%s)\n", mib(plan->resident_bytes),
+         params[0].velocity ? " and velocities" : "");
+  for (size_t i = 0; i < n; i++) {
+    const cnn_param *p = &params[i];
+    if (!p->streamed) continue;
+    size_t tiles = (p->rows + p->tile_rows - 1) / p->tile_rows;
+    printf("  streamed through it: %s, %zu x %zu (%.1f MiB), in %zu tiles of %zu rows, %zu ahead\n",
+           p->name, p->rows, p->cols, mib(param_bytes(p)), tiles, p->tile_rows, plan->depth);
+  }
+  if (plan->streamed)
+    printf("  streaming rings: at most %.2f MiB; copies on the copy queue overlap compute\n",
+           mib(plan->stream_bytes));
+  printf("  activations: a region in the fast tier, reset every batch; batches uploaded ahead\n");
+}
+
+/* ---- handing tiles between the compute stream and the copy queue ------- */
+
+mmbError cnn_plan_handoff(cnn_plan *plan) {
+  if (!plan->compute_q) return MMB_OK;
+  mmbError e = mmb_wait(&plan->marker);   /* the last one: the host stays one step ahead */
+  if (e == MMB_OK) e = mmb_queue_marker(plan->compute_q, &plan->marker);
+  if (e == MMB_OK) e = mmb_queue_wait_request(plan->copy_q, &plan->marker);
+  return e;
+}
+
+/* ---- tile walks ------------------------------------------------------------ */
+
+static void refresh(cnn_tiles *t) {
+  mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
+  for (size_t i = 0; i < 3; i++) *cur[i] = i < t->n ? mmb_tile_iterator_tile(t->it[i]) : NULL;
+  if (t->value) {
+    t->r0 = t->value->lower[0];
+    t->r1 = t->value->upper[0];
+    t->ld = t->value->stride[0];
+  }
+}
+
+/* The tiles handed out must share one row stride (one ld for the kernels). */
+static mmbError check_current(const cnn_tiles *t) {
+  if (!t->value) return MMB_OK;
+  for (size_t i = 1; i < t->n; i++) {
+    mmbArrayTile *x = i == 1 ? t->grad : t->velocity;
+    if (!x || x->stride[0] != t->ld || x->lower[0] != t->r0) return MMB_INVALID_STATE;
+  }
+  return MMB_OK;
+}
+
+mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, bool update, cnn_tiles *t) {
+  *t = (cnn_tiles){.plan = plan, .p = p};
+  mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
+  mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ, MMB_WRITE, MMB_READ_WRITE};
+  mmbTileIterator **its = p->walks[update];
+  for (size_t i = 0; i < 3 && arrays[i]; i++) {
+    mmbTileIteratorOptions o = stream_options(plan, access[i]);
+    mmbError e = its[i] ? mmb_tile_iterator_first(its[i])
+                        : mmb_tile_iterator_create(arrays[i], p->streamed ? &o : NULL, &its[i]);
+    if (e != MMB_OK) return e;
+    t->it[t->n++] = its[i];
+  }
+  refresh(t);
+  return check_current(t);
+}
+
+mmbError cnn_tiles_next(cnn_tiles *t) {
+  mmbError first = t->p->streamed ? cnn_plan_handoff(t->plan) : MMB_OK;
+  for (size_t i = 0; i < t->n; i++) {
+    mmbError e = mmb_tile_iterator_next(t->it[i]);
+    if (e != MMB_OK && first == MMB_OK) first = e;
+  }
+  refresh(t);
+  return first != MMB_OK ? first : check_current(t);
+}
+
+mmbError cnn_tiles_end(cnn_tiles *t) {
+  /* a walk stopped early hands its current tile back, on the GPU after the kernels */
+  mmbError e = t->value && t->p->streamed ? cnn_plan_handoff(t->plan) : MMB_OK;
+  *t = (cnn_tiles){0};
+  return e;
+}
+
+mmbError cnn_tiles_release(cnn_param *p) {
+  mmbError first = MMB_OK;
+  for (size_t w = 0; w < 2; w++)
+    for (size_t i = 0; i < 3; i++) {
+      if (!p->walks[w][i]) continue;
+      mmbError e = mmb_tile_iterator_destroy(p->walks[w][i]);
+      if (e != MMB_OK && first == MMB_OK) first = e;
+      p->walks[w][i] = NULL;
+    }
+  return first;
+}

@@ -1,0 +1,118 @@
+/* The memory plan: which tier holds what, and how parameter tiles reach the
+   compute tier.
+
+   - The capacity tier (DRAM; pinned DRAM when a GPU computes) is home to the
+     data sets and to every parameter, gradient and momentum array.
+   - The compute tier (the GPU's GDRAM; else HBM when the node has it; else
+     DRAM standing in for it) holds two spaces of the plan's own: one for
+     the parameters, limited to the fast budget (--fast-limit), and one for
+     the activations and each batch's input.
+   - When every parameter array fits the budget, each is migrated to the
+     fast tier once and stays ("resident"). Otherwise the largest ones stay
+     home and their tiles stream through the budget with prefetching tile
+     iterators on the copy queue ("streamed"): the next tiles move while the
+     current one computes, and written tiles merge home behind.
+   - Activations live in a region of the fast tier that is reset every
+     batch; backward allocates in a child region.
+
+   A parameter is a 2-D array of rows x cols floats, tiled by blocks of
+   rows; visiting its tiles is the same loop in both plans (cnn_tiles), so
+   the two compute the same numbers in the same order. */
+#ifndef CNN_PLAN_H
+#define CNN_PLAN_H
+
+#include "ops.h"
+
+#include <mmb/mmb.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct cnn_param {
+  char name[32];
+  size_t rows, cols, tile_rows;
+  mmbArray *value, *grad, *velocity;   /* velocity: only with momentum */
+  bool streamed;                       /* set by cnn_plan_place */
+  /* The iterators of its walks (cnn_tiles), made on the first walk and
+     restarted by the next ones: [0] values alone, [1] values, gradients and
+     velocities. */
+  mmbTileIterator *walks[2][3];
+} cnn_param;
+
+typedef struct cnn_plan_options {
+  bool gpu;              /* compute on CUDA device 0 */
+  size_t fast_limit;     /* bytes of the fast tier for parameters; 0: the default */
+  size_t depth;          /* tiles prefetched ahead; 0: 1 (double buffering) */
+  int threads;           /* OpenBLAS threads (cpu) */
+} cnn_plan_options;
+
+typedef struct cnn_plan {
+  const cnn_ops *ops;
+  bool gpu;
+  size_t budget;                       /* the parameters' space limit */
+  size_t depth;
+  mmbMemSpace *capacity, *fast;        /* the tiers (discovered spaces) */
+  mmbMemSpace *params_space, *acts_space;
+  mmbMemInterface *capacity_iface, *params_iface, *acts_iface;
+  mmbRegion *region;                   /* activations, reset every batch */
+  mmbQueue *copy_q;                    /* uploads, prefetches and merges */
+  mmbQueue *compute_q;                 /* gpu: the stream the kernels run on */
+  mmbRequest marker;                   /* gpu: the compute stream's last handoff */
+  char capacity_name[64], fast_name[96];
+  /* filled by cnn_plan_place */
+  bool streamed;
+  size_t resident_bytes, stream_bytes; /* in the fast tier: resident arrays, streaming rings */
+  size_t n_streamed;
+} cnn_plan;
+
+/* Finds the tiers, makes the spaces, interfaces, region and queues, and
+   picks the kernels. On failure `err` says why (MMB_UNAVAILABLE: no GPU). */
+mmbError cnn_plan_create(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len);
+
+/* Places the parameters: resident if every array fits the budget, else the
+   largest streamed (re-tiled smaller if their rings do not fit beside the
+   resident ones). Makes the parameters' space (plan->budget may be set
+   between create and place) and migrates the resident arrays to it.
+   MMB_INVALID_ARG: the budget cannot hold even one-row tiles. */
+mmbError cnn_plan_place(cnn_plan *plan, cnn_param *params, size_t n_params, char *err,
+                        size_t err_len);
+
+/* Moves resident arrays back home (the weights end in the capacity tier). */
+mmbError cnn_plan_unplace(cnn_plan *plan, cnn_param *params, size_t n_params);
+
+mmbError cnn_plan_destroy(cnn_plan *plan);
+
+/* Prints the plan (tiers, budget, what is resident, what streams). */
+void cnn_plan_print(const cnn_plan *plan, const cnn_param *params, size_t n_params);
+
+/* On a GPU the kernels run on the compute stream while the copy queue moves
+   tiles: before a tile the kernels used is merged or released, the copy
+   queue waits for the kernels issued so far (an event, not a host wait).
+   Nothing to do on the host, where kernels are done when they return. */
+mmbError cnn_plan_handoff(cnn_plan *plan);
+
+/* A walk over a parameter's tiles: its values alone (forward), or values,
+   gradients and velocities in step (backward, update = true). Streamed
+   parameters prefetch on the copy queue; written tiles merge home. A walk's
+   iterators stay with the parameter and restart on its next walk, so a
+   batch allocates nothing for them; the merges behind a walk's last tile
+   complete on the copy queue, in order with the next walk's prefetches. */
+typedef struct cnn_tiles {
+  cnn_plan *plan;
+  cnn_param *p;
+  size_t n;                       /* iterators: 1, 2 or 3 */
+  mmbTileIterator *it[3];
+  mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
+  size_t r0, r1;                  /* their rows */
+  size_t ld;                      /* their row stride, in floats */
+} cnn_tiles;
+
+mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, bool update, cnn_tiles *t);
+mmbError cnn_tiles_next(cnn_tiles *t);
+/* Ends a walk (also one stopped early). */
+mmbError cnn_tiles_end(cnn_tiles *t);
+/* Destroys a parameter's walk iterators: they merge what they hold and wait
+   for it (before the arrays move, are re-tiled or destroyed). */
+mmbError cnn_tiles_release(cnn_param *p);
+
+#endif /* CNN_PLAN_H */

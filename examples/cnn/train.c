@@ -1,0 +1,285 @@
+/* The training loop (see train.h). */
+#include "train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PIXEL_SCALE (1.0f / 255.0f)
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+unsigned long long cnn_provider_trips(void) {
+  size_t n = 0;
+  unsigned long long trips = 0;
+  if (mmb_space_count(&n) != MMB_OK) return 0;
+  for (size_t i = 0; i < n; i++) {
+    mmbMemSpace *s;
+    mmbStats st;
+    if (mmb_space_at(i, &s) == MMB_OK && mmb_space_get_stats(s, &st) == MMB_OK)
+      trips += st.n_provider_allocs + st.n_provider_frees;
+  }
+  return trips;
+}
+
+size_t cnn_rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (!f) return 0;
+  int got = fscanf(f, "%lu %lu", &size, &resident);
+  fclose(f);
+  return got == 2 ? resident * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* ---- batches: a data set's images and labels, tile by tile, prefetched
+   into the fast tier on the copy queue ------------------------------------ */
+
+typedef struct batch_walk {
+  cnn_plan *plan;
+  mmbTileIterator *images, *labels;
+} batch_walk;
+
+/* Tiles a data set by batches, unless it is already: re-tiling every epoch
+   would churn the heap (a tile grid is a large allocation). */
+static mmbError tile_batches(cnn_dataset *ds, size_t batch) {
+  mmbArrayTile *first;
+  size_t rows = batch < ds->n ? batch : ds->n;
+  mmbError e = mmb_tile_at(ds->images, &(mmbIndex){2, {0, 0}}, &first);
+  if (e != MMB_OK || first->dim[0] == rows) return e;
+  e = mmb_array_tile(ds->images, &(mmbDimensions){2, {batch, ds->rows * ds->cols}});
+  return e == MMB_OK ? mmb_array_tile(ds->labels, &(mmbDimensions){1, {batch}}) : e;
+}
+
+static mmbError batches_begin(cnn_plan *plan, cnn_dataset *ds, size_t batch, batch_walk *w) {
+  *w = (batch_walk){.plan = plan};
+  mmbError e = tile_batches(ds, batch);
+  /* depth 1: the next batch moves while this one computes (double buffering) */
+  mmbTileIteratorOptions o = {.queue = plan->copy_q, .space = plan->acts_space, .depth = 1,
+                              .access = MMB_READ};
+  if (e == MMB_OK) e = mmb_tile_iterator_create(ds->images, &o, &w->images);
+  if (e == MMB_OK) e = mmb_tile_iterator_create(ds->labels, &o, &w->labels);
+  return e;
+}
+
+static mmbError batches_next(batch_walk *w) {
+  mmbError e = cnn_plan_handoff(w->plan);   /* the kernels are done with this batch */
+  if (e == MMB_OK) e = mmb_tile_iterator_next(w->images);
+  if (e == MMB_OK) e = mmb_tile_iterator_next(w->labels);
+  return e;
+}
+
+static mmbError batches_end(batch_walk *w) {
+  mmbError e = cnn_plan_handoff(w->plan), e2;
+  if (w->images && (e2 = mmb_tile_iterator_destroy(w->images)) != MMB_OK && e == MMB_OK) e = e2;
+  if (w->labels && (e2 = mmb_tile_iterator_destroy(w->labels)) != MMB_OK && e == MMB_OK) e = e2;
+  *w = (batch_walk){0};
+  return e;
+}
+
+/* ---- one batch ------------------------------------------------------------ */
+
+/* The batch's images as floats in [0, 1], in the pass's region. */
+static mmbError input(cnn_pass *p, const mmbArrayTile *images, size_t px, float **x) {
+  mmbError e = mmb_region_alloc(p->region, p->batch * px * sizeof(float), 64, (void **)x);
+  if (e == MMB_OK) p->ops->bytes_to_float(p->ops->ctx, images->ptr, p->batch * px, PIXEL_SCALE, *x);
+  return e;
+}
+
+/* Forward, loss and backward (with the update) of one batch; stats in the
+   compute tier collect the loss and the correct predictions. */
+static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd,
+                            const mmbArrayTile *images, const mmbArrayTile *labels, float *stats) {
+  cnn_pass p = {.plan = plan, .ops = plan->ops, .region = plan->region, .batch = images->dim[0],
+                .sgd = sgd};
+  float *x, *logits, *dlogits;
+  mmbRegion *backward;
+  mmbError e = mmb_region_reset(plan->region);
+  if (e == MMB_OK) e = input(&p, images, cnn_shape_size(m->input), &x);
+  if (e == MMB_OK) e = cnn_model_forward(m, &p, x, &logits);
+  if (e == MMB_OK) e = cnn_loss(&p, logits, labels->ptr, m->classes, stats, &dlogits);
+  if (e == MMB_OK) e = mmb_region_push(plan->region, &backward);
+  if (e != MMB_OK) return e;
+  p.region = backward;   /* backward's temporaries go with the child */
+  e = cnn_model_backward(m, &p, dlogits);
+  mmbError e2 = mmb_region_destroy(backward);
+  return e != MMB_OK ? e : e2;
+}
+
+static mmbError eval_batch(cnn_plan *plan, cnn_model *m, const mmbArrayTile *images,
+                           const mmbArrayTile *labels, size_t rows, float *stats) {
+  cnn_pass p = {.plan = plan, .ops = plan->ops, .region = plan->region, .batch = rows};
+  float *x, *logits;
+  mmbError e = mmb_region_reset(plan->region);
+  if (e == MMB_OK) e = input(&p, images, cnn_shape_size(m->input), &x);
+  if (e == MMB_OK) e = cnn_model_forward(m, &p, x, &logits);
+  if (e == MMB_OK) plan->ops->count_correct(plan->ops->ctx, logits, labels->ptr, rows, m->classes, stats);
+  return e;
+}
+
+/* Two floats in the compute tier for a pass's loss and correct count. */
+static mmbError stats_new(cnn_plan *plan, mmbAllocation **a, float **stats) {
+  mmbError e = mmb_allocate(2 * sizeof(float), plan->acts_iface, a);
+  if (e != MMB_OK) return e;
+  *stats = mmb_allocation_ptr(*a);
+  plan->ops->zero(plan->ops->ctx, *stats, 2);
+  return MMB_OK;
+}
+
+mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_dataset *ds, size_t batch, size_t limit,
+                      double *accuracy, size_t *samples) {
+  if (!limit || limit > ds->n) limit = ds->n;
+  mmbAllocation *a;
+  float *stats, host[2];
+  batch_walk w;
+  mmbError e = stats_new(plan, &a, &stats);
+  if (e != MMB_OK) return e;
+  size_t seen = 0;
+  if ((e = batches_begin(plan, ds, batch, &w)) == MMB_OK) {
+    for (mmbArrayTile *ti; e == MMB_OK && seen < limit && (ti = mmb_tile_iterator_tile(w.images));
+         e = e == MMB_OK ? batches_next(&w) : e) {
+      size_t rows = ti->dim[0] < limit - seen ? ti->dim[0] : limit - seen;
+      e = eval_batch(plan, m, ti, mmb_tile_iterator_tile(w.labels), rows, stats);
+      seen += rows;
+    }
+  }
+  mmbError e2 = batches_end(&w);
+  if (e == MMB_OK) e = e2;
+  plan->ops->read(plan->ops->ctx, stats, 2, host);
+  if ((e2 = mmb_free(a)) != MMB_OK && e == MMB_OK) e = e2;
+  if (e == MMB_OK) {
+    *accuracy = seen ? host[1] / (double)seen : 0.0;
+    *samples = seen;
+  }
+  return e;
+}
+
+/* ---- epochs ----------------------------------------------------------------- */
+
+static void epoch_order(size_t *order, size_t n, unsigned long long seed, size_t epoch) {
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  unsigned long long state = seed + epoch;
+  for (size_t i = n - 1; i > 0 && epoch > 0; i--) {   /* Fisher-Yates with splitmix64 */
+    unsigned long long z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    size_t j = (size_t)(z % (i + 1)), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+static void progress(const cnn_train_options *o, size_t epoch, size_t done, size_t total,
+                     double loss, double *last) {
+  double t = now();
+  if (!o->progress || (t - *last < 0.1 && done < total)) return;
+  *last = t;
+  int width = 30, filled = total ? (int)(width * done / total) : width;
+  fprintf(stderr, "\repoch %zu/%zu [%.*s%*s] %3d%% loss %.4f ", epoch, o->epochs, filled,
+          "##############################", width - filled, "", (int)(100 * done / total), loss);
+  if (done == total) fprintf(stderr, "\r%*s\r", width + 40, "");
+  fflush(stderr);
+}
+
+typedef struct epoch_state {
+  cnn_plan *plan;
+  cnn_model *m;
+  const cnn_train_options *o;
+  float *stats;
+  cnn_result *r;
+  bool first_batch_seen;
+} epoch_state;
+
+static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_epoch *ep) {
+  const cnn_train_options *o = s->o;
+  size_t total = (ds->n + o->batch - 1) / o->batch;
+  if (o->max_batches && o->max_batches < total) total = o->max_batches;
+  batch_walk w;
+  double last = 0, t0 = now();
+  float host[2] = {0, 0};
+  s->plan->ops->zero(s->plan->ops->ctx, s->stats, 2);
+  mmbError e = batches_begin(s->plan, ds, o->batch, &w);
+  for (mmbArrayTile *ti; e == MMB_OK && ep->batches < total &&
+                         (ti = mmb_tile_iterator_tile(w.images));
+       e = e == MMB_OK ? batches_next(&w) : e) {
+    e = train_batch(s->plan, s->m, &o->sgd, ti, mmb_tile_iterator_tile(w.labels), s->stats);
+    ep->samples += ti->dim[0];
+    ep->batches++;
+    if (!s->first_batch_seen && e == MMB_OK) {   /* from here on: no provider trip, flat RSS */
+      s->plan->ops->sync(s->plan->ops->ctx);
+      s->first_batch_seen = true;
+      s->r->trips_after_first_batch = cnn_provider_trips();
+      s->r->rss_after_first_batch = cnn_rss_bytes();
+    }
+    if (o->progress && e == MMB_OK) {
+      if (now() - last >= 0.1) s->plan->ops->read(s->plan->ops->ctx, s->stats, 2, host);
+      progress(o, index, ep->batches, total, host[0] / (ep->samples ? ep->samples : 1), &last);
+    }
+  }
+  mmbError e2 = batches_end(&w);
+  if (e == MMB_OK) e = e2;
+  s->plan->ops->read(s->plan->ops->ctx, s->stats, 2, host);   /* waits for the last batch */
+  ep->seconds = now() - t0;
+  ep->loss = ep->samples ? host[0] / ep->samples : 0;
+  ep->train_accuracy = ep->samples ? host[1] / ep->samples : 0;
+  ep->samples_per_s = ep->seconds > 0 ? ep->samples / ep->seconds : 0;
+  return e;
+}
+
+mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset *test,
+                   const cnn_train_options *o, cnn_result *r, char *err, size_t err_len) {
+  *r = (cnn_result){0};
+  cnn_dataset shuffled = {0};
+  size_t *order = NULL;
+  mmbAllocation *stats_a = NULL;
+  epoch_state s = {.plan = plan, .m = m, .o = o, .r = r};
+  mmbError e = stats_new(plan, &stats_a, &s.stats);
+  if (e == MMB_OK && o->epochs > 1) {   /* later epochs visit a permutation, gathered here */
+    e = cnn_dataset_like(train, plan->capacity_iface, &shuffled);
+    if (e == MMB_OK && !(order = malloc(train->n * sizeof *order))) e = MMB_OUT_OF_MEMORY;
+    if (e == MMB_OK) {   /* touched now: the RSS is flat from the first batch on */
+      epoch_order(order, train->n, o->seed, 0);
+      cnn_dataset_gather(train, order, &shuffled);
+    }
+  }
+  if (e == MMB_OK) e = tile_batches(train, o->batch);
+  if (e == MMB_OK && shuffled.images) e = tile_batches(&shuffled, o->batch);
+  if (e == MMB_OK && test) e = tile_batches(test, o->batch);
+  if (e != MMB_OK) snprintf(err, err_len, "setting up the training loop: %s", mmb_error_string(e));
+  for (size_t epoch = 0; e == MMB_OK && epoch < o->epochs; epoch++) {
+    cnn_dataset *ds = train;
+    if (epoch > 0) {
+      epoch_order(order, train->n, o->seed, epoch);
+      cnn_dataset_gather(train, order, &shuffled);
+      ds = &shuffled;
+    }
+    cnn_epoch ep = {.index = epoch + 1, .epochs = o->epochs};
+    if ((e = train_epoch(&s, ds, epoch + 1, &ep)) != MMB_OK) {
+      snprintf(err, err_len, "training, epoch %zu: %s", epoch + 1, mmb_error_string(e));
+      break;
+    }
+    if (test && (e = cnn_evaluate(plan, m, test, o->batch, o->test_limit, &ep.test_accuracy,
+                                  &r->test_samples)) != MMB_OK) {
+      snprintf(err, err_len, "testing, epoch %zu: %s", epoch + 1, mmb_error_string(e));
+      break;
+    }
+    r->train_samples += ep.samples;
+    r->batches += ep.batches;
+    r->seconds += ep.seconds;
+    r->final_loss = ep.loss;
+    r->train_accuracy = ep.train_accuracy;
+    r->test_accuracy = ep.test_accuracy;
+    if (o->on_epoch) o->on_epoch(&ep, o->arg);
+  }
+  r->trips_after_first_batch = cnn_provider_trips() - r->trips_after_first_batch;
+  r->rss_end = cnn_rss_bytes();
+  free(order);
+  if (shuffled.images) cnn_dataset_destroy(&shuffled);
+  if (stats_a) mmb_free(stats_a);
+  return e;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# build/bin/cnn as a user runs it, on a small IDX set made here: bad
+# arguments and bad data files exit 2 with a message (never a crash), --help
+# exits 0, a short run exits 0 and ends with the JSON summary, --trace
+# writes a trace tools/mmb-plot can draw.
+#   test/cnn/cli.sh build/bin/cnn
+set -uo pipefail
+cnn="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fails=0; passed=0
+
+# A small set: 300 training and 60 test images of 28x28 (a bright block per class).
+python3 - "$tmp/good" <<'PY'
+import os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+rnd = random.Random(3)
+def write(prefix, n):
+    labels = [rnd.randrange(10) for _ in range(n)]
+    pix = bytearray()
+    for c in labels:
+        img = bytearray(rnd.randrange(40) for _ in range(784))
+        r0, c0 = 4 + 6 * (c // 4), 2 + 6 * (c % 4)
+        for y in range(r0, r0 + 5):
+            for x in range(c0, c0 + 5):
+                img[y * 28 + x] = 230
+        pix += img
+    open(f"{d}/{prefix}-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, n, 28, 28) + pix)
+    open(f"{d}/{prefix}-labels-idx1-ubyte", "wb").write(struct.pack(">II", 0x801, n) + bytes(labels))
+write("train", 300)
+write("t10k", 60)
+PY
+
+expect() {   # expect STATUS WORD -- ARGS...: exit status, and a word of stderr/stdout
+  local want="$1" word="$2"; shift 3
+  "$cnn" "$@" > "$tmp/out" 2> "$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$want" ] || ! grep -q -- "$word" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: cnn $* exited $got (expected $want, with '$word'):"; sed 's/^/    /' "$tmp/err"
+    fails=$((fails + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+data=(--data "$tmp/good")
+expect 0 usage -- --help
+expect 2 "bad value" -- --batch 0 "${data[@]}"
+expect 2 "bad value" -- --batch ten "${data[@]}"
+expect 2 "bad value" -- --epochs -1 "${data[@]}"
+expect 2 "bad value" -- --lr nan "${data[@]}"
+expect 2 "bad value" -- --lr -0.1 "${data[@]}"
+expect 2 "bad value" -- --momentum 1 "${data[@]}"
+expect 2 "bad value" -- --threads 0 "${data[@]}"
+expect 2 "bad value" -- --net resnet "${data[@]}"
+expect 2 "bad value" -- --device tpu "${data[@]}"
+expect 2 "bad value" -- --fast-limit 12Q "${data[@]}"
+expect 2 "bad value" -- --fast-limit 0 "${data[@]}"
+expect 2 "bad value" -- --seed 18446744073709551616 "${data[@]}"
+expect 2 "unknown option" -- --bogus 1
+expect 2 "needs a value" -- --data
+expect 2 "unexpected argument" -- stray
+expect 2 "raise --fast-limit" -- --net wide --fast-limit 64K "${data[@]}"
+expect 2 "No such file" -- --data "$tmp/none"
+
+bad() {   # bad NAME FILE PYTHON-EDIT WORD: a copy of the good set with one file edited
+  mkdir "$tmp/$1" && cp "$tmp/good/"* "$tmp/$1/"
+  python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); $3; open(p,'wb').write(b)" \
+    "$tmp/$1/$2"
+  expect 2 "$4" -- --data "$tmp/$1" --max-batches 2
+}
+bad magic train-images-idx3-ubyte "b[3] = 2" "magic"
+bad short train-images-idx3-ubyte "del b[-100:]" "cut short"
+bad long t10k-labels-idx1-ubyte "b += b'x'" "after the data"
+bad count train-labels-idx1-ubyte "b[7] -= 1; del b[-1]" "labels"
+bad label t10k-labels-idx1-ubyte "b[20] = 10" "not below 10"
+bad shape t10k-images-idx3-ubyte "import struct; n=60; b[:] = struct.pack('>IIII', 0x803, n, 14, 56) + b[16:]" "test images"
+
+if ! "$cnn" --help | grep -q -- --fast-limit; then echo "FAIL: --help does not list --fast-limit"; fails=$((fails + 1)); fi
+if [ -z "$(ls /dev/nvidia0 2>/dev/null)" ]; then
+  expect 1 "needs a CUDA device" -- --device gpu "${data[@]}"
+fi
+
+# A short run, traced: exit 0, the JSON summary last, a trace mmb-plot draws.
+if "$cnn" "${data[@]}" --epochs 2 --batch 10 --lr 0.05 --json --trace "$tmp/trace.json" \
+     > "$tmp/run" 2> "$tmp/err" &&
+   tail -1 "$tmp/run" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+need = "net epochs batch lr threads device train_samples test_accuracy final_loss seconds samples_per_s params_bytes fast_budget_bytes streamed provider_trips_after_first_batch".split()
+missing = [k for k in need if k not in d]
+assert not missing, f"missing {missing}"
+assert d["net"] == "seed" and d["epochs"] == 2 and d["train_samples"] == 600, d
+assert d["provider_trips_after_first_batch"] == 0, d
+assert d["test_accuracy"] > 0.5, d' &&
+   python3 "$(dirname "$0")/../trace/check_trace.py" "$tmp/trace.json" min_allocs=4 &&
+   "$(dirname "$0")/../../tools/mmb-plot" "$tmp/trace.json" "$tmp/trace.svg" > /dev/null &&
+   grep -q '<svg' "$tmp/trace.svg"; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: a short traced run:"; sed 's/^/    /' "$tmp/err"; tail -3 "$tmp/run"
+  fails=$((fails + 1))
+fi
+
+# The wide net streamed through a quarter of its parameters, a few batches.
+if "$cnn" "${data[@]}" --net wide --fast-limit 25% --batch 16 --max-batches 4 --test-limit 32 \
+     --json > "$tmp/wide" 2> "$tmp/err" &&
+   tail -1 "$tmp/wide" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["streamed"] is True and d["fast_budget_bytes"] * 4 <= d["params_bytes"] + 4, d
+assert d["provider_trips_after_first_batch"] == 0, d'; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: the wide net streamed:"; sed 's/^/    /' "$tmp/err"; tail -3 "$tmp/wide"
+  fails=$((fails + 1))
+fi
+
+echo "cnn-check: $passed passed, $fails failed"
+[ "$fails" -eq 0 ]
