@@ -30,11 +30,13 @@ endif
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS   ?=
 BASE     := -std=gnu11 -D_GNU_SOURCE $(OPT) -g $(WARN) $(SAN) -Iinclude -MMD -MP $(CFLAGS)
+# Inside the library and its tests, contract headers by floor: "alloc/internal.h".
+INTERNAL := -Isrc -Iproviders
 # Link-time optimisation lets the hot paths (mmb_allocate, mmb_free, the
 # registry check, the pool's quick bins) inline across files; fat objects
 # keep libmmb.a usable by a plain linker.
 LTO      := -flto=auto -ffat-lto-objects
-LIBFLAGS := $(BASE) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY $(LTO)
+LIBFLAGS := $(BASE) $(INTERNAL) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY $(LTO)
 LIBS     := -lhwloc -lpthread
 ifeq ($(CUDA),1)
   LIBFLAGS += -DMMB_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
@@ -43,7 +45,7 @@ endif
 
 # The CUDA parts: the cuda provider and the CUDA-stream queue backend.
 CUDA_SRC := $(wildcard providers/cuda/*.c) src/queue/cuda_stream.c
-LIB_SRC  := $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) $(wildcard providers/system/*.c) \
+LIB_SRC  := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) $(wildcard providers/system/*.c) \
             $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
 ifeq ($(CUDA),1)
   LIB_SRC += $(CUDA_SRC)
@@ -69,7 +71,8 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check
+.PHONY: all test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
+        layers-check
 all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
 
 # Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
@@ -165,25 +168,30 @@ $(TESTS): $(TEST_OBJ) $(STATIC)
 
 $(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -Iproviders -c $< -o $@
+	$(CC) $(BASE) $(INTERNAL) -c $< -o $@
 
 STRESS := $(BUILD)/test/stress-threads $(BUILD)/test/stress-queues $(BUILD)/test/stress-reuse \
           $(BUILD)/test/stress-streams
 $(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) $< -o $@ $(STATIC) $(LIBS)
+	$(CC) $(BASE) $(INTERNAL) $< -o $@ $(STATIC) $(LIBS)
 
 # Criterion cannot run under ThreadSanitizer: there, the threaded drivers
 # and the CNN as a program (its copy queue streams batches and weights).
 ifeq ($(SANITIZE),thread)
-test: $(STRESS) $(BUILD)/bin/cnn
+test: $(STRESS) $(BUILD)/bin/cnn layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	test/cnn/cli.sh $(BUILD)/bin/cnn
 else
-test: $(TESTS) $(STRESS) install-check plot-check cnn-check
+test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
 endif
+
+# The floors stand on each other one way only; docs/architecture.md maps
+# every public function to its file (docs/architecture.md, tools/check-layers).
+layers-check: $(LIB_OBJ)
+	tools/check-layers $(BUILD)
 
 # The CNN: its unit tests (gradients, loader, plans), then the program as a
 # user runs it (test/cnn/cli.sh, on a small set it writes).

@@ -11,7 +11,7 @@
 
 #include <mmb/mmb.h>
 
-#include "../src/queue/queue.h"
+#include "queue/internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

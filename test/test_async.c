@@ -5,7 +5,7 @@
    rather than as luck. */
 #include "arrays.h"
 #include "gate.h"
-#include "../src/tile/tile.h"
+#include "tile/internal.h"
 
 static mmbQueue *thread_queue(void) {
   mmbQueue *q;

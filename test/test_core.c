@@ -1,7 +1,7 @@
 /* Lifecycle, errors, logging, environment parsing. */
 #include "common.h"
 
-#include "../src/core/core.h"
+#include "core/internal.h"
 
 Test(core, calls_before_init_are_refused) {
   mmbMemSpace *space = NULL;
@@ -44,6 +44,23 @@ Test(core, error_strings_are_never_null) {
   cr_assert_not_null(mmb_error_string((mmbError)-1));
   cr_assert_str_eq(mmb_error_string((mmbError)1000), "unknown mmb error code");
   cr_assert_str_neq(mmb_error_string(MMB_BUSY), mmb_error_string(MMB_OK));
+}
+
+/* The codes keep the contract's values; each has its name and a distinct text. */
+Test(core, error_names_follow_the_map) {
+  static const char *const names[] = {"MMB_OK", "MMB_ERROR", "MMB_INVALID_ARG",
+                                      "MMB_OUT_OF_MEMORY", "MMB_OVERFLOW", "MMB_UNSUPPORTED",
+                                      "MMB_UNAVAILABLE", "MMB_NOT_INITIALIZED", "MMB_BUSY",
+                                      "MMB_INVALID_STATE", "MMB_IO"};
+  cr_assert_eq(MMB_OK, 0);
+  cr_assert_eq(MMB_IO, 10);
+  for (int e = MMB_OK; e <= MMB_IO; e++) {
+    cr_assert_str_eq(mmb_error_name((mmbError)e), names[e]);
+    for (int f = MMB_OK; f < e; f++)
+      cr_assert_str_neq(mmb_error_string((mmbError)e), mmb_error_string((mmbError)f));
+  }
+  cr_assert_str_eq(mmb_error_name((mmbError)(MMB_IO + 1)), "MMB_UNKNOWN_ERROR");
+  cr_assert_str_eq(mmb_error_name((mmbError)-3), "MMB_UNKNOWN_ERROR");
 }
 
 Test(core, log_level_from_api_options_and_env) {

@@ -207,3 +207,59 @@ MMB_TEST(provider, fault_provider_errors_reach_the_caller) {
   OK(mmb_free(c));
   OK(mmb_interface_destroy(iface));
 }
+
+/* What the system provider uses, for a provider of the caller's: mapped
+   pages, aligned, zeroed, bound to a node; bad arguments refused. */
+MMB_TEST(provider, host_services_map_bind_and_unmap) {
+  size_t page = mmb_host_page_size();
+  cr_assert(page >= 4096 && (page & (page - 1)) == 0, "page size %zu", page);
+  mmbSpaceInfo info;
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  OK(mmb_space_get_info(dram, &info));
+  void *p = NULL;
+  OK(mmb_host_map(3 * page + 5, (size_t)1 << 21, info.numa_node, &p));
+  cr_assert_eq((uintptr_t)p % ((size_t)1 << 21), 0, "not aligned to 2 MiB");
+  for (size_t i = 0; i < 4 * page; i++) cr_assert_eq(((unsigned char *)p)[i], 0);
+  memset(p, 0xab, 4 * page);
+  OK(mmb_host_bind(p, 4 * page, info.numa_node));
+  FAILS(mmb_host_bind(p, 4 * page, 1 << 20), MMB_INVALID_ARG);   /* no such node */
+  FAILS(mmb_host_bind(p, 4 * page, -1), MMB_INVALID_ARG);
+  FAILS(mmb_host_bind((char *)p + 1, page, info.numa_node), MMB_INVALID_ARG);
+  FAILS(mmb_host_bind(NULL, page, info.numa_node), MMB_INVALID_ARG);
+  FAILS(mmb_host_bind(p, 0, info.numa_node), MMB_INVALID_ARG);
+  OK(mmb_host_unmap(p, 3 * page + 5));
+  void *q = &page;
+  FAILS(mmb_host_map(0, 64, -1, &q), MMB_INVALID_ARG);
+  FAILS(mmb_host_map(page, 3, -1, &q), MMB_INVALID_ARG);
+  FAILS(mmb_host_map(page, MMB_MAX_ALIGNMENT * 2, -1, &q), MMB_INVALID_ARG);
+  FAILS(mmb_host_map(SIZE_MAX, 64, -1, &q), MMB_INVALID_ARG);
+  FAILS(mmb_host_map(page, 64, -1, NULL), MMB_INVALID_ARG);
+  cr_assert_eq(q, (void *)&page, "out-parameter written on failure");
+  FAILS(mmb_host_unmap(NULL, page), MMB_INVALID_ARG);
+  OK(mmb_host_map(page, 64, -1, &p));
+  FAILS(mmb_host_unmap((char *)p + 8, page), MMB_INVALID_ARG);   /* not a mapping's start */
+  FAILS(mmb_host_unmap(p, 0), MMB_INVALID_ARG);
+  OK(mmb_host_unmap(p, page));
+}
+
+Test(provider, host_services_need_init) {
+  void *p = NULL;
+  cr_assert_eq(mmb_host_map(4096, 64, -1, &p), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_host_bind(&p, 4096, 0), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_host_unmap(&p, 4096), MMB_NOT_INITIALIZED);
+}
+
+/* A stream queue issues the copies of memory whose provider says it is CUDA
+   memory: the cuda provider does, the host ones do not. */
+MMB_TEST(provider, only_cuda_memory_is_a_streams_to_copy) {
+  const mmbProviderOps *ops;
+  OK(mmb_provider_get_ops(MMB_PROVIDER_SYSTEM, &ops));
+  cr_assert_eq(ops->caps & MMB_PROVIDER_CUDA_MEMORY, 0);
+  OK(mmb_provider_get_ops(MMB_PROVIDER_PINNED, &ops));
+  cr_assert_eq(ops->caps & MMB_PROVIDER_CUDA_MEMORY, 0);
+  mmbError e = mmb_provider_get_ops(MMB_PROVIDER_CUDA, &ops);
+  if (e == MMB_UNAVAILABLE) cr_skip_test("built without CUDA");
+  OK(e);
+  cr_assert_neq(ops->caps & MMB_PROVIDER_CUDA_MEMORY, 0);
+}

@@ -3,7 +3,7 @@
    mixed errors, dependencies across queues, destroying a queue with work
    pending, no leaked threads, and the async copies. Runs under TSan too. */
 #include "common.h"
-#include "../src/queue/queue.h"
+#include "queue/internal.h"
 
 #include <dirent.h>
 #include <stdatomic.h>

@@ -31,6 +31,9 @@ extern "C" {
 #define MMB_PROVIDER_DEVICE_ACCESSIBLE 0x2u  /**< a GPU may access its memory */
 #define MMB_PROVIDER_PAGE_LOCKED       0x4u  /**< its memory is pinned (DMA without staging) */
 #define MMB_PROVIDER_ASYNC_COPY        0x8u  /**< copies may run asynchronously */
+#define MMB_PROVIDER_CUDA_MEMORY       0x10u /**< CUDA device memory: copies to or from it are
+                                                  the CUDA runtime's, and a stream queue
+                                                  issues them on its stream */
 
 /** Where an instance of a provider allocates (one instance per interface). */
 typedef struct mmbProviderTarget {
@@ -88,6 +91,40 @@ MMB_EXPORT mmbError mmb_provider_register(const mmbProviderOps *ops, mmbProvider
     \return MMB_OK; MMB_INVALID_ARG; MMB_UNAVAILABLE if not built or registered;
     MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_provider_get_ops(mmbProviderType type, const mmbProviderOps **out_ops);
+
+/* ---- services for providers ----------------------------------------------
+   What the system provider uses to get host memory, for a provider of yours
+   to do the same (hwloc's plugins.h plays this part for hwloc's plugins). */
+
+/** The page size of host memory, in bytes. */
+MMB_EXPORT size_t mmb_host_page_size(void);
+
+/**
+ * Maps host memory: \p size bytes rounded up to whole pages, aligned to
+ * \p alignment, reading as zeros, advised to use huge pages from 2 MiB, and
+ * bound to NUMA node \p numa_node when the machine has several (best effort,
+ * as the system provider does; -1: not bound).
+ * \param numa_node  an OS index, as mmbProviderTarget.numa_node gives it.
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p out_ptr, a zero or absurd
+ *         size, or an alignment that is not a power of two up to
+ *         MMB_MAX_ALIGNMENT; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_host_map(size_t size, size_t alignment, int numa_node, void **out_ptr);
+
+/** Unmaps what mmb_host_map mapped (the same size).
+    \return MMB_OK; MMB_INVALID_ARG for NULL, a zero size or a pointer that
+    is not page aligned; MMB_NOT_INITIALIZED. */
+MMB_EXPORT mmbError mmb_host_unmap(void *ptr, size_t size);
+
+/**
+ * Binds the pages of [\p ptr, \p ptr + \p size) to NUMA node \p numa_node.
+ * \return MMB_OK (also on a machine of one node: nothing to choose);
+ *         MMB_INVALID_ARG for NULL, a zero size, a pointer that is not page
+ *         aligned, or a node this machine does not have; MMB_UNSUPPORTED when
+ *         the operating system refuses (a container's policy);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT mmbError mmb_host_bind(void *ptr, size_t size, int numa_node);
 
 #ifdef __cplusplus
 }

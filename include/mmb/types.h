@@ -16,19 +16,40 @@
 extern "C" {
 #endif
 
-/** Every fallible mmb function returns one of these. */
+/**
+ * The error codes, in order from 0, with what mmb_error_string says of each
+ * (as libuv's UV_ERRNO_MAP): the enum below and the strings are made from
+ * this one list. X(name, text) is applied to each.
+ *  - MMB_OK: success
+ *  - MMB_ERROR: an unexpected failure below mmb (OS, driver)
+ *  - MMB_INVALID_ARG: a NULL, zero or out-of-range argument
+ *  - MMB_OUT_OF_MEMORY: the provider, the space's limit or the OS refused memory
+ *  - MMB_OVERFLOW: a size computation would overflow size_t
+ *  - MMB_UNSUPPORTED: the operation is not offered by this provider or strategy
+ *  - MMB_UNAVAILABLE: the requested space or device does not exist on this node
+ *  - MMB_NOT_INITIALIZED: called before mmb_init (or after the last mmb_finalize)
+ *  - MMB_BUSY: the object is still in use and was left unchanged
+ *  - MMB_INVALID_STATE: the object is not in a state that allows this operation
+ *  - MMB_IO: reading or writing a file failed
+ */
+#define MMB_ERROR_MAP(X)                                                                  \
+  X(MMB_OK, "success")                                                                   \
+  X(MMB_ERROR, "unexpected failure below mmb")                                           \
+  X(MMB_INVALID_ARG, "invalid argument")                                                 \
+  X(MMB_OUT_OF_MEMORY, "out of memory, or a space's limit reached")                      \
+  X(MMB_OVERFLOW, "size computation overflows")                                          \
+  X(MMB_UNSUPPORTED, "operation not supported by this provider or strategy")             \
+  X(MMB_UNAVAILABLE, "no such space or device on this node")                             \
+  X(MMB_NOT_INITIALIZED, "mmb is not initialised (call mmb_init first)")                 \
+  X(MMB_BUSY, "object still in use")                                                     \
+  X(MMB_INVALID_STATE, "object not in a state that allows this operation")               \
+  X(MMB_IO, "input/output error")
+
+/** Every fallible mmb function returns one of these (MMB_ERROR_MAP). */
 typedef enum mmbError {
-  MMB_OK = 0,           /**< success */
-  MMB_ERROR,            /**< an unexpected failure below mmb (OS, driver) */
-  MMB_INVALID_ARG,      /**< NULL, zero or out-of-range argument */
-  MMB_OUT_OF_MEMORY,    /**< the provider, the space's limit or the OS refused memory */
-  MMB_OVERFLOW,         /**< a size computation would overflow size_t */
-  MMB_UNSUPPORTED,      /**< the operation is not offered by this provider/strategy */
-  MMB_UNAVAILABLE,      /**< the requested space or device does not exist on this node */
-  MMB_NOT_INITIALIZED,  /**< called before mmb_init (or after the last mmb_finalize) */
-  MMB_BUSY,             /**< the object is still in use and was left unchanged */
-  MMB_INVALID_STATE,    /**< the object is not in a state that allows this operation */
-  MMB_IO                /**< reading or writing a file failed */
+#define MMB__ERROR_ENUM(name, text) name,
+  MMB_ERROR_MAP(MMB__ERROR_ENUM)
+#undef MMB__ERROR_ENUM
 } mmbError;
 
 /** The largest rank of an array or an N-dimensional copy. */

@@ -2,7 +2,7 @@
    cudaMemcpy2D/3D (cudaMemcpyDefault: unified addressing tells directions),
    and the runtime hooks the rest of mmb reaches CUDA through. Every CUDA
    error is translated here and logged with its CUDA name. */
-#include "cuda.h"
+#include "cuda/internal.h"
 
 /* Device allocations are 256-byte aligned by cudaMalloc. */
 #define CUDA_ALIGNMENT 256u
@@ -81,7 +81,7 @@ const mmbProviderOps mmb__cuda_provider = {
     .abi_version = MMB_PROVIDER_ABI_VERSION,
     .name = "cuda",
     .state_size = sizeof(cuda_state),
-    .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE | MMB_PROVIDER_ASYNC_COPY,
+    .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE | MMB_PROVIDER_ASYNC_COPY | MMB_PROVIDER_CUDA_MEMORY,
     .layers = 1u << MMB_GDRAM,
     .init = cuda_init,
     .alloc = cuda_alloc,

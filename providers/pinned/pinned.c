@@ -2,7 +2,7 @@
    cudaHostAlloc'd (or mapped and cudaHostRegister'ed when aligned beyond a
    page), so devices reach it by DMA without staging; without one it is
    mapped and mlock'ed. Either way it is bound to the space's NUMA node. */
-#include "../system/hostmem.h"
+#include "builtin.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,12 +20,12 @@ typedef struct pinned_state {
 static mmbError pinned_init(void *state, const mmbProviderTarget *target) {
   pinned_state *st = state;
   st->numa_os = target->numa_node;
-  st->cuda = mmb__cuda && mmb__cuda_device_count() > 0;
+  st->cuda = mmb__os_cuda() != NULL;
   return MMB_OK;
 }
 
 static bool via_cuda_host_alloc(const pinned_state *st, size_t alignment) {
-  return st->cuda && alignment <= mmb__page_size();
+  return st->cuda && alignment <= mmb_host_page_size();
 }
 
 static mmbError explain_mlock_failure(size_t size, int err) {
@@ -41,7 +41,7 @@ static mmbError explain_mlock_failure(size_t size, int err) {
 }
 
 static mmbError pin(const pinned_state *st, void *p, size_t size) {
-  if (st->cuda) return mmb__cuda->host_register(p, size);
+  if (st->cuda) return mmb__os_cuda()->host_register(p, size);
   /* The raw syscall: sanitizers intercept mlock() and make it a no-op. */
   if (syscall(SYS_mlock, p, size) != 0) return explain_mlock_failure(size, errno);
   return MMB_OK;
@@ -51,15 +51,15 @@ static mmbError pinned_alloc(void *state, size_t size, size_t alignment, unsigne
                              void **out) {
   pinned_state *st = state;
   if (via_cuda_host_alloc(st, alignment)) {
-    mmbError err = mmb__cuda->host_alloc(size, out);
+    mmbError err = mmb__os_cuda()->host_alloc(size, out);
     if (err == MMB_OK && (flags & MMB_ALLOC_ZERO)) memset(*out, 0, size);
     return err;
   }
   void *p;
-  mmbError err = mmb__host_map(size, alignment, st->numa_os, &p);   /* zeroed */
+  mmbError err = mmb_host_map(size, alignment, st->numa_os, &p);   /* zeroed */
   if (err != MMB_OK) return err;
   if ((err = pin(st, p, size)) != MMB_OK) {
-    mmb__host_unmap(p, size);
+    mmb_host_unmap(p, size);
     return err;
   }
   *out = p;
@@ -69,11 +69,11 @@ static mmbError pinned_alloc(void *state, size_t size, size_t alignment, unsigne
 static void pinned_free(void *state, void *ptr, size_t size, size_t alignment) {
   pinned_state *st = state;
   if (via_cuda_host_alloc(st, alignment)) {
-    mmb__cuda->host_free(ptr);
+    mmb__os_cuda()->host_free(ptr);
     return;
   }
-  if (st->cuda) mmb__cuda->host_unregister(ptr);
-  mmb__host_unmap(ptr, size);   /* also unlocks */
+  if (st->cuda) mmb__os_cuda()->host_unregister(ptr);
+  mmb_host_unmap(ptr, size);   /* also unlocks */
 }
 
 const mmbProviderOps mmb__pinned_provider = {

@@ -1,8 +1,8 @@
 /* The system provider: host memory of the space's NUMA node. Small blocks
    come from the C allocator (placed by first touch); blocks of 64 KiB and more,
-   or aligned beyond a page, are mapped, bound to the node with hwloc and
-   advised to use huge pages from 2 MiB. */
-#include "hostmem.h"
+   or aligned beyond a page, are mapped with mmb_host_map: bound to the node
+   and advised to use huge pages from 2 MiB. */
+#include "builtin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@ typedef struct system_state {
 } system_state;
 
 static bool mapped(size_t size, size_t alignment) {
-  return size >= MAP_THRESHOLD || alignment > mmb__page_size();
+  return size >= MAP_THRESHOLD || alignment > mmb_host_page_size();
 }
 
 static mmbError system_init(void *state, const mmbProviderTarget *target) {
@@ -25,7 +25,7 @@ static mmbError system_init(void *state, const mmbProviderTarget *target) {
 static mmbError system_alloc(void *state, size_t size, size_t alignment, unsigned flags,
                              void **out) {
   system_state *st = state;
-  if (mapped(size, alignment)) return mmb__host_map(size, alignment, st->numa_os, out);
+  if (mapped(size, alignment)) return mmb_host_map(size, alignment, st->numa_os, out);
   void *p = NULL;
   if (posix_memalign(&p, alignment, size) != 0) return MMB_OUT_OF_MEMORY;
   if (flags & MMB_ALLOC_ZERO) memset(p, 0, size);
@@ -35,7 +35,7 @@ static mmbError system_alloc(void *state, size_t size, size_t alignment, unsigne
 
 static void system_free(void *state, void *ptr, size_t size, size_t alignment) {
   (void)state;
-  if (mapped(size, alignment)) mmb__host_unmap(ptr, size);
+  if (mapped(size, alignment)) mmb_host_unmap(ptr, size);
   else free(ptr);
 }
 

@@ -1,7 +1,8 @@
-/* Allocations: argument checks, the handle's life (LIVE -> FREEING -> FREE),
-   and the dispatch to the interface's strategy or to a region. */
-#include "alloc.h"
-#include "pool.h"
+/* Allocating: argument checks, the handle handed out LIVE, the dispatch to
+   the interface's strategy (the pool's quick bins inline) or to a region;
+   and reading a live handle. Freeing is free.c's. */
+#include "alloc/internal.h"
+#include "alloc/pool.h"
 
 #include <stdint.h>
 
@@ -68,48 +69,6 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
     if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
   }
   hand_out(iface, a, out_allocation);
-  return MMB_OK;
-}
-
-/* LIVE -> FREEING. An interface without MMB_INTERFACE_THREAD_SAFE belongs to
-   one thread, so its handles need no atomic exchange. */
-static bool claim(mmbAllocation *a) {
-  uint32_t live = MMB__HANDLE_LIVE;
-  if (atomic_load_explicit(&a->state, memory_order_acquire) != live) return false;
-  if (!mmb__iface_ts(a->interface)) {
-    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_relaxed);
-    return true;
-  }
-  return atomic_compare_exchange_strong(&a->state, &live, MMB__HANDLE_FREEING);
-}
-
-void mmb__allocation_release(mmbAllocation *a) {
-  mmbMemInterface *iface = a->interface;
-  if (a->flags & MMB__IN_REGION) {
-    mmb__region_release(a);
-    return;
-  }
-  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, a->ptr, a->size);
-  iface->strategy->release(iface, a, 0);
-}
-
-mmbError mmb_free(mmbAllocation *allocation) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!allocation, __func__, "allocation is NULL");
-  if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation))) {
-    mmb__log(MMB_LOG_ERROR, "mmb_free: %p is not a live allocation (freed twice, or not "
-             "from mmb); nothing was freed", (void *)allocation);
-    return MMB_INVALID_ARG;
-  }
-  mmbMemInterface *iface = allocation->interface;
-  if (MMB__UNLIKELY(allocation->fences != NULL)) {   /* queue work may still use it */
-    mmb__allocation_defer(allocation);
-    return MMB_OK;
-  }
-  if (MMB__LIKELY(allocation->flags == MMB__QUICK && !mmb__trace_active() &&
-                  mmb__pool_free_quick(iface, allocation)))
-    return MMB_OK;
-  mmb__allocation_release(allocation);
   return MMB_OK;
 }
 

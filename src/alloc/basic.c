@@ -1,5 +1,5 @@
 /* The basic strategy: every allocation is one trip to the provider. */
-#include "alloc.h"
+#include "alloc/internal.h"
 
 static mmbError basic_allocate(mmbMemInterface *iface, size_t n, size_t alignment,
                                unsigned flags, mmbAllocation **out) {

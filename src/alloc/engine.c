@@ -5,7 +5,7 @@
    streaming stores over gapped rows ran at 10.5 GB/s against 14 GB/s for
    per-row memcpy, and software prefetch of the next rows changed nothing.
    bench/copy.c measures the engine itself.) */
-#include "alloc.h"
+#include "alloc/internal.h"
 
 #include <string.h>
 

@@ -1,9 +1,7 @@
-/* Interfaces: a space + a provider instance + a strategy. Also the alloc
-   layer's init and finalize. */
-#include "alloc.h"
-
-static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
-static mmbMemInterface *interfaces;   /* guarded by list_lock */
+/* Interfaces: a space + a provider instance + a strategy; their creation,
+   destruction and teardown at finalize. The list of live interfaces is
+   space.c's, where the statistics read it too. */
+#include "alloc/internal.h"
 
 static mmbError resolve_strategy(mmbStrategyType type, const mmb__strategy_ops **out) {
   switch (type) {
@@ -70,11 +68,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     return err;
   }
   atomic_fetch_add(&space->n_users, 1);
-  pthread_mutex_lock(&list_lock);
-  iface->next = interfaces;
-  if (interfaces) interfaces->prev = iface;
-  interfaces = iface;
-  pthread_mutex_unlock(&list_lock);
+  mmb__interfaces_link(iface);
   *out_interface = iface;
   return MMB_OK;
 }
@@ -89,12 +83,6 @@ static void interface_teardown(mmbMemInterface *iface) {
   atomic_fetch_sub(&iface->space->n_users, 1);
   pthread_mutex_destroy(&iface->lock);
   mmb__free(iface);
-}
-
-static void unlink_locked(mmbMemInterface *iface) {
-  if (iface->prev) iface->prev->next = iface->next;
-  else interfaces = iface->next;
-  if (iface->next) iface->next->prev = iface->prev;
 }
 
 static unsigned long long live_allocations(const mmbMemInterface *iface) {
@@ -113,9 +101,7 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   unsigned long long live = live_allocations(iface);
   mmb__iface_unlock(iface);
   if (live) return mmb__fail(MMB_BUSY, __func__, "%llu allocations still live", live);
-  pthread_mutex_lock(&list_lock);
-  unlink_locked(iface);
-  pthread_mutex_unlock(&list_lock);
+  mmb__interfaces_unlink(iface);
   interface_teardown(iface);
   return MMB_OK;
 }
@@ -143,36 +129,6 @@ mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
   return MMB_OK;
 }
 
-void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg) {
-  pthread_mutex_lock(&list_lock);
-  for (mmbMemInterface *i = interfaces; i; i = i->next) fn(i, arg);
-  pthread_mutex_unlock(&list_lock);
-}
-
-/* ---- the interface mmb keeps for each space ------------------------------ */
-
-static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;   /* before list_lock */
-
-mmbError mmb__space_interface(mmbMemSpace *space, mmbMemInterface **out) {
-  pthread_mutex_lock(&own_lock);
-  mmbError err = MMB_OK;
-  if (!space->own_iface) {
-    mmbMemInterfaceConfig cfg = {.strategy = MMB_STRATEGY_POOL,
-                                 .flags = MMB_INTERFACE_THREAD_SAFE};
-    err = mmb_request_interface(space, &cfg, &space->own_iface);
-  }
-  if (err == MMB_OK) *out = space->own_iface;
-  pthread_mutex_unlock(&own_lock);
-  return err;
-}
-
-void mmb__space_interface_drop(mmbMemSpace *space) {
-  pthread_mutex_lock(&own_lock);
-  if (space->own_iface && mmb_interface_destroy(space->own_iface) == MMB_OK)
-    space->own_iface = NULL;
-  pthread_mutex_unlock(&own_lock);
-}
-
 static void release_leaked(mmbAllocation *a) {
   mmb__log(MMB_LOG_WARN, "finalize: releasing a live allocation of %zu bytes from %s", a->size,
            a->interface->space->info.name);
@@ -182,32 +138,6 @@ static void release_leaked(mmbAllocation *a) {
 
 void mmb__interfaces_finalize(void) {
   mmb__registry_for_each_live(release_leaked);
-  for (;;) {   /* a teardown may read the list (stats), so it runs unlocked */
-    pthread_mutex_lock(&list_lock);
-    mmbMemInterface *iface = interfaces;
-    if (iface) unlink_locked(iface);
-    pthread_mutex_unlock(&list_lock);
-    if (!iface) break;
-    interface_teardown(iface);
-  }
-}
-
-mmbError mmb__alloc_init(void) {
-  mmbError err = mmb__spaces_init();
-  if (err == MMB_OK) err = mmb__topology_discover();
-  if (err == MMB_OK) err = mmb__trace_init();
-  if (err != MMB_OK) {
-    mmb__spaces_finalize();
-    mmb__topology_finalize();
-  }
-  return err;
-}
-
-void mmb__alloc_finalize(void) {
-  mmb__interfaces_finalize();
-  mmb__trace_finalize();
-  mmb__registry_finalize();
-  mmb__spaces_finalize();
-  mmb__topology_finalize();
-  mmb__providers_finalize();
+  /* a teardown may read the list (stats): it runs with the list unlocked */
+  for (mmbMemInterface *iface; (iface = mmb__interfaces_pop());) interface_teardown(iface);
 }

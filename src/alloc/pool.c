@@ -10,7 +10,7 @@
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). mmb__pool_put is the one place where a
    block becomes reusable: queue-aware reuse hooks in there. */
-#include "pool.h"
+#include "alloc/pool.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
 #ifndef MMB_POOL_INTERNAL_H
 #define MMB_POOL_INTERNAL_H
 
-#include "alloc.h"
-#include "poison.h"
+#include "alloc/internal.h"
+#include "alloc/poison.h"
 
 #define POOL_GRANULE ((size_t)512)
 #define POOL_SMALL_MAX ((size_t)1 << 20)        /* requests up to 1 MiB: small pool */

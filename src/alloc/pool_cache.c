@@ -14,7 +14,7 @@
    A thread cache outlives its thread: at thread exit it is disowned, and the
    next thread that needs one adopts it, blocks and counters included. Lock
    order: thread-cache lock, then interface lock. */
-#include "pool.h"
+#include "alloc/pool.h"
 
 _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS];
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;   /* live_pools, adoption */

@@ -1,32 +1,25 @@
-/* The table of providers (built-in and registered) and the one place where
-   the core calls a provider's alloc/free: fault injection, limits, stats. */
-#include "alloc.h"
+/* The table of providers (built-in ones installed by the lifecycle, and
+   registered ones) and the one place where the allocator calls a
+   provider's alloc/free: fault injection, limits, stats. */
+#include "alloc/internal.h"
 
 #include <string.h>
 
 #define MAX_USER_PROVIDERS 32
 
-#if MMB_HAVE_CUDA
-extern const mmb__cuda_runtime mmb__cuda_runtime_impl;
-const mmb__cuda_runtime *const mmb__cuda = &mmb__cuda_runtime_impl;
-#define CUDA_PROVIDER (&mmb__cuda_provider)
-#else
-const mmb__cuda_runtime *const mmb__cuda = NULL;
-#define CUDA_PROVIDER NULL
-#endif
+/* Filled by the lifecycle at init (the allocator names no provider). */
+static const mmbProviderOps *_Atomic builtin[MMB_PROVIDER_USER];
 
-static const mmbProviderOps *const builtin[MMB_PROVIDER_USER] = {
-    [MMB_PROVIDER_SYSTEM] = &mmb__system_provider,
-    [MMB_PROVIDER_PINNED] = &mmb__pinned_provider,
-    [MMB_PROVIDER_CUDA] = CUDA_PROVIDER,
-};
+void mmb__provider_install(mmbProviderType type, const mmbProviderOps *ops) {
+  atomic_store(&builtin[type], ops);
+}
 
 static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
 static const mmbProviderOps *_Atomic user[MAX_USER_PROVIDERS];
 static _Atomic unsigned n_user;
 
 const mmbProviderOps *mmb__provider_lookup(mmbProviderType type) {
-  if ((unsigned)type < MMB_PROVIDER_USER) return builtin[type];
+  if ((unsigned)type < MMB_PROVIDER_USER) return atomic_load(&builtin[type]);
   unsigned i = (unsigned)type - MMB_PROVIDER_USER;
   return i < atomic_load(&n_user) ? atomic_load(&user[i]) : NULL;
 }
@@ -88,6 +81,7 @@ void mmb__providers_finalize(void) {
   pthread_mutex_lock(&user_lock);
   atomic_store(&n_user, 0);
   pthread_mutex_unlock(&user_lock);
+  for (unsigned t = 0; t < MMB_PROVIDER_USER; t++) atomic_store(&builtin[t], NULL);
 }
 
 mmbError mmb__provider_alloc(mmbMemInterface *iface, size_t size, size_t alignment,

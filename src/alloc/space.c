@@ -1,6 +1,8 @@
 /* Spaces: the discovered ones, the ones requested on them, their limits
-   (MMB_LIMIT_<LAYER>, size_limit) and their counters. */
-#include "alloc.h"
+   (MMB_LIMIT_<LAYER>, size_limit) and their counters; and the list of live
+   interfaces that draw on them (interface.c adds and removes, the
+   statistics and finalize read it). */
+#include "alloc/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,6 @@
 static mmbMemSpace layer_roots[MMB_MEMLAYER_MAX];
 static mmbMemSpace *discovered[MAX_DISCOVERED];
 static size_t n_discovered;
-static int cuda_devices;
 static pthread_mutex_t requested_lock = PTHREAD_MUTEX_INITIALIZER;
 static mmbMemSpace *requested;   /* list of spaces made by mmb_request_space */
 
@@ -32,7 +33,6 @@ const char *mmb_context_name(mmbExecutionContext ctx) {
 }
 
 mmbMemSpace *mmb__layer_root(mmbMemLayer layer) { return &layer_roots[layer]; }
-int mmb__cuda_device_count(void) { return cuda_devices; }
 
 mmbError mmb__spaces_init(void) {
   memset(layer_roots, 0, sizeof layer_roots);
@@ -52,7 +52,6 @@ mmbError mmb__spaces_init(void) {
                       root->own_limit);
   }
   n_discovered = 0;
-  cuda_devices = 0;
   return MMB_OK;
 }
 
@@ -68,7 +67,6 @@ mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpa
   for (size_t i = 0; i < n_discovered; i++)
     index += discovered[i]->info.layer == info->layer && discovered[i]->info.context == info->context;
   s->info.index = index;
-  if (info->layer == MMB_GDRAM) cuda_devices++;
   discovered[n_discovered++] = s;
   if (out) *out = s;
   return MMB_OK;
@@ -86,7 +84,6 @@ void mmb__spaces_finalize(void) {
   release_requested_all();
   for (size_t i = 0; i < n_discovered; i++) mmb__free(discovered[i]);
   n_discovered = 0;
-  cuda_devices = 0;
 }
 
 static size_t own_cap(const mmbMemSpace *s) {
@@ -204,6 +201,12 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
   return MMB_OK;
 }
 
+static void (*_Atomic release_hook)(mmbMemSpace *space);
+
+void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space)) {
+  atomic_store(&release_hook, hook);
+}
+
 static bool is_discovered(const mmbMemSpace *space) {
   for (size_t i = 0; i < n_discovered; i++)
     if (discovered[i] == space) return true;
@@ -226,7 +229,8 @@ mmbError mmb_space_release(mmbMemSpace *space) {
   if (is_discovered(space)) return MMB_OK;
   if (!is_requested(space))
     return mmb__fail(MMB_INVALID_ARG, __func__, "%p is not a live space", (void *)space);
-  mmb__space_interface_drop(space);   /* the duplicates' interface, if idle */
+  void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
+  if (hook) hook(space);   /* the duplicates' interface, if idle */
   pthread_mutex_lock(&requested_lock);
   mmbMemSpace **link = &requested;
   while (*link && *link != space) link = &(*link)->next;
@@ -276,14 +280,8 @@ mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes) {
 mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!space || !out_info, __func__, "NULL argument");
-  *out_info = space->info;
+  *out_info = space->info;   /* info.providers: found at discovery */
   out_info->limit = mmb__space_limit(space);
-  unsigned providers = 0;
-  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
-    const mmbProviderOps *ops = mmb__provider_lookup((mmbProviderType)t);
-    if (ops && mmb__provider_serves(ops, (mmbProviderType)t, space)) providers |= 1u << t;
-  }
-  out_info->providers = providers;
   return MMB_OK;
 }
 
@@ -298,4 +296,45 @@ void mmb__spaces_for_each(void (*fn)(const mmbMemSpace *space, void *arg), void 
   pthread_mutex_lock(&requested_lock);
   for (mmbMemSpace *s = requested; s; s = s->next) fn(s, arg);
   pthread_mutex_unlock(&requested_lock);
+}
+
+/* ---- the live interfaces ------------------------------------------------- */
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;   /* after interface locks */
+static mmbMemInterface *interfaces;                             /* guarded by list_lock */
+
+static void unlink_locked(mmbMemInterface *iface) {
+  if (iface->prev) iface->prev->next = iface->next;
+  else interfaces = iface->next;
+  if (iface->next) iface->next->prev = iface->prev;
+  iface->next = iface->prev = NULL;
+}
+
+void mmb__interfaces_link(mmbMemInterface *iface) {
+  pthread_mutex_lock(&list_lock);
+  iface->prev = NULL;
+  iface->next = interfaces;
+  if (interfaces) interfaces->prev = iface;
+  interfaces = iface;
+  pthread_mutex_unlock(&list_lock);
+}
+
+void mmb__interfaces_unlink(mmbMemInterface *iface) {
+  pthread_mutex_lock(&list_lock);
+  unlink_locked(iface);
+  pthread_mutex_unlock(&list_lock);
+}
+
+mmbMemInterface *mmb__interfaces_pop(void) {
+  pthread_mutex_lock(&list_lock);
+  mmbMemInterface *iface = interfaces;
+  if (iface) unlink_locked(iface);
+  pthread_mutex_unlock(&list_lock);
+  return iface;
+}
+
+void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg) {
+  pthread_mutex_lock(&list_lock);
+  for (mmbMemInterface *i = interfaces; i; i = i->next) fn(i, arg);
+  pthread_mutex_unlock(&list_lock);
 }

@@ -1,7 +1,7 @@
 /* Arrays: a shape, a layout and a home (owned, in a region, or wrapped).
    Tiling and transport are src/tile's; destroy only asks it to let go. */
-#include "array.h"
-#include "../queue/queue.h"
+#include "array/internal.h"
+#include "queue/internal.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* Regular layouts: element size, order, row padding and element type, and
    the stride computation every array and tile storage goes through. */
-#include "array.h"
+#include "array/internal.h"
 
 mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes) {
   MMB__ARG(!out_bytes, __func__, "out_bytes is NULL");

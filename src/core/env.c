@@ -1,5 +1,5 @@
 /* Parsing of environment values: sizes and log levels. */
-#include "core.h"
+#include "core/internal.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,19 +1,22 @@
-/* Error strings. */
-#include "core.h"
+/* What each error code is called and says, from MMB_ERROR_MAP (mmb/types.h). */
+#include "core/internal.h"
 
 const char *mmb_error_string(mmbError err) {
   switch (err) {
-    case MMB_OK: return "success";
-    case MMB_ERROR: return "unexpected failure below mmb";
-    case MMB_INVALID_ARG: return "invalid argument";
-    case MMB_OUT_OF_MEMORY: return "out of memory, or a space's limit reached";
-    case MMB_OVERFLOW: return "size computation overflows";
-    case MMB_UNSUPPORTED: return "operation not supported by this provider or strategy";
-    case MMB_UNAVAILABLE: return "no such space or device on this node";
-    case MMB_NOT_INITIALIZED: return "mmb is not initialised (call mmb_init first)";
-    case MMB_BUSY: return "object still in use";
-    case MMB_INVALID_STATE: return "object not in a state that allows this operation";
-    case MMB_IO: return "input/output error";
+#define MMB__ERROR_TEXT(name, text) \
+  case name: return text;
+    MMB_ERROR_MAP(MMB__ERROR_TEXT)
+#undef MMB__ERROR_TEXT
   }
   return "unknown mmb error code";
+}
+
+const char *mmb_error_name(mmbError err) {
+  switch (err) {
+#define MMB__ERROR_NAME(name, text) \
+  case name: return #name;
+    MMB_ERROR_MAP(MMB__ERROR_NAME)
+#undef MMB__ERROR_NAME
+  }
+  return "MMB_UNKNOWN_ERROR";
 }

@@ -1,6 +1,6 @@
 /* Fault injection: makes chosen allocation sites fail, so that tests can walk
    every failure path of the library (see test/test_fault.c). */
-#include "core.h"
+#include "core/internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

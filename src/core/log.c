@@ -1,5 +1,5 @@
 /* Logging to stderr with a level from mmbOptions, MMB_LOG_LEVEL or the API. */
-#include "core.h"
+#include "core/internal.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

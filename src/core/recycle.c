@@ -11,7 +11,7 @@
    a handle used after its object is gone must not reach a new object.
    Under AddressSanitizer every record goes to malloc and free, so a use
    after free is still reported. Lock order: a class lock is a leaf. */
-#include "core.h"
+#include "core/internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
    synchronous copies' own checks, run on the queue (on a stream queue,
    issued on the stream when a side is device memory). The allocations must
    stay live until the request completes. */
-#include "queue.h"
+#include "queue/internal.h"
 
 typedef struct copy_work {
   mmb__work w;

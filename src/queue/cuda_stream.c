@@ -13,9 +13,9 @@
    own, or the caller's (mmbQueueOptions.native), which is never destroyed
    here. Only this file and providers/cuda include CUDA headers. Built only
    with CUDA. */
-#include "queue.h"
+#include "queue/internal.h"
 
-#include "../../providers/cuda/cuda.h"
+#include "cuda/internal.h"
 
 typedef struct cuda_stream {
   mmb__stream base;   /* first: q->stream points here */
@@ -49,8 +49,10 @@ static const mmb__event_ops cuda_events = {
 };
 
 /* ---- the stream ---------------------------------------------------------- */
+/* The copies a stream issues: those of CUDA device memory, told by the
+   provider's capabilities (a user's provider of CUDA memory counts too). */
 static bool reaches(void *state, const mmbMemInterface *iface) {
-  return iface->provider.ops == &mmb__cuda_provider;
+  return iface->provider.ops->caps & MMB_PROVIDER_CUDA_MEMORY;
 }
 
 static mmbError copy_2d(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,

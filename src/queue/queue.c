@@ -1,6 +1,6 @@
 /* Queues: creation over a backend, submission with requests, dependencies,
    synchronize and destroy. */
-#include "queue.h"
+#include "queue/internal.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* Requests: a completion flag and an error, with a reference for the caller
    and one for the work that completes it; for work issued on a stream, the
    event that marks its end. */
-#include "queue.h"
+#include "queue/internal.h"
 
 #include <sched.h>
 

@@ -2,7 +2,7 @@
    asynchronous region resets. A fence is a request on the queue (a no-op
    pushed there, or the request of the work that used the memory): passing
    it means everything the queue ran before it has completed. */
-#include "queue.h"
+#include "queue/internal.h"
 
 static bool fence_passed(void *f) { return mmb__request_done(f); }
 static void fence_wait(void *f) { mmb__request_wait(f); }

@@ -3,7 +3,7 @@
    the lock; it spins briefly before it sleeps, so that back-to-back
    submissions do not pay a wake-up each. With mmbQueueOptions.near, the
    worker is bound with hwloc to the CPUs of that space's NUMA node. */
-#include "queue.h"
+#include "queue/internal.h"
 
 #include <sched.h>
 
@@ -53,13 +53,7 @@ static void *worker(void *arg) {
 }
 
 static void bind_near(thread_queue *t, const mmbMemSpace *space) {
-  if (!space || space->info.numa_node < 0) return;
-  hwloc_topology_t topo = mmb__topology();
-  hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, (unsigned)space->info.numa_node);
-  if (!node || !node->cpuset) return;
-  if (hwloc_set_thread_cpubind(topo, t->thread, node->cpuset, 0) != 0)
-    mmb__log(MMB_LOG_DEBUG, "queue: could not bind the worker near NUMA node %d",
-             space->info.numa_node);
+  if (space) mmb__os_bind_thread(t->thread, space->info.numa_node);
 }
 
 static mmbError thread_start(mmbQueue *q, const mmbQueueOptions *opts) {

@@ -1,6 +1,6 @@
 /* Whole-array transport, on the same views, transfers and merges as tiles:
    an array is the tile that covers all of it. */
-#include "tile.h"
+#include "tile/internal.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
    run. Everything moves on the queue; the caller waits only for the
    duplicate it is about to be handed (and, if the queue falls behind, for
    the merge whose slot it needs). */
-#include "tile.h"
+#include "tile/internal.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* Jobs: the data movement of a transport, run at once or on a queue, with
    the hazards that keep a synchronous call from touching bytes still in
-   flight and order asynchronous work across queues (see tile.h). */
-#include "tile.h"
+   flight and order asynchronous work across queues (see tile/internal.h). */
+#include "tile/internal.h"
 
 typedef struct job_work {
   mmb__work w;

@@ -2,7 +2,7 @@
    run per element type over contiguous runs on the host, as does a user
    merge. A side the host cannot reach is staged, and the origin's staged
    copy goes back when the fold is done. */
-#include "tile.h"
+#include "tile/internal.h"
 
 typedef void (*run_fn)(void *dst, const void *src, size_t n);
 

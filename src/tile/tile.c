@@ -1,6 +1,6 @@
 /* Tile transport: copy, duplicate, merge, migrate and space-local handles,
-   with the coherence record that decides what moves (see tile.h). */
-#include "tile.h"
+   with the coherence record that decides what moves (see tile/internal.h). */
+#include "tile/internal.h"
 
 #include <string.h>
 
@@ -275,7 +275,7 @@ mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile, mmbArrayTile **o
   }
   mmbMemInterface *iface;
   if (!t->local) {
-    if ((err = mmb__space_interface(t->pub.space, &iface)) != MMB_OK ||
+    if ((err = mmb__dup_interface(t->pub.space, &iface)) != MMB_OK ||
         (err = mmb_allocate(sizeof t->pub, iface, &t->local)) != MMB_OK)
       return mmb__fail(err, __func__, "no room for a tile handle in %s", t->pub.space->info.name);
   }

@@ -1,6 +1,6 @@
 /* Tiling: the grid of tiles over an array, made eagerly so that mmb_tile_at
    and the iterators are a lookup. An untiled array is one tile. */
-#include "tile.h"
+#include "tile/internal.h"
 
 #include <string.h>
 

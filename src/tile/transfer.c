@@ -3,7 +3,7 @@
    engine (host pairs) or the provider (cudaMemcpy2D/3D) moves; a change of
    order is done element by element on the host, through a packed staging
    buffer for a side the host cannot reach. */
-#include "tile.h"
+#include "tile/internal.h"
 
 #include <string.h>
 
@@ -144,7 +144,7 @@ mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout 
   mmbError err = mmb__layout_strides(func, l, v->rank, v->dim, v->stride, &bytes);
   if (err != MMB_OK) return err;
   mmbMemInterface *iface;
-  if ((err = mmb__space_interface(space, &iface)) != MMB_OK)
+  if ((err = mmb__dup_interface(space, &iface)) != MMB_OK)
     return mmb__fail(err, func, "no interface on %s: %s", space->info.name,
                      mmb_error_string(err));
   mmbAllocateOptions o = {.alignment = l->row_alignment > MMB_DEFAULT_ALIGNMENT

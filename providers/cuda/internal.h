@@ -1,9 +1,9 @@
 /* Internal: what the cuda provider shares with the CUDA-stream queue
    backend, the only other file that includes CUDA headers. */
-#ifndef MMB_PROVIDERS_CUDA_H
-#define MMB_PROVIDERS_CUDA_H
+#ifndef MMB_PROVIDERS_CUDA_INTERNAL_H
+#define MMB_PROVIDERS_CUDA_INTERNAL_H
 
-#include "../../src/alloc/alloc.h"
+#include "builtin.h"
 
 #include <cuda_runtime_api.h>
 
@@ -37,4 +37,4 @@ static inline bool mmb__cuda_3d_parms(struct cudaMemcpy3DParms *p, void *dst, si
   return true;
 }
 
-#endif /* MMB_PROVIDERS_CUDA_H */
+#endif /* MMB_PROVIDERS_CUDA_INTERNAL_H */

@@ -1,7 +1,11 @@
-/* Deferred reuse: allocations freed while queue work may still touch them
-   (mmb_free_async, mmb_allocation_record_queue, the storage an asynchronous
-   transport leaves behind). See alloc.h. */
-#include "alloc.h"
+/* Freeing, all of it: mmb_free (the handle LIVE -> FREEING, the pool's
+   quick bins inline), giving the bytes back to the strategy or the region,
+   and deferred reuse of allocations freed while queue work may still touch
+   them (mmb_free_async, mmb_allocation_record_queue, the storage an
+   asynchronous transport leaves behind): their fences, and the sweep that
+   releases them once the fences have passed. */
+#include "alloc/internal.h"
+#include "alloc/pool.h"
 
 static void fences_drop(mmbAllocation *a) {
   for (mmb__fence *f = a->fences, *next; f; f = next) {
@@ -78,4 +82,48 @@ void mmb__deferred_sweep(mmbMemInterface *iface, bool wait) {
   }
   atomic_fetch_sub_explicit(&iface->n_deferred, released, memory_order_relaxed);
   mmb__iface_unlock(iface);
+}
+
+/* ---- mmb_free -------------------------------------------------------------- */
+
+/* LIVE -> FREEING. An interface without MMB_INTERFACE_THREAD_SAFE belongs to
+   one thread, so its handles need no atomic exchange. */
+static bool claim(mmbAllocation *a) {
+  uint32_t live = MMB__HANDLE_LIVE;
+  if (atomic_load_explicit(&a->state, memory_order_acquire) != live) return false;
+  if (!mmb__iface_ts(a->interface)) {
+    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_relaxed);
+    return true;
+  }
+  return atomic_compare_exchange_strong(&a->state, &live, MMB__HANDLE_FREEING);
+}
+
+void mmb__allocation_release(mmbAllocation *a) {
+  mmbMemInterface *iface = a->interface;
+  if (a->flags & MMB__IN_REGION) {
+    mmb__region_release(a);
+    return;
+  }
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, a->ptr, a->size);
+  iface->strategy->release(iface, a, 0);
+}
+
+mmbError mmb_free(mmbAllocation *allocation) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!allocation, __func__, "allocation is NULL");
+  if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation))) {
+    mmb__log(MMB_LOG_ERROR, "mmb_free: %p is not a live allocation (freed twice, or not "
+             "from mmb); nothing was freed", (void *)allocation);
+    return MMB_INVALID_ARG;
+  }
+  mmbMemInterface *iface = allocation->interface;
+  if (MMB__UNLIKELY(allocation->fences != NULL)) {   /* queue work may still use it */
+    mmb__allocation_defer(allocation);
+    return MMB_OK;
+  }
+  if (MMB__LIKELY(allocation->flags == MMB__QUICK && !mmb__trace_active() &&
+                  mmb__pool_free_quick(iface, allocation)))
+    return MMB_OK;
+  mmb__allocation_release(allocation);
+  return MMB_OK;
 }

@@ -8,7 +8,7 @@
 #ifndef MMB_QUEUE_INTERNAL_H
 #define MMB_QUEUE_INTERNAL_H
 
-#include "../alloc/alloc.h"
+#include "alloc/internal.h"
 
 /* A device event (cuda_stream.c): passes once the stream work recorded
    before it has run. The table is static: requests outlive their queues. */
@@ -107,6 +107,9 @@ struct mmbQueue {
   mmbError deferred;       /* first error of fire-and-forget work since synchronize */
   mmbQueue *next, *prev;   /* live queues, for mmb_finalize */
 };
+
+/* Drains and destroys the queues the caller left (finalize, first). */
+void mmb__queues_finalize(void);
 
 /* mmb_queue_create once the backend is chosen (tests pass their own). */
 mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,

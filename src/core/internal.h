@@ -12,8 +12,13 @@
 #define MMB__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MMB__ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* ---- lifecycle ---------------------------------------------------------- */
+/* ---- lifecycle ----------------------------------------------------------
+   The lifecycle (src/lifecycle.c, above every floor) brings mmb up and down;
+   core keeps only the count of nested mmb_init calls, for every floor to
+   check. Written under the lifecycle's lock. */
 bool mmb__initialized(void);
+unsigned mmb__init_count(void);
+void mmb__set_init_count(unsigned count);
 #define MMB__REQUIRE_INIT()                                     \
   do {                                                          \
     if (MMB__UNLIKELY(!mmb__initialized())) return MMB_NOT_INITIALIZED; \
@@ -71,11 +76,5 @@ void mmb__fault_arm(unsigned long skip, unsigned long count);
 void mmb__fault_disarm(void);
 unsigned long mmb__fault_failures(void);   /* sites failed since arming */
 bool mmb__fault_hit(void);                 /* true: the caller must fail */
-
-/* ---- teardown hooks of the layers above core ---------------------------- */
-mmbError mmb__alloc_init(void);
-void mmb__alloc_finalize(void);
-/* Drains and destroys the queues the caller left (src/queue); runs first. */
-void mmb__queues_finalize(void);
 
 #endif /* MMB_CORE_INTERNAL_H */

@@ -4,7 +4,7 @@
 #ifndef MMB_ARRAY_INTERNAL_H
 #define MMB_ARRAY_INTERNAL_H
 
-#include "../alloc/alloc.h"
+#include "alloc/internal.h"
 
 struct mmbLayout {
   size_t element_size;

@@ -1,10 +1,12 @@
 /* Internal: the memory model's objects and the contracts between the files of
-   src/alloc and the providers. Lock order: interface lock -> registry lock;
-   the space list lock is never held while calling a provider. */
+   src/alloc. The allocator stands on src/os and reaches providers only
+   through their tables (mmb/provider.h), installed by the lifecycle. Lock
+   order: interface lock -> registry lock; the space list lock is never held
+   while calling a provider. */
 #ifndef MMB_ALLOC_INTERNAL_H
 #define MMB_ALLOC_INTERNAL_H
 
-#include "../core/core.h"
+#include "os/internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,11 +29,14 @@ struct mmbMemSpace {
   mmbMemSpace *parent;      /* the budget it draws on; NULL for a layer root */
   mmb__space_counters c;
   _Atomic size_t n_users;   /* interfaces and requested spaces drawing on it */
-  mmbMemInterface *own_iface;  /* mmb__space_interface's, under its lock */
   mmbMemSpace *next;        /* discovered list, or the requested list */
 };
 
-/* Adds a discovered space (topology.c calls it at init). */
+/* The one hook a higher floor may set: called by mmb_space_release before
+   it checks the space is unused (the tile layer lets go of the idle
+   interface its duplicates draw on). Set by the lifecycle. */
+void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space));
+/* Adds a discovered space (discovery.c calls it at init). */
 mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out);
 mmbMemSpace *mmb__layer_root(mmbMemLayer layer);
 mmbError mmb__spaces_init(void);     /* reads MMB_LIMIT_* */
@@ -47,28 +52,6 @@ void mmb__space_count_failure(mmbMemSpace *space);
 void mmb__raise_high(_Atomic size_t *high, size_t value);
 /* True if `ancestor` is space or one of the spaces it draws on. */
 bool mmb__space_draws_on(const mmbMemSpace *space, const mmbMemSpace *ancestor);
-/* Number of CUDA devices found at init (0 without CUDA or without a driver). */
-int mmb__cuda_device_count(void);
-
-/* ---- topology (topology.c) ---------------------------------------------- */
-#include <hwloc.h>
-hwloc_topology_t mmb__topology(void);
-int mmb__numa_node_count(void);
-mmbError mmb__topology_discover(void);   /* fills the discovered spaces */
-void mmb__topology_finalize(void);
-
-/* ---- CUDA runtime, reached without CUDA headers ------------------------- */
-/* Provided by providers/cuda when built with CUDA; NULL otherwise. */
-typedef struct mmb__cuda_runtime {
-  int (*device_count)(void);                    /* 0 without device or driver */
-  mmbError (*mem_info)(int device, size_t *free_bytes, size_t *total_bytes);
-  mmbError (*host_alloc)(size_t size, void **out);     /* cudaHostAlloc, portable */
-  void (*host_free)(void *ptr);
-  mmbError (*host_register)(void *ptr, size_t size);   /* cudaHostRegister, portable */
-  void (*host_unregister)(void *ptr);
-} mmb__cuda_runtime;
-extern const mmb__cuda_runtime *const mmb__cuda;
-
 /* ---- providers (provider.c) --------------------------------------------- */
 typedef struct mmb__provider {
   const mmbProviderOps *ops;
@@ -76,12 +59,14 @@ typedef struct mmb__provider {
   mmbProviderType type;
 } mmb__provider;
 
-extern const mmbProviderOps mmb__system_provider;
-extern const mmbProviderOps mmb__pinned_provider;
-extern const mmbProviderOps mmb__cuda_provider;
+/* Puts a built-in provider in the table (the lifecycle, at init). */
+void mmb__provider_install(mmbProviderType type, const mmbProviderOps *ops);
 const mmbProviderOps *mmb__provider_lookup(mmbProviderType type);
 bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type, const mmbMemSpace *space);
+/* Forgets every provider, built-in and registered (finalize). */
 void mmb__providers_finalize(void);
+/* Makes the discovered spaces: hwloc's NUMA nodes, CUDA's devices (discovery.c). */
+mmbError mmb__spaces_discover(void);
 
 /* ---- allocations and the registry (registry.c) -------------------------- */
 enum {
@@ -103,7 +88,7 @@ struct mmbAllocation {
   mmbAllocation *next;      /* free-handle list; a region's list of live handles;
                                the interface's deferred list */
   mmbAllocation *prev;
-  struct mmb__fence *fences; /* queue work it must outlast (deferred.c) */
+  struct mmb__fence *fences; /* queue work it must outlast (free.c) */
 };
 
 typedef struct mmb__handle_cache {
@@ -243,15 +228,14 @@ void mmb__provider_free(mmbMemInterface *iface, void *ptr, size_t size, size_t a
 /* Zeroes bytes of the interface's memory, host or device. */
 mmbError mmb__provider_zero(mmbMemInterface *iface, void *ptr, size_t n);
 void mmb__interfaces_finalize(void);
-/* The pooled, thread-safe interface mmb keeps for a space (made on first
-   use): duplicates and migrated tiles draw on it. */
-mmbError mmb__space_interface(mmbMemSpace *space, mmbMemInterface **out);
 /* Bytes a fresh pool reserves at most to hold `count` blocks of `bytes`
    each at once (pool.c): segment rounding included. SIZE_MAX on overflow. */
 size_t mmb__pool_footprint(size_t bytes, size_t count);
-/* Destroys a space's own interface if nothing of it is live (release). */
-void mmb__space_interface_drop(mmbMemSpace *space);
-/* Calls fn on every live interface, under the interface list lock. */
+/* The live interfaces (space.c): linked at creation, unlinked at destroy,
+   popped one by one at finalize; fn runs under the list lock. */
+void mmb__interfaces_link(mmbMemInterface *iface);
+void mmb__interfaces_unlink(mmbMemInterface *iface);
+mmbMemInterface *mmb__interfaces_pop(void);
 void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg);
 /* Counts a refused allocation on the interface and its spaces. */
 void mmb__count_failure(mmbMemInterface *iface);
@@ -359,7 +343,7 @@ mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemI
                            const char *src, const size_t *sstride, size_t ndims,
                            const size_t *dims);
 
-/* ---- deferred reuse (deferred.c) ----------------------------------------
+/* ---- freeing and deferred reuse (free.c) -------------------------------
    A fence is a point in some queue's work; src/queue makes them and passes
    their operations along (src/alloc knows no queues). A freed allocation
    with fences that have not all passed goes on its interface's deferred

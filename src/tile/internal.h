@@ -3,8 +3,8 @@
 #ifndef MMB_TILE_INTERNAL_H
 #define MMB_TILE_INTERNAL_H
 
-#include "../array/array.h"
-#include "../queue/queue.h"
+#include "array/internal.h"
+#include "queue/internal.h"
 
 #define MMB__TILE_LIVE 0x7113u
 #define MMB__TILE_DEAD 0xd1e5u
@@ -37,6 +37,14 @@ struct mmb__tiling {
   size_t grid[MMB_MAX_DIMS], chunk[MMB_MAX_DIMS];
   mmb__tile tiles[];
 };
+
+/* ---- the interface duplicates draw on (dup_interface.c) ------------------ */
+/* The pooled, thread-safe interface kept for a space (made on first use). */
+mmbError mmb__dup_interface(mmbMemSpace *space, mmbMemInterface **out);
+/* The allocator's release hook: destroys the space's interface if idle. */
+void mmb__dup_interface_released(mmbMemSpace *space);
+/* Forgets the table (finalize; the allocator tears the interfaces down). */
+void mmb__dup_interfaces_forget(void);
 
 /* The tile behind a caller's pointer, or NULL if mmb did not make it. */
 static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {

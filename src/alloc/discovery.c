@@ -1,0 +1,106 @@
+/* Discovery at init: the topology's NUMA nodes become DRAM, HBM or NVDIMM
+   spaces; CUDA devices become GDRAM spaces, and pinned (DRAM, GPU_CUDA)
+   spaces appear beside each DRAM node when there is a device. Each space
+   notes which built-in providers serve it (the providers are installed
+   first). Everything about the machine comes from src/os. */
+#include "alloc/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_NODES 256
+
+static bool contains(const char *haystack, const char *needle) {
+  return strcasestr(haystack, needle) != NULL;
+}
+
+/* hwloc names special memory in the node's subtype (MCDRAM, HBM, NVM, GPUMemory)
+   and in the DAXType info of persistent memory. */
+static int classify_by_name(const mmb__numa_node *node) {
+  if (contains(node->subtype, "GPUMemory")) return -1;   /* seen through CUDA instead */
+  if (contains(node->subtype, "HBM") || contains(node->subtype, "MCDRAM")) return MMB_HBM;
+  if (contains(node->subtype, "NVM") || contains(node->subtype, "NVDIMM") ||
+      contains(node->dax_type, "NVM"))
+    return MMB_NVDIMM;
+  return MMB_DRAM;
+}
+
+static unsigned providers_serving(const mmbSpaceInfo *info) {
+  unsigned providers = 0;
+  mmbMemSpace probe = {.info = *info};
+  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
+    const mmbProviderOps *ops = mmb__provider_lookup((mmbProviderType)t);
+    if (ops && mmb__provider_serves(ops, (mmbProviderType)t, &probe)) providers |= 1u << t;
+  }
+  return providers;
+}
+
+static mmbError add(mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out) {
+  info->providers = providers_serving(info);
+  return mmb__space_add(info, parent, out);
+}
+
+/* Without names, memory attributes tell: a node whose best bandwidth is at
+   least twice the slowest node's is HBM. */
+static mmbError add_numa_spaces(int nodes, mmbMemSpace **dram_of_node) {
+  unsigned long long slowest = 0;
+  mmb__numa_node node;
+  for (int i = 0; i < nodes && mmb__os_numa_node(i, &node); i++)
+    if (node.best_bandwidth && (!slowest || node.best_bandwidth < slowest))
+      slowest = node.best_bandwidth;
+  for (int i = 0; i < nodes && mmb__os_numa_node(i, &node); i++) {
+    int layer = classify_by_name(&node);
+    if (layer < 0) continue;
+    if (layer == MMB_DRAM && slowest && node.best_bandwidth >= 2 * slowest) layer = MMB_HBM;
+    mmbSpaceInfo info = {.layer = (mmbMemLayer)layer, .context = MMB_CPU,
+                         .numa_node = (int)node.os_index, .device = -1,
+                         .capacity = node.local_memory,
+                         .default_provider = MMB_PROVIDER_SYSTEM};
+    /* One node holds all memory; some VMs report less for it in sysfs. */
+    size_t physical = mmb__os_physical_memory();
+    if (nodes == 1 && info.capacity < physical) info.capacity = physical;
+    snprintf(info.name, sizeof info.name, "%s (NUMA %u)", mmb_layer_name(info.layer),
+             node.os_index);
+    mmbError err = add(&info, NULL, &dram_of_node[i]);
+    if (err != MMB_OK) return err;
+    mmb__log(MMB_LOG_DEBUG, "space %s: %zu bytes%s%s", info.name, info.capacity,
+             *node.subtype ? ", hwloc subtype " : "", node.subtype);
+  }
+  return MMB_OK;
+}
+
+static mmbError add_cuda_spaces(int nodes, mmbMemSpace **dram_of_node) {
+  const mmb__cuda_runtime *cuda = mmb__os_cuda();
+  int devices = mmb__cuda_device_count();
+  for (int d = 0; d < devices; d++) {
+    size_t free_bytes = 0, total = 0;
+    mmbError err = cuda->mem_info(d, &free_bytes, &total);
+    if (err != MMB_OK) return err;
+    mmbSpaceInfo info = {.layer = MMB_GDRAM, .context = MMB_GPU_CUDA, .numa_node = -1,
+                         .device = d, .capacity = total, .default_provider = MMB_PROVIDER_CUDA};
+    snprintf(info.name, sizeof info.name, "GDRAM (GPU %d)", d);
+    if ((err = add(&info, NULL, NULL)) != MMB_OK) return err;
+  }
+  if (devices == 0) return MMB_OK;
+  /* Pinned host memory: DRAM accessed by the GPU; it draws on the node's DRAM. */
+  for (int i = 0; i < nodes; i++) {
+    mmbMemSpace *dram = dram_of_node[i];
+    if (!dram || dram->info.layer != MMB_DRAM) continue;
+    mmbSpaceInfo info = dram->info;
+    info.context = MMB_GPU_CUDA;
+    info.default_provider = MMB_PROVIDER_PINNED;
+    snprintf(info.name, sizeof info.name, "DRAM pinned (NUMA %d)", dram->info.numa_node);
+    mmbError err = add(&info, dram, NULL);
+    if (err != MMB_OK) return err;
+  }
+  return MMB_OK;
+}
+
+mmbError mmb__spaces_discover(void) {
+  int nodes = mmb__os_numa_count();
+  if (nodes > MAX_NODES) nodes = MAX_NODES;
+  mmbMemSpace *dram_of_node[MAX_NODES] = {0};
+  mmbError err = add_numa_spaces(nodes, dram_of_node);
+  return err == MMB_OK ? add_cuda_spaces(nodes, dram_of_node) : err;
+}

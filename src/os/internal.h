@@ -1,0 +1,57 @@
+/* Internal: the floor that touches the machine. Above core; the providers
+   and the allocator stand on it and reach the operating system and devices
+   only through it: hwloc's topology (NUMA nodes for discovery, thread
+   binding), host mappings and NUMA binding (public, for providers:
+   mmb_host_* in mmb/provider.h), and the slot through which the CUDA
+   runtime is reached without CUDA headers. Only src/os includes hwloc. */
+#ifndef MMB_OS_INTERNAL_H
+#define MMB_OS_INTERNAL_H
+
+#include "core/internal.h"
+
+#include <mmb/provider.h>
+
+#include <pthread.h>
+
+/* Loads the topology (init) and lets it go (finalize). */
+mmbError mmb__os_init(void);
+void mmb__os_finalize(void);
+
+/* A NUMA node as the topology describes it (discovery classifies it). */
+typedef struct mmb__numa_node {
+  unsigned os_index;
+  size_t local_memory;                  /* bytes; some VMs report less than there is */
+  char subtype[32];                     /* hwloc's: "HBM", "MCDRAM", "NVM", "GPUMemory" or "" */
+  char dax_type[16];                    /* the DAXType of persistent memory, or "" */
+  unsigned long long best_bandwidth;    /* hwloc's memory attribute; 0 when unknown */
+} mmb__numa_node;
+
+int mmb__os_numa_count(void);
+/* The i-th NUMA node in the topology's order; false past the last. */
+bool mmb__os_numa_node(int i, mmb__numa_node *out);
+/* Bytes of physical memory (sysconf). */
+size_t mmb__os_physical_memory(void);
+/* Binds a thread to the CPUs of NUMA node numa_os (OS index); best effort. */
+void mmb__os_bind_thread(pthread_t thread, int numa_os);
+
+/* ---- the CUDA runtime, reached without CUDA headers ---------------------
+   providers/cuda fills the table; the lifecycle installs it at init (none
+   without CUDA). Pinned memory, discovery and queues use it through here. */
+typedef struct mmb__cuda_runtime {
+  int (*device_count)(void);                    /* 0 without device or driver */
+  mmbError (*mem_info)(int device, size_t *free_bytes, size_t *total_bytes);
+  mmbError (*host_alloc)(size_t size, void **out);     /* cudaHostAlloc, portable */
+  void (*host_free)(void *ptr);
+  mmbError (*host_register)(void *ptr, size_t size);   /* cudaHostRegister, portable */
+  void (*host_unregister)(void *ptr);
+} mmb__cuda_runtime;
+
+/* Installs the runtime (NULL: none) and counts its devices. */
+void mmb__os_set_cuda(const mmb__cuda_runtime *rt);
+void mmb__os_forget_cuda(void);   /* finalize */
+/* The runtime when there is at least one device, else NULL. */
+const mmb__cuda_runtime *mmb__os_cuda(void);
+/* Number of CUDA devices found at init (0 without CUDA or without a driver). */
+int mmb__cuda_device_count(void);
+
+#endif /* MMB_OS_INTERNAL_H */

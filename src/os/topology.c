@@ -1,0 +1,74 @@
+/* The machine's topology, with hwloc: NUMA nodes and their memory
+   attributes for discovery, and binding threads near a node. */
+#include "os/internal.h"
+
+#include <hwloc.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define MAX_NODES 256
+
+static hwloc_topology_t topology;
+static int numa_nodes;
+
+mmbError mmb__os_init(void) {
+  if (hwloc_topology_init(&topology) != 0) return MMB_OUT_OF_MEMORY;
+  if (hwloc_topology_load(topology) != 0) {
+    mmb__log(MMB_LOG_ERROR, "hwloc could not read the topology of this node");
+    hwloc_topology_destroy(topology);
+    topology = NULL;
+    return MMB_ERROR;
+  }
+  numa_nodes = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
+  if (numa_nodes > MAX_NODES) numa_nodes = MAX_NODES;
+  return MMB_OK;
+}
+
+void mmb__os_finalize(void) {
+  mmb__os_forget_cuda();
+  if (topology) hwloc_topology_destroy(topology);
+  topology = NULL;
+  numa_nodes = 0;
+}
+
+/* For mmb_host_bind (hostmem.c). */
+hwloc_topology_t mmb__os_topology(void);
+hwloc_topology_t mmb__os_topology(void) { return topology; }
+
+int mmb__os_numa_count(void) { return numa_nodes; }
+
+static unsigned long long best_bandwidth(hwloc_obj_t node) {
+  struct hwloc_location initiator;
+  hwloc_uint64_t value = 0;
+  if (hwloc_memattr_get_best_initiator(topology, HWLOC_MEMATTR_ID_BANDWIDTH, node, 0,
+                                       &initiator, &value) != 0)
+    return 0;
+  return value;
+}
+
+bool mmb__os_numa_node(int i, mmb__numa_node *out) {
+  hwloc_obj_t node = i >= 0 && i < numa_nodes
+                         ? hwloc_get_obj_by_type(topology, HWLOC_OBJ_NUMANODE, (unsigned)i)
+                         : NULL;
+  if (!node) return false;
+  const char *dax = hwloc_obj_get_info_by_name(node, "DAXType");
+  *out = (mmb__numa_node){.os_index = node->os_index,
+                          .local_memory = node->attr->numanode.local_memory,
+                          .best_bandwidth = best_bandwidth(node)};
+  snprintf(out->subtype, sizeof out->subtype, "%s", node->subtype ? node->subtype : "");
+  snprintf(out->dax_type, sizeof out->dax_type, "%s", dax ? dax : "");
+  return true;
+}
+
+size_t mmb__os_physical_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+void mmb__os_bind_thread(pthread_t thread, int numa_os) {
+  if (numa_os < 0 || !topology) return;
+  hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topology, (unsigned)numa_os);
+  if (!node || !node->cpuset) return;
+  if (hwloc_set_thread_cpubind(topology, thread, node->cpuset, 0) != 0)
+    mmb__log(MMB_LOG_DEBUG, "could not bind a thread near NUMA node %d", numa_os);
+}
