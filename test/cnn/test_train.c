@@ -88,7 +88,8 @@ MMB_TEST(train, streamed_and_resident_weights_are_identical) { streamed_equals_r
 MMB_TEST(train, streamed_and_resident_agree_with_momentum) { streamed_equals_resident(0.9f); }
 
 /* 3000 batches of one image: none reaches a provider after the first, and
-   the process does not grow (a request kept per batch would add ~0.7 MiB). */
+   the process does not grow (a request kept per batch would add ~0.8 MiB;
+   the margin is for the C library's own bookkeeping). */
 static void flat_after_the_first_batch(const char *net, size_t fast_limit) {
   run_ r;
   train(&r, net, fast_limit, false, 1, 1, 3000, 0.01f, 0.0f, 64 * 288 * sizeof(float), 0);
@@ -96,7 +97,7 @@ static void flat_after_the_first_batch(const char *net, size_t fast_limit) {
                r.result.trips_after_first_batch);
   cr_assert_gt(r.result.rss_after_first_batch, 0);
 #ifndef __SANITIZE_ADDRESS__   /* (its quarantine holds freed memory: RSS grows regardless) */
-  cr_assert_leq(r.result.rss_end, r.result.rss_after_first_batch + (64 << 10),
+  cr_assert_leq(r.result.rss_end, r.result.rss_after_first_batch + (256 << 10),
                 "RSS grew from %zu to %zu bytes", r.result.rss_after_first_batch,
                 r.result.rss_end);
 #endif
