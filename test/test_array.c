@@ -158,10 +158,12 @@ MMB_TEST(array, duplicate_then_merge_overwrites_the_origin) {
   cr_assert_eq(st_d.d[0], st_a.d[0], "the duplicate keeps the layout, padding included");
   fill_array(d, 2);
   FAILS(mmb_array_destroy(a), MMB_BUSY);
+  FAILS(mmb_array_tile(a, &(mmbDimensions){2, {3, 3}}), MMB_BUSY);   /* while d lives */
   FAILS(mmb_array_merge(a, MMB_MERGE_OVERWRITE), MMB_INVALID_STATE);   /* not a duplicate */
   FAILS(mmb_array_merge(d, (mmbMergeType)9), MMB_INVALID_ARG);
   OK(mmb_array_merge(d, MMB_MERGE_OVERWRITE));
   assert_array_filled(a, 2);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {3, 3}}));   /* d is gone */
   OK(mmb_array_destroy(a));
   OK(mmb_interface_destroy(sys));
   OK(mmb_interface_destroy(pinned));

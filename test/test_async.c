@@ -264,6 +264,25 @@ MMB_TEST(reuse, free_async_holds_the_block_until_the_queue_passes) {
   OK(mmb_queue_destroy(NULL, &q));
 }
 
+/* The interface's own calls hand deferred bytes back once their fences
+   have passed: mmb_free as well as allocate and trim. */
+MMB_TEST(reuse, a_plain_free_hands_back_what_has_passed) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbQueue *q = thread_queue();
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(4096, iface, &a));
+  OK(mmb_allocate(512, iface, &b));
+  OK(mmb_free_async(a, q));
+  OK(mmb_queue_synchronize(q));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 4096 + 512, "nothing has swept yet");
+  OK(mmb_free(b));
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0, "mmb_free left %zu bytes counted", st.used_current);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
 /* record_queue on two queues: the block waits for both. */
 MMB_TEST(reuse, record_queue_waits_for_every_recorded_queue) {
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE);

@@ -19,6 +19,27 @@ Test(core, calls_before_init_are_refused) {
   FAILS(mmb_copy_1d(NULL, 0, NULL, 0, 1), MMB_NOT_INITIALIZED);
   FAILS(mmb_interface_get_stats(NULL, &st), MMB_NOT_INITIALIZED);
   FAILS(mmb_space_get_stats(NULL, &st), MMB_NOT_INITIALIZED);
+  /* requests, arrays, layouts and iterators: nothing is read before init */
+  mmbRequest req = {.impl = &n};
+  bool done;
+  mmbDimensions dims;
+  FAILS(mmb_wait(&req), MMB_NOT_INITIALIZED);
+  FAILS(mmb_wait_all(1, &req, NULL), MMB_NOT_INITIALIZED);
+  FAILS(mmb_request_is_complete(&req, &done), MMB_NOT_INITIALIZED);
+  cr_assert_eq(req.impl, (void *)&n, "the request was touched");
+  FAILS(mmb_element_type_size(MMB_TYPE_FLOAT, &n), MMB_NOT_INITIALIZED);
+  FAILS(mmb_array_dims((mmbArray *)&n, &dims), MMB_NOT_INITIALIZED);
+  FAILS(mmb_array_strides((mmbArray *)&n, &dims), MMB_NOT_INITIALIZED);
+  FAILS(mmb_array_bytes((mmbArray *)&n, &n), MMB_NOT_INITIALIZED);
+  FAILS(mmb_array_interface((mmbArray *)&n, &(mmbMemInterface *){NULL}), MMB_NOT_INITIALIZED);
+  cr_assert_null(mmb_array_ptr((mmbArray *)&n));
+  mmbTileIterator *it = (mmbTileIterator *)&n;
+  FAILS(mmb_tile_iterator_first(it), MMB_NOT_INITIALIZED);
+  FAILS(mmb_tile_iterator_next(it), MMB_NOT_INITIALIZED);
+  FAILS(mmb_tile_iterator_count(it, &n), MMB_NOT_INITIALIZED);
+  FAILS(mmb_tile_iterator_index(it, &dims), MMB_NOT_INITIALIZED);
+  FAILS(mmb_tile_iterator_destroy(it), MMB_NOT_INITIALIZED);
+  cr_assert_null(mmb_tile_iterator_tile(it));
   cr_assert_null(space);
   cr_assert_not(mmb_is_initialized());
 }
@@ -116,4 +137,19 @@ Test(core, malformed_limit_env_fails_init) {
   setenv("MMB_LIMIT_GDRAM", "512M", 1);
   OK(mmb_init(NULL));
   OK(mmb_finalize());
+}
+
+/* MMB_POOL_THREAD_CACHES is 0 or 1, or unset; anything else fails init. */
+Test(core, pool_thread_caches_env_is_strict) {
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  setenv("MMB_POOL_THREAD_CACHES", "maybe", 1);
+  FAILS(mmb_init(&quiet), MMB_INVALID_ARG);
+  cr_assert_not(mmb_is_initialized());
+  const char *good[] = {"0", "1"};
+  for (int i = 0; i < 2; i++) {
+    setenv("MMB_POOL_THREAD_CACHES", good[i], 1);
+    OK(mmb_init(&quiet));
+    OK(mmb_finalize());
+  }
+  unsetenv("MMB_POOL_THREAD_CACHES");
 }

@@ -112,3 +112,21 @@ Test(trace, mmb_trace_at_init_dumps_at_finalize) {
   cr_assert_not(mmb_is_initialized());
   ASSERT_NO_LEAKS();
 }
+
+/* A trace that could not be written at the end fails init instead, naming
+   the variable; nothing is left behind by the check. */
+Test(trace, an_unwritable_mmb_trace_fails_init) {
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  setenv("MMB_TRACE", "/nonexistent/dir/t.json", 1);
+  FAILS(mmb_init(&quiet), MMB_IO);
+  cr_assert_not(mmb_is_initialized());
+  char *path = temp_path("checked");
+  unlink(path);
+  setenv("MMB_TRACE", path, 1);
+  OK(mmb_init(&quiet));
+  cr_assert_neq(access(path, F_OK), 0, "the check left a file");
+  OK(mmb_finalize());
+  cr_assert_eq(access(path, F_OK), 0, "no trace at finalize");
+  unlink(path);
+  unsetenv("MMB_TRACE");
+}

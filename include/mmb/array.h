@@ -84,21 +84,23 @@ MMB_EXPORT mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *di
  */
 MMB_EXPORT mmbError mmb_array_destroy(mmbArray *array);
 
-/** The home storage's address; NULL for NULL or when the home is not host
+/** The home storage's address; NULL for NULL, before mmb_init, or when the home is not host
     accessible (device memory). */
 MMB_EXPORT void *mmb_array_ptr(const mmbArray *array);
 
-/** The shape. \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+/** The shape. \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
 
 /** Strides of the home storage, in elements, per dimension (padding included).
-    \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
 
-/** Bytes of the home storage (padding included). \return MMB_OK; MMB_INVALID_ARG. */
+/** Bytes of the home storage (padding included).
+    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
 
-/** The interface that holds the home storage. \return MMB_OK; MMB_INVALID_ARG. */
+/** The interface that holds the home storage.
+    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
 
 /**

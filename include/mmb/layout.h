@@ -58,7 +58,8 @@ MMB_EXPORT mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementTyp
 MMB_EXPORT mmbError mmb_layout_destroy(mmbLayout *layout);
 
 /** The size in bytes of one element of \p type (0 for BYTES, whose size the
-    layout gives). \return MMB_OK; MMB_INVALID_ARG for NULL or an unknown type. */
+    layout gives). \return MMB_OK; MMB_INVALID_ARG for NULL or an unknown type;
+    MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes);
 
 #ifdef __cplusplus

@@ -116,13 +116,14 @@ MMB_EXPORT mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *a
 MMB_EXPORT mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req);
 
 /** Whether the work of \p req has run (true for a zero request).
-    \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_request_is_complete(mmbRequest *req, bool *complete);
 
 /**
  * Waits for the work of \p req, releases the request and zeroes it.
  * \return the work's own error; MMB_OK for a zero request (never waited
- *         on, or waited on already); MMB_INVALID_ARG for NULL.
+ *         on, or waited on already); MMB_INVALID_ARG for NULL;
+ *         MMB_NOT_INITIALIZED (wait before the last mmb_finalize).
  */
 MMB_EXPORT mmbError mmb_wait(mmbRequest *req);
 
@@ -130,7 +131,8 @@ MMB_EXPORT mmbError mmb_wait(mmbRequest *req);
  * mmb_wait on each of \p num_requests requests.
  * \param errors  NULL, or an array receiving each request's error.
  * \return MMB_OK when every one succeeded, else the first error met;
- *         MMB_INVALID_ARG for a NULL \p reqs with \p num_requests > 0.
+ *         MMB_INVALID_ARG for a NULL \p reqs with \p num_requests > 0;
+ *         MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors);
 

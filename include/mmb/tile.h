@@ -43,8 +43,9 @@ extern "C" {
  * become invalid.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the array's
  *         or a zero chunk extent; MMB_OVERFLOW for a grid whose tile count
- *         overflows; MMB_BUSY while tiles of the array have live duplicates,
- *         are migrated away, or iterators are live; MMB_OUT_OF_MEMORY;
+ *         overflows; MMB_BUSY while the array or its tiles have live
+ *         duplicates, tiles are migrated away, or iterators are live;
+ *         MMB_OUT_OF_MEMORY;
  *         MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
@@ -202,22 +203,24 @@ MMB_EXPORT mmbError mmb_tile_iterator_footprint(mmbArray *in_array,
 
 /** Back to the first tile (prefetching: unless it is there already, the
     current tile is merged, the prefetched ones are released, and the walk
-    starts again). \return MMB_OK; MMB_INVALID_ARG for NULL; a prefetch's
+    starts again). \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; a prefetch's
     error. */
 MMB_EXPORT mmbError mmb_tile_iterator_first(mmbTileIterator *it);
 /** On to the next tile; past the last one, mmb_tile_iterator_tile gives NULL.
-    \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_INVALID_STATE when already
+    \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; MMB_INVALID_STATE when already
     past the end; prefetching: a merge's or a prefetch's error. */
 MMB_EXPORT mmbError mmb_tile_iterator_next(mmbTileIterator *it);
-/** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs. */
+/** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+    MMB_NOT_INITIALIZED. */
 MMB_EXPORT mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
 /** The current tile (prefetching: its duplicate); NULL past the end, for
-    NULL, or when the current tile's prefetch failed. */
+    NULL, before mmb_init, or when the current tile's prefetch failed. */
 MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
 /** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+    MMB_NOT_INITIALIZED;
     MMB_INVALID_STATE past the end. */
 MMB_EXPORT mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
-/** \return MMB_OK; MMB_INVALID_ARG for NULL; prefetching: the first error
+/** \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; prefetching: the first error
     of the last merges (the iterator is destroyed either way). */
 MMB_EXPORT mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);
 

@@ -117,6 +117,7 @@ mmbError mmb_free(mmbAllocation *allocation) {
     return MMB_INVALID_ARG;
   }
   mmbMemInterface *iface = allocation->interface;
+  mmb__deferred_poll(iface);   /* what earlier frees left behind fences that have passed */
   if (MMB__UNLIKELY(allocation->fences != NULL)) {   /* queue work may still use it */
     mmb__allocation_defer(allocation);
     return MMB_OK;

@@ -48,8 +48,11 @@ mmbError mmb__spaces_init(void) {
                "K, M, G or T suffix, e.g. 512M or 2G)", name, env);
       return MMB_INVALID_ARG;
     }
-    if (env) mmb__log(MMB_LOG_INFO, "%s caps layer %s at %zu bytes", name, layer_names[l],
-                      root->own_limit);
+    if (env && root->own_limit == 0)
+      mmb__log(MMB_LOG_WARN, "%s=0: every allocation in %s will be refused", name, layer_names[l]);
+    else if (env)
+      mmb__log(MMB_LOG_INFO, "%s caps layer %s at %zu bytes", name, layer_names[l],
+               root->own_limit);
   }
   n_discovered = 0;
   return MMB_OK;

@@ -9,6 +9,7 @@
    every other lock; while no trace runs it costs one relaxed load. */
 #include "alloc/internal.h"
 
+#include <errno.h>
 #include <execinfo.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -280,6 +281,17 @@ mmbError mmb_trace_dump(const char *path) {
 
 /* ---- MMB_TRACE ------------------------------------------------------------ */
 
+/* A trace that cannot be written is found out at init, not lost at the end:
+   the file is opened for appending (and removed again if this made it). */
+static bool writable(const char *path) {
+  bool existed = access(path, F_OK) == 0;
+  FILE *f = fopen(path, "a");
+  if (!f) return false;
+  fclose(f);
+  if (!existed) unlink(path);
+  return true;
+}
+
 mmbError mmb__trace_init(void) {
   const char *cap = getenv("MMB_TRACE_CAPACITY"), *bt = getenv("MMB_TRACE_BACKTRACE");
   size_t events = DEFAULT_CAPACITY, depth = 0;
@@ -297,6 +309,11 @@ mmbError mmb__trace_init(void) {
   pthread_mutex_unlock(&lock);
   const char *path = getenv("MMB_TRACE");
   if (!path || !*path) return MMB_OK;
+  if (!writable(path)) {
+    mmb__log(MMB_LOG_ERROR, "MMB_TRACE='%s': the trace cannot be written there (%s)", path,
+             strerror(errno));
+    return MMB_IO;
+  }
   if (!(env_path = mmb__malloc(strlen(path) + 1))) return MMB_OUT_OF_MEMORY;
   strcpy(env_path, path);
   mmbError err = trace_start();
@@ -315,6 +332,8 @@ void mmb__trace_finalize(void) {
     pthread_mutex_lock(&lock);
     if (dump_locked(env_path) == MMB_OK)
       mmb__log(MMB_LOG_INFO, "trace written to %s", env_path);
+    else
+      mmb__log(MMB_LOG_ERROR, "MMB_TRACE: writing the trace to %s failed", env_path);
     pthread_mutex_unlock(&lock);
     mmb__free(env_path);
     env_path = NULL;

@@ -130,11 +130,12 @@ mmbError mmb_array_destroy(mmbArray *array) {
 }
 
 void *mmb_array_ptr(const mmbArray *array) {
-  if (!array || !mmb__iface_host_accessible(array->iface)) return NULL;
+  if (!mmb__initialized() || !array || !mmb__iface_host_accessible(array->iface)) return NULL;
   return array->data;
 }
 
 mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!array || !out_dims, __func__, "NULL argument");
   *out_dims = (mmbDimensions){.size = array->rank};
   memcpy(out_dims->d, array->dims, array->rank * sizeof *array->dims);
@@ -142,6 +143,7 @@ mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
 }
 
 mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!array || !out_strides, __func__, "NULL argument");
   *out_strides = (mmbDimensions){.size = array->rank};
   memcpy(out_strides->d, array->stride, array->rank * sizeof *array->stride);
@@ -149,12 +151,14 @@ mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
 }
 
 mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!array || !out_bytes, __func__, "NULL argument");
   *out_bytes = array->bytes;
   return MMB_OK;
 }
 
 mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!array || !out_interface, __func__, "NULL argument");
   *out_interface = array->iface;
   return MMB_OK;

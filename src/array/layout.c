@@ -3,6 +3,7 @@
 #include "array/internal.h"
 
 mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!out_bytes, __func__, "out_bytes is NULL");
   switch (type) {
     case MMB_TYPE_BYTES: *out_bytes = 0; return MMB_OK;

@@ -98,12 +98,14 @@ mmbError mmb__request_wait(mmb__request *r) {
 }
 
 mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!req || !complete, __func__, "NULL argument");
   *complete = !req->impl || mmb__request_done(req->impl);
   return MMB_OK;
 }
 
 mmbError mmb_wait(mmbRequest *req) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!req, __func__, "request is NULL");
   mmb__request *r = req->impl;
   if (!r) return MMB_OK;
@@ -114,6 +116,7 @@ mmbError mmb_wait(mmbRequest *req) {
 }
 
 mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(num_requests && !reqs, __func__, "reqs is NULL");
   mmbError first = MMB_OK;
   for (size_t i = 0; i < num_requests; i++) {

@@ -238,6 +238,7 @@ static mmbError arrive(mmbTileIterator *it) {
 }
 
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!it, __func__, "iterator is NULL");
   if (it->q && it->pos == 0 && it->issued > 0) return MMB_OK;   /* already there */
   mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
@@ -247,6 +248,7 @@ mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
 }
 
 mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!it, __func__, "iterator is NULL");
   if (it->pos >= it->g->n_tiles)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
@@ -260,6 +262,7 @@ mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
 }
 
 mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!it || !count, __func__, "NULL argument");
   *count = it->g->n_tiles;
   return MMB_OK;
@@ -268,12 +271,13 @@ mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
 static size_t current(const mmbTileIterator *it) { return position(it, it->pos); }
 
 mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
-  if (!it || it->pos >= it->g->n_tiles) return NULL;
+  if (!mmb__initialized() || !it || it->pos >= it->g->n_tiles) return NULL;
   if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
   return &it->g->tiles[current(it)].pub;
 }
 
 mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!it || !out_index, __func__, "NULL argument");
   if (it->pos >= it->g->n_tiles)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
@@ -283,6 +287,7 @@ mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index)
 }
 
 mmbError mmb_tile_iterator_destroy(mmbTileIterator *it) {
+  MMB__REQUIRE_INIT();
   MMB__ARG(!it, __func__, "iterator is NULL");
   mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
   it->array->n_iterators--;

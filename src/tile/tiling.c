@@ -108,10 +108,10 @@ mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
            "rank %zu", chunk_dims->size, array->rank);
   for (size_t k = 0; k < array->rank; k++)
     MMB__ARG(chunk_dims->d[k] == 0, __func__, "chunk extent %zu is 0", k);
-  if (array->n_tile_dups || array->n_migrated || array->n_iterators)
-    return mmb__fail(MMB_BUSY, __func__, "%zu tile duplicates, %zu migrated tiles and %zu "
-                     "iterators are live", array->n_tile_dups, array->n_migrated,
-                     array->n_iterators);
+  if (array->n_array_dups || array->n_tile_dups || array->n_migrated || array->n_iterators)
+    return mmb__fail(MMB_BUSY, __func__, "%zu array duplicates, %zu tile duplicates, %zu "
+                     "migrated tiles and %zu iterators are live", array->n_array_dups,
+                     array->n_tile_dups, array->n_migrated, array->n_iterators);
   return tiling_new(__func__, array, chunk_dims->d);
 }
 
