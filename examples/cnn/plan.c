@@ -158,10 +158,16 @@ static mmbTileIteratorOptions stream_options(const cnn_plan *plan, mmbAccessType
    gradients and velocities walk together in backward, and the forward
    walk's last tiles may still be on their way home when backward starts. */
 static mmbError ring_cost(const cnn_plan *plan, cnn_param *p, size_t *out) {
+  size_t walks = p->velocity ? 4 : 3, tiles = (p->rows + p->tile_rows - 1) / p->tile_rows;
+  mmbTileIteratorOptions o = stream_options(plan, MMB_READ_WRITE);
+  size_t one;
+  mmbError e = mmb_tile_iterator_footprint(p->value, &o, &one);
+  if (e != MMB_OK || walks * (plan->depth + 2) > tiles) {
+    *out = walks * one;   /* few tiles: the sum of the walks' footprints */
+    return e;
+  }
   /* The walks' tiles have one size and share the space's pool: together they
      need what one iterator with all their slots (depth + 2 each) needs. */
-  size_t walks = p->velocity ? 4 : 3;
-  mmbTileIteratorOptions o = stream_options(plan, MMB_READ_WRITE);
   o.depth = walks * (plan->depth + 2) - 2;
   return mmb_tile_iterator_footprint(p->value, &o, out);
 }

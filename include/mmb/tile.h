@@ -191,7 +191,8 @@ MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
  * carves them (512-byte granules; 2 MiB segments for tiles up to 1 MiB,
  * 20 MiB segments up to 10 MiB, a segment each beyond). Several iterators
  * drawing on one space need at most the sum of their footprints; if their
- * tiles have one size, at most the footprint of one iterator whose depth + 2
+ * tiles have one size and each array has at least as many tiles as all of
+ * them hold together, at most the footprint of one iterator whose depth + 2
  * is the sum of theirs. Use it to size a space for an iterator, or tiles for
  * a space's budget.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY when the
