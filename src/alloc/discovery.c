@@ -9,8 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_NODES 256
-
 static bool contains(const char *haystack, const char *needle) {
   return strcasestr(haystack, needle) != NULL;
 }
@@ -45,6 +43,7 @@ static mmbError add(mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out) 
    least twice the slowest node's is HBM. */
 static mmbError add_numa_spaces(int nodes, mmbMemSpace **dram_of_node) {
   unsigned long long slowest = 0;
+  size_t physical = mmb__os_physical_memory();
   mmb__numa_node node;
   for (int i = 0; i < nodes && mmb__os_numa_node(i, &node); i++)
     if (node.best_bandwidth && (!slowest || node.best_bandwidth < slowest))
@@ -58,7 +57,6 @@ static mmbError add_numa_spaces(int nodes, mmbMemSpace **dram_of_node) {
                          .capacity = node.local_memory,
                          .default_provider = MMB_PROVIDER_SYSTEM};
     /* One node holds all memory; some VMs report less for it in sysfs. */
-    size_t physical = mmb__os_physical_memory();
     if (nodes == 1 && info.capacity < physical) info.capacity = physical;
     snprintf(info.name, sizeof info.name, "%s (NUMA %u)", mmb_layer_name(info.layer),
              node.os_index);
@@ -99,8 +97,7 @@ static mmbError add_cuda_spaces(int nodes, mmbMemSpace **dram_of_node) {
 
 mmbError mmb__spaces_discover(void) {
   int nodes = mmb__os_numa_count();
-  if (nodes > MAX_NODES) nodes = MAX_NODES;
-  mmbMemSpace *dram_of_node[MAX_NODES] = {0};
+  mmbMemSpace *dram_of_node[MMB__MAX_NUMA_NODES] = {0};
   mmbError err = add_numa_spaces(nodes, dram_of_node);
   return err == MMB_OK ? add_cuda_spaces(nodes, dram_of_node) : err;
 }

@@ -26,7 +26,9 @@ typedef struct mmb__numa_node {
   unsigned long long best_bandwidth;    /* hwloc's memory attribute; 0 when unknown */
 } mmb__numa_node;
 
-int mmb__os_numa_count(void);
+/* NUMA nodes beyond this many are not seen. */
+#define MMB__MAX_NUMA_NODES 256
+int mmb__os_numa_count(void);   /* at most MMB__MAX_NUMA_NODES */
 /* The i-th NUMA node in the topology's order; false past the last. */
 bool mmb__os_numa_node(int i, mmb__numa_node *out);
 /* Bytes of physical memory (sysconf). */

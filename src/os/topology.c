@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#define MAX_NODES 256
-
 static hwloc_topology_t topology;
 static int numa_nodes;
 
@@ -20,7 +18,7 @@ mmbError mmb__os_init(void) {
     return MMB_ERROR;
   }
   numa_nodes = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
-  if (numa_nodes > MAX_NODES) numa_nodes = MAX_NODES;
+  if (numa_nodes > MMB__MAX_NUMA_NODES) numa_nodes = MMB__MAX_NUMA_NODES;
   return MMB_OK;
 }
 

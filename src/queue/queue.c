@@ -219,13 +219,18 @@ mmbError mmb_queue_get_native(const mmbQueue *q, void **out) {
   return MMB_OK;
 }
 
+/* A marker pushed on q: done once everything pushed before it has run. */
+static mmbError push_marker(const char *func, mmbQueue *q, mmbRequest *req, mmb__request **track) {
+  mmb__work *w = marker();
+  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a marker");
+  return mmb__queue_push(func, q, w, req, track);
+}
+
 mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req) {
   mmbError err = mmb__queue_check(__func__, q, req);
   if (err != MMB_OK) return err;
   MMB__ARG(!req, __func__, "req is NULL");
-  mmb__work *w = marker();
-  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, __func__, "no memory for a marker");
-  return mmb__queue_push(__func__, q, w, req, NULL);
+  return push_marker(__func__, q, req, NULL);
 }
 
 mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend) {
@@ -268,9 +273,7 @@ void mmb__queues_finalize(void) {
 }
 
 mmbError mmb__queue_fence(const char *func, mmbQueue *q, mmb__request **out) {
-  mmb__work *w = marker();
-  if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
-  return mmb__queue_push(func, q, w, NULL, out);
+  return push_marker(func, q, NULL, out);
 }
 
 mmbError mmb_queue_synchronize(mmbQueue *q) {
