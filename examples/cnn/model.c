@@ -19,9 +19,7 @@ static const layer_spec wide_net[] = {
   {CNN_DENSE, 0, 2048}, {CNN_RELU, 0, 0}, {CNN_DENSE, 0, 0},
 };
 
-/* splitmix64: a small, well-mixed generator, so a seed gives the same
-   weights on every machine. */
-static unsigned long long next_random(unsigned long long *state) {
+unsigned long long cnn_random_next(unsigned long long *state) {
   unsigned long long z = (*state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -41,7 +39,7 @@ static mmbError float_array(size_t rows, size_t cols, mmbMemInterface *home, mmb
 
 static void fill_uniform(float *x, size_t n, float bound, unsigned long long *state) {
   for (size_t i = 0; i < n; i++)
-    x[i] = bound * (float)((double)(next_random(state) >> 11) * 0x1.0p-52 - 1.0);
+    x[i] = bound * (float)((double)(cnn_random_next(state) >> 11) * 0x1.0p-52 - 1.0);
 }
 
 /* Rows per tile: as many as fit tile_bytes, preferring a count that

@@ -37,6 +37,10 @@ mmbError cnn_model_create(const cnn_model_options *o, mmbMemInterface *home, cnn
                           char *err, size_t err_len);
 mmbError cnn_model_destroy(cnn_model *m);
 
+/* splitmix64: a small, well-mixed generator, so a seed gives the same
+   weights and epoch orders on every machine. */
+unsigned long long cnn_random_next(unsigned long long *state);
+
 /* A rows x cols parameter in `home`, uniform in +-bound (from *state), with
    a zeroed gradient (and velocity), tiled by blocks of rows of at most
    tile_bytes (SIZE_MAX: one tile). */

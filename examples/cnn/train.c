@@ -163,12 +163,8 @@ mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_dataset *ds, size_t batc
 static void epoch_order(size_t *order, size_t n, unsigned long long seed, size_t epoch) {
   for (size_t i = 0; i < n; i++) order[i] = i;
   unsigned long long state = seed + epoch;
-  for (size_t i = n - 1; i > 0 && epoch > 0; i--) {   /* Fisher-Yates with splitmix64 */
-    unsigned long long z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    size_t j = (size_t)(z % (i + 1)), t = order[i];
+  for (size_t i = n - 1; i > 0 && epoch > 0; i--) {   /* Fisher-Yates */
+    size_t j = (size_t)(cnn_random_next(&state) % (i + 1)), t = order[i];
     order[i] = order[j];
     order[j] = t;
   }
