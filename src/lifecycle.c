@@ -42,6 +42,7 @@ static void bring_down(void) {
   mmb__providers_finalize();
   mmb__os_finalize();
   mmb__records_trim();
+  mmb__objects_finalize();
 }
 
 static mmbError bring_up(const mmbOptions *opts) {

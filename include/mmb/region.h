@@ -73,6 +73,8 @@ MMB_EXPORT mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t a
 typedef struct mmb__region_cursor {
   uintptr_t bump, limit;
 } mmb__region_cursor;
+/* The first word of the 16 bytes before a live region: its handle's tag. */
+#define MMB__REGION_TAG 0x6d6d62486e640103ull
 
 /* mmb_region_alloc's common case, inlined into the caller: a bump within the
    current block. Everything else (a new block, a dedicated block, bad
@@ -81,7 +83,8 @@ typedef struct mmb__region_cursor {
    MMB_NO_INLINE, to call it directly). */
 static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_bytes,
                                                 size_t alignment, void **out_ptr) {
-  if (region && out_ptr && n_bytes - 1 < ((size_t)1 << 40) && alignment <= 4096 &&
+  if (region && ((const uint64_t *)(const void *)region)[-2] == MMB__REGION_TAG && out_ptr &&
+      n_bytes - 1 < ((size_t)1 << 40) && alignment <= 4096 &&
       !(alignment & (alignment - 1))) {
     mmb__region_cursor *c = (mmb__region_cursor *)(void *)region;
     uintptr_t a = alignment ? alignment : MMB_REGION_DEFAULT_ALIGNMENT;

@@ -16,8 +16,8 @@ static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocat
    case of a pooled interface is a list pop with no call through the table. */
 mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
   mmbAllocation *a;
-  if (MMB__LIKELY(mmb__initialized() && iface && out_allocation && n_bytes &&
-                  iface->strategy == &mmb__pool_strategy)) {
+  if (MMB__LIKELY(mmb__initialized() && mmb__object_is(iface, MMB__KIND_INTERFACE) &&
+                  out_allocation && n_bytes && iface->strategy == &mmb__pool_strategy)) {
     mmb__deferred_poll(iface);
     if (MMB__LIKELY(mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
       hand_out(iface, a, out_allocation);
@@ -51,7 +51,8 @@ static mmbError allocation_failed(mmbMemInterface *iface, size_t n_bytes, mmbErr
 mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllocateOptions *opts,
                            mmbAllocation **out_allocation) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out_allocation, __func__, "NULL argument");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_allocation, __func__, "out_allocation is NULL");
   size_t alignment = 0;
   mmbError err = check_request(n_bytes, opts, &alignment);
   if (MMB__UNLIKELY(err != MMB_OK)) return err;
@@ -59,6 +60,7 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
   mmbAllocation *a;
   mmb__deferred_poll(iface);
   if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
+    MMB__HANDLE(opts->region, MMB__KIND_REGION, __func__, "opts->region");
     err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
     if (err != MMB_OK) return err;
     atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);

@@ -45,10 +45,11 @@ static void provider_stop(mmbMemInterface *iface) {
 mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *cfg,
                                mmbMemInterface **out_interface) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out_interface, __func__, "NULL argument");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!out_interface, __func__, "out_interface is NULL");
   mmbMemInterfaceConfig c = cfg ? *cfg : (mmbMemInterfaceConfig){0};
   MMB__ARG(c.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown flags 0x%x", c.flags);
-  mmbMemInterface *iface = mmb__calloc(1, sizeof *iface);
+  mmbMemInterface *iface = mmb__object_new(MMB__KIND_INTERFACE, sizeof *iface);
   if (!iface) return MMB_OUT_OF_MEMORY;
   iface->space = space;
   iface->flags = c.flags;
@@ -57,14 +58,14 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
   if (err == MMB_OK) err = resolve_provider(space, c.provider, iface);
   if (err == MMB_OK) err = provider_start(iface);
   if (err != MMB_OK) {
-    mmb__free(iface);
+    mmb__object_free(iface);
     return err;
   }
   pthread_mutex_init(&iface->lock, NULL);
   if (iface->strategy->init && (err = iface->strategy->init(iface)) != MMB_OK) {
     pthread_mutex_destroy(&iface->lock);
     provider_stop(iface);
-    mmb__free(iface);
+    mmb__object_free(iface);
     return err;
   }
   atomic_fetch_add(&space->n_users, 1);
@@ -82,7 +83,7 @@ static void interface_teardown(mmbMemInterface *iface) {
   provider_stop(iface);
   atomic_fetch_sub(&iface->space->n_users, 1);
   pthread_mutex_destroy(&iface->lock);
-  mmb__free(iface);
+  mmb__object_free(iface);
 }
 
 static unsigned long long live_allocations(const mmbMemInterface *iface) {
@@ -93,7 +94,7 @@ static unsigned long long live_allocations(const mmbMemInterface *iface) {
 
 mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface, __func__, "interface is NULL");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   size_t regions = atomic_load(&iface->n_regions);
   if (regions) return mmb__fail(MMB_BUSY, __func__, "%zu regions still live", regions);
   mmb__deferred_sweep(iface, true);   /* freed, waiting on queues: wait for them */
@@ -108,21 +109,23 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
 
 mmbError mmb_interface_space(const mmbMemInterface *iface, mmbMemSpace **out_space) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out_space, __func__, "NULL argument");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_space, __func__, "out_space is NULL");
   *out_space = iface->space;
   return MMB_OK;
 }
 
 mmbError mmb_interface_provider(const mmbMemInterface *iface, mmbProviderType *out_type) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out_type, __func__, "NULL argument");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_type, __func__, "out_type is NULL");
   *out_type = iface->provider.type;
   return MMB_OK;
 }
 
 mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface, __func__, "interface is NULL");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   mmb__deferred_sweep(iface, false);
   mmb__region_cache_trim(iface);
   if (iface->strategy->trim) iface->strategy->trim(iface, min_bytes_to_keep);

@@ -180,7 +180,7 @@ static uintptr_t block_end(const rblock *b) { return b ? (uintptr_t)b->base + b-
 /* ---- create, push, destroy ----------------------------------------------- */
 
 static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
-  mmbRegion *r = mmb__calloc(1, sizeof *r);
+  mmbRegion *r = mmb__object_new(MMB__KIND_REGION, sizeof *r);
   if (!r) return NULL;
   r->iface = iface;
   r->root = r;
@@ -194,7 +194,8 @@ static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
 mmbError mmb_region_create(mmbMemInterface *iface, const mmbRegionOptions *opts,
                            mmbRegion **out_region) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out_region, __func__, "NULL argument");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_region, __func__, "out_region is NULL");
   size_t block = opts && opts->block_size ? opts->block_size : DEFAULT_BLOCK;
   if (block > PTRDIFF_MAX / 4)
     return mmb__fail(MMB_OVERFLOW, __func__, "block_size %zu is too large", block);
@@ -215,7 +216,8 @@ mmbError mmb_region_create(mmbMemInterface *iface, const mmbRegionOptions *opts,
 
 mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!parent || !out_child, __func__, "NULL argument");
+  MMB__HANDLE(parent, MMB__KIND_REGION, __func__, "parent");
+  MMB__ARG(!out_child, __func__, "out_child is NULL");
   if (parent->child)
     return mmb__fail(MMB_BUSY, __func__, "the region already has a live child; push on it");
   settle(parent);
@@ -282,7 +284,7 @@ static void settle(mmbRegion *r) {
 
 mmbError mmb_region_reset(mmbRegion *region) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!region, __func__, "region is NULL");
+  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
   if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
   settle(region);
   region_clear(region);
@@ -323,12 +325,13 @@ static void region_free(mmbRegion *r) {
     r->parent->child = NULL;
   }
   atomic_fetch_sub(&iface->n_regions, 1);
-  mmb__free(r);
+  set_cursor(r, 0, 0);   /* a stale handle's inline path goes to the library */
+  mmb__object_free(r);
 }
 
 mmbError mmb_region_destroy(mmbRegion *region) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!region, __func__, "region is NULL");
+  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
   if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
   region_free(region);
   return MMB_OK;
@@ -410,7 +413,8 @@ static inline mmbError region_bump(mmbRegion *r, size_t n, size_t align, void **
 /* Parenthesised: region.h makes mmb_region_alloc(...) its inline fast path. */
 mmbError (mmb_region_alloc)(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!region || !out_ptr, __func__, "NULL argument");
+  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
+  MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
   mmbError err = region_check(region, n_bytes, &alignment, __func__);
   if (MMB__UNLIKELY(err != MMB_OK)) return err;
   return region_bump(region, n_bytes, alignment, out_ptr);

@@ -60,7 +60,7 @@ mmbError mmb__spaces_init(void) {
 
 mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out) {
   if (n_discovered == MAX_DISCOVERED) return MMB_OUT_OF_MEMORY;
-  mmbMemSpace *s = mmb__calloc(1, sizeof *s);
+  mmbMemSpace *s = mmb__object_new(MMB__KIND_SPACE, sizeof *s);
   if (!s) return MMB_OUT_OF_MEMORY;
   s->info = *info;
   s->info.discovered = true;
@@ -79,13 +79,13 @@ static void release_requested_all(void) {
   while (requested) {
     mmbMemSpace *s = requested;
     requested = s->next;
-    mmb__free(s);
+    mmb__object_free(s);
   }
 }
 
 void mmb__spaces_finalize(void) {
   release_requested_all();
-  for (size_t i = 0; i < n_discovered; i++) mmb__free(discovered[i]);
+  for (size_t i = 0; i < n_discovered; i++) mmb__object_free(discovered[i]);
   n_discovered = 0;
 }
 
@@ -184,7 +184,7 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
     *out_space = base;
     return MMB_OK;
   }
-  mmbMemSpace *s = mmb__calloc(1, sizeof *s);
+  mmbMemSpace *s = mmb__object_new(MMB__KIND_SPACE, sizeof *s);
   if (!s) return MMB_OUT_OF_MEMORY;
   s->info = base->info;
   s->info.discovered = false;
@@ -216,22 +216,10 @@ static bool is_discovered(const mmbMemSpace *space) {
   return false;
 }
 
-static bool is_requested(const mmbMemSpace *space) {
-  pthread_mutex_lock(&requested_lock);
-  const mmbMemSpace *s = requested;
-  while (s && s != space) s = s->next;
-  pthread_mutex_unlock(&requested_lock);
-  return s != NULL;
-}
-
-/* The space is looked up before it is read: releasing one twice is an error,
-   not a use after free. */
 mmbError mmb_space_release(mmbMemSpace *space) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space, __func__, "space is NULL");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   if (is_discovered(space)) return MMB_OK;
-  if (!is_requested(space))
-    return mmb__fail(MMB_INVALID_ARG, __func__, "%p is not a live space", (void *)space);
   void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
   if (hook) hook(space);   /* the duplicates' interface, if idle */
   pthread_mutex_lock(&requested_lock);
@@ -247,7 +235,7 @@ mmbError mmb_space_release(mmbMemSpace *space) {
   pthread_mutex_unlock(&requested_lock);
   if (err != MMB_OK) return err;
   atomic_fetch_sub(&space->parent->n_users, 1);
-  mmb__free(space);
+  mmb__object_free(space);
   return MMB_OK;
 }
 
@@ -268,21 +256,24 @@ mmbError mmb_space_at(size_t i, mmbMemSpace **out_space) {
 
 mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out_layer, __func__, "NULL argument");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!out_layer, __func__, "out_layer is NULL");
   *out_layer = space->info.layer;
   return MMB_OK;
 }
 
 mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out_bytes, __func__, "NULL argument");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!out_bytes, __func__, "out_bytes is NULL");
   *out_bytes = mmb__space_limit(space);
   return MMB_OK;
 }
 
 mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out_info, __func__, "NULL argument");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!out_info, __func__, "out_info is NULL");
   *out_info = space->info;   /* info.providers: found at discovery */
   out_info->limit = mmb__space_limit(space);
   return MMB_OK;

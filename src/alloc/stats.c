@@ -43,7 +43,8 @@ static size_t interface_merge(const mmbMemInterface *iface, mmb__merged *m) {
 
 mmbError mmb_interface_get_stats(const mmbMemInterface *iface, mmbStats *out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface || !out, __func__, "NULL argument");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out, __func__, "out is NULL");
   mmbMemInterface *i = (mmbMemInterface *)iface;   /* the lock is not part of its value */
   mmb__merged m;
   mmb__iface_lock(i);
@@ -67,7 +68,7 @@ mmbError mmb_interface_get_stats(const mmbMemInterface *iface, mmbStats *out) {
 
 mmbError mmb_interface_reset_high(mmbMemInterface *iface) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!iface, __func__, "interface is NULL");
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   mmb__iface_lock(iface);
   mmb__merged m;
   size_t high = interface_merge(iface, &m);
@@ -102,7 +103,8 @@ static void add_interface(mmbMemInterface *iface, void *arg) {
 
 mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!space || !out, __func__, "NULL argument");
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!out, __func__, "out is NULL");
   mmb__space_stats(space, out);
   return MMB_OK;
 }

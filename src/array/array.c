@@ -13,7 +13,7 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
   size_t stride[MMB_MAX_DIMS], bytes;
   mmbError err = mmb__layout_strides(func, l, rank, dims, stride, &bytes);
   if (err != MMB_OK) return err;
-  mmbArray *a = mmb__calloc(1, sizeof *a);
+  mmbArray *a = mmb__object_new(MMB__KIND_ARRAY, sizeof *a);
   if (!a) return MMB_OUT_OF_MEMORY;
   a->layout = *l;
   a->rank = rank;
@@ -46,7 +46,8 @@ void mmb__array_free_home(mmbArray *a) {
 static mmbError check_create(const char *func, const mmbDimensions *dims, const mmbLayout *layout,
                              mmbArray **out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!dims || !layout || !out, func, "NULL argument");
+  MMB__HANDLE(layout, MMB__KIND_LAYOUT, func, "layout");
+  MMB__ARG(!dims || !out, func, "NULL argument");
   MMB__ARG(dims->size < 1 || dims->size > MMB_MAX_DIMS, func, "rank %zu, not 1..%d",
            dims->size, MMB_MAX_DIMS);
   return MMB_OK;
@@ -72,6 +73,8 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   if (err != MMB_OK) return err;
   mmbArrayOptions o = opts ? *opts : (mmbArrayOptions){0};
   MMB__ARG(!interface && !o.region, __func__, "interface is NULL");
+  if (interface) MMB__HANDLE(interface, MMB__KIND_INTERFACE, __func__, "interface");
+  if (o.region) MMB__HANDLE(o.region, MMB__KIND_REGION, __func__, "opts->region");
   MMB__ARG(o.flags & ~MMB_ALLOC_ZERO, __func__, "unknown flags 0x%x", o.flags);
   MMB__ARG(o.alignment && (!mmb__is_pow2(o.alignment) || o.alignment > MMB_MAX_ALIGNMENT),
            __func__, "alignment %zu is not a power of two up to %zu", o.alignment,
@@ -87,7 +90,7 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
     a->data = mmb_allocation_ptr(a->home);
   }
   if (err != MMB_OK) {
-    mmb__free(a);
+    mmb__object_free(a);
     return err;
   }
   *out_array = a;
@@ -105,7 +108,8 @@ mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims, const m
                                   mmbArray **out_array) {
   mmbError err = check_create(__func__, dims, layout, out_array);
   if (err != MMB_OK) return err;
-  MMB__ARG(!data || !interface, __func__, "NULL data or interface");
+  MMB__ARG(!data, __func__, "data is NULL");
+  MMB__HANDLE(interface, MMB__KIND_INTERFACE, __func__, "interface");
   mmbArray *a;
   err = mmb__array_new(__func__, dims->d, dims->size, layout, interface, access, &a);
   if (err != MMB_OK) return err;
@@ -125,18 +129,21 @@ mmbError mmb_array_destroy(mmbArray *array) {
   if (array->tiling_release) array->tiling_release(array);
   if (array->origin) array->origin->n_array_dups--;
   mmb__array_free_home(array);
-  mmb__free(array);
+  mmb__object_free(array);
   return MMB_OK;
 }
 
 void *mmb_array_ptr(const mmbArray *array) {
-  if (!mmb__initialized() || !array || !mmb__iface_host_accessible(array->iface)) return NULL;
+  if (!mmb__initialized() || !mmb__object_is(array, MMB__KIND_ARRAY) ||
+      !mmb__iface_host_accessible(array->iface))
+    return NULL;
   return array->data;
 }
 
 mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !out_dims, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_dims, __func__, "out_dims is NULL");
   *out_dims = (mmbDimensions){.size = array->rank};
   memcpy(out_dims->d, array->dims, array->rank * sizeof *array->dims);
   return MMB_OK;
@@ -144,7 +151,8 @@ mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
 
 mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !out_strides, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_strides, __func__, "out_strides is NULL");
   *out_strides = (mmbDimensions){.size = array->rank};
   memcpy(out_strides->d, array->stride, array->rank * sizeof *array->stride);
   return MMB_OK;
@@ -152,14 +160,16 @@ mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
 
 mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !out_bytes, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_bytes, __func__, "out_bytes is NULL");
   *out_bytes = array->bytes;
   return MMB_OK;
 }
 
 mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !out_interface, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_interface, __func__, "out_interface is NULL");
   *out_interface = array->iface;
   return MMB_OK;
 }

@@ -61,7 +61,7 @@ struct mmbArray {
 };
 
 /* Checks a handle an array function was given. */
-#define MMB__ARRAY_ARG(a, func) MMB__ARG(!(a), func, "array is NULL")
+#define MMB__ARRAY_ARG(a, func) MMB__HANDLE((a), MMB__KIND_ARRAY, (func), "array")
 
 /* The part of array creation that lays out and checks, shared by duplicate. */
 mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const mmbLayout *l,

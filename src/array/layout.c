@@ -26,7 +26,7 @@ static mmbError layout_create(const char *func, size_t esize, size_t rank, mmbLa
   MMB__ARG(ra && (!mmb__is_pow2(ra) || ra % esize || ra > MMB_MAX_ALIGNMENT), func,
            "row_alignment %zu must be a power of two, a multiple of the element size %zu and "
            "at most %zu", ra, esize, (size_t)MMB_MAX_ALIGNMENT);
-  mmbLayout *l = mmb__malloc(sizeof *l);
+  mmbLayout *l = mmb__object_new(MMB__KIND_LAYOUT, sizeof *l);
   if (!l) return MMB_OUT_OF_MEMORY;
   *l = (mmbLayout){.element_size = esize, .rank = rank, .order = order, .row_alignment = ra,
                    .type = MMB_TYPE_BYTES};
@@ -46,7 +46,7 @@ mmbError mmb_layout_create_regular_nd(size_t element_size, size_t n_dims, mmbLay
 
 mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!layout, __func__, "layout is NULL");
+  MMB__HANDLE(layout, MMB__KIND_LAYOUT, __func__, "layout");
   size_t size;
   mmbError err = mmb_element_type_size(type, &size);
   if (err != MMB_OK) return err;
@@ -59,8 +59,8 @@ mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type) {
 
 mmbError mmb_layout_destroy(mmbLayout *layout) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!layout, __func__, "layout is NULL");
-  mmb__free(layout);
+  MMB__HANDLE(layout, MMB__KIND_LAYOUT, __func__, "layout");
+  mmb__object_free(layout);
   return MMB_OK;
 }
 

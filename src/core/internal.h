@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define MMB__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -68,6 +69,65 @@ void *mmb__record_calloc(size_t n);
 void mmb__record_free(void *p, size_t n);
 /* Gives the kept blocks back to malloc (mmb_finalize). */
 void mmb__records_trim(void);
+
+/* ---- handles (handle.c) --------------------------------------------------
+   Every object a caller holds a pointer to lives in the handle arena, with
+   a header (its kind, live or dead) in the 16 bytes before that pointer.
+   A handle can always be checked, whatever happened to it: checking reads
+   only the arena, which stays mapped, and an address is not reused for a
+   new object until the arena wraps (see handle.c). */
+typedef enum mmb__kind {
+  MMB__KIND_SPACE = 1, MMB__KIND_INTERFACE, MMB__KIND_REGION, MMB__KIND_LAYOUT,
+  MMB__KIND_ARRAY, MMB__KIND_TILE, MMB__KIND_TILING, MMB__KIND_ITERATOR,
+  MMB__KIND_QUEUE, MMB__KIND_REQUEST, MMB__KIND_COUNT
+} mmb__kind;
+typedef struct mmb__objhdr {
+  _Atomic uint64_t tag;
+  size_t bytes;            /* of its block, header included; 0 when embedded */
+} mmb__objhdr;
+/* A zeroed object of `size` bytes, live: its handle. NULL when out of memory
+   (a fault-injection site). */
+void *mmb__object_new(mmb__kind kind, size_t size);
+/* Marks it dead and gives its bytes back (NULL: nothing). */
+void mmb__object_free(void *obj);
+/* An object inside another's block (a tile of a tiling), whose header is the
+   16 bytes before it there: marked live, and marked dead. */
+void mmb__object_embed(void *obj, mmb__kind kind);
+void mmb__object_retire(void *obj);
+/* "mmbHnd" in the top 48 bits of a tag, the state and the kind below. */
+#define MMB__TAG_MAGIC ((uint64_t)0x6d6d62486e64 << 16)
+#define MMB__TAG_LIVE ((uint64_t)1 << 8)
+#define MMB__TAG_DEAD ((uint64_t)2 << 8)
+#define MMB__TAG(state, kind) (MMB__TAG_MAGIC | (state) | (uint64_t)(kind))
+extern char *_Atomic mmb__arena_base;
+extern _Atomic size_t mmb__arena_committed;
+/* The tag before obj, or 0 where mmb puts no object: never reads outside
+   the arena's usable part. */
+static inline uint64_t mmb__object_tag(const void *obj) {
+  const char *b = atomic_load_explicit(&mmb__arena_base, memory_order_acquire);
+  uintptr_t off = (uintptr_t)obj - (uintptr_t)b;
+  if (MMB__UNLIKELY(!b || off < sizeof(mmb__objhdr) || off % 16 ||
+                    off > atomic_load_explicit(&mmb__arena_committed, memory_order_acquire)))
+    return 0;
+  return atomic_load_explicit(&((const mmb__objhdr *)(const void *)((const char *)obj -
+                                                                     sizeof(mmb__objhdr)))->tag,
+                              memory_order_acquire);
+}
+/* True when obj is a live object of that kind. */
+static inline bool mmb__object_is(const void *obj, mmb__kind kind) {
+  return obj && mmb__object_tag(obj) == MMB__TAG(MMB__TAG_LIVE, kind);
+}
+/* MMB_OK for a live object of that kind; else MMB_INVALID_ARG, logging why
+   (NULL, never made by mmb, destroyed, another kind), naming it `what`. */
+mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, const char *what);
+const char *mmb__kind_name(mmb__kind kind);
+#define MMB__HANDLE(obj, kind, func, what)                                   \
+  do {                                                                      \
+    mmbError e_ = mmb__object_check((func), (obj), (kind), (what));         \
+    if (MMB__UNLIKELY(e_ != MMB_OK)) return e_;                             \
+  } while (0)
+/* Unmaps the arena (the last mmb_finalize). */
+void mmb__objects_finalize(void);
 
 /* Fault injection (tests only, but always built): after `skip` more sites
    have passed, the next `count` sites fail. A site is an internal allocation

@@ -22,6 +22,7 @@ typedef struct mmb__event_ops {
    issued on a stream, once its event has passed: whoever sees that first
    (a waiter, a poll) settles it. */
 typedef struct mmb__request {
+  _Atomic int held;             /* 1 while a caller's mmbRequest refers to it */
   _Atomic int done;
   mmbError err;                 /* written before done is released */
   _Atomic int refs;
@@ -44,6 +45,9 @@ bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
   return atomic_load_explicit(&r->done, memory_order_acquire) || mmb__request_poll(r);
 }
+/* MMB_OK when req is empty or refers to a request its caller still holds;
+   else MMB_INVALID_ARG (a stale copy, or not a request). */
+mmbError mmb__request_held(const char *func, const mmbRequest *req);
 /* Spins briefly, then sleeps until done; returns the work's error. */
 mmbError mmb__request_wait(mmb__request *r);
 /* Waits until r is done or issued on a stream; returns its event while it

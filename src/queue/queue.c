@@ -82,7 +82,7 @@ void mmb__work_execute(mmbQueue *q, mmb__work *w) {
 
 mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!q, func, "queue is NULL");
+  MMB__HANDLE(q, MMB__KIND_QUEUE, func, "queue");
   MMB__ARG(req && req->impl, func, "the request is in use: wait on it first (or zero it)");
   return MMB_OK;
 }
@@ -98,6 +98,7 @@ mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest
     w->req->q = q;
     if (req) {   /* one reference for the work, one per holder */
       mmb__request_ref(w->req);
+      atomic_store_explicit(&w->req->held, 1, memory_order_relaxed);
       req->impl = w->req;
     }
     if (track) {
@@ -197,13 +198,13 @@ mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
 mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,
                               mmbQueue **q) {
   mmbError err;
-  mmbQueue *nq = mmb__calloc(1, sizeof *nq);
+  mmbQueue *nq = mmb__object_new(MMB__KIND_QUEUE, sizeof *nq);
   if (!nq) return MMB_OUT_OF_MEMORY;
   nq->backend = be;
   pthread_mutex_init(&nq->lock, NULL);
   if ((err = be->start(nq, o)) != MMB_OK) {
     pthread_mutex_destroy(&nq->lock);
-    mmb__free(nq);
+    mmb__object_free(nq);
     return err;
   }
   link_queue(nq);
@@ -213,7 +214,8 @@ mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOption
 
 mmbError mmb_queue_get_native(const mmbQueue *q, void **out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!q || !out, __func__, "NULL argument");
+  MMB__HANDLE(q, MMB__KIND_QUEUE, __func__, "queue");
+  MMB__ARG(!out, __func__, "out is NULL");
   if (!q->stream) return mmb__fail(MMB_UNSUPPORTED, __func__, "a thread queue has no native queue");
   *out = q->stream->native;
   return MMB_OK;
@@ -234,7 +236,8 @@ mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req) {
 }
 
 mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend) {
-  MMB__ARG(!q || !backend, __func__, "NULL argument");
+  MMB__HANDLE(q, MMB__KIND_QUEUE, __func__, "queue");
+  MMB__ARG(!backend, __func__, "backend is NULL");
   *backend = q->stream ? MMB_QUEUE_CUDA_STREAM : MMB_QUEUE_THREAD;
   return MMB_OK;
 }
@@ -249,13 +252,14 @@ static mmbError take_deferred(mmbQueue *q) {
 
 mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!q || !*q, __func__, "NULL queue");
+  MMB__ARG(!q, __func__, "q is NULL");
+  MMB__HANDLE(*q, MMB__KIND_QUEUE, __func__, "queue");
   mmbQueue *dq = *q;
   unlink_queue(dq);
   dq->backend->stop(dq);
   mmbError err = take_deferred(dq);
   pthread_mutex_destroy(&dq->lock);
-  mmb__free(dq);
+  mmb__object_free(dq);
   *q = NULL;
   return err;
 }
@@ -319,7 +323,9 @@ mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequ
 
 mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!q || !req, __func__, "NULL argument");
+  MMB__HANDLE(q, MMB__KIND_QUEUE, __func__, "queue");
+  mmbError err = mmb__request_held(__func__, req);
+  if (err != MMB_OK) return err;
   if (!req->impl) return MMB_OK;
   return push_after(__func__, q, req->impl);
 }

@@ -12,8 +12,9 @@
 #endif
 
 mmb__request *mmb__request_new(void) {
-  mmb__request *r = mmb__record_alloc(sizeof *r);
+  mmb__request *r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r);
   if (!r) return NULL;
+  atomic_init(&r->held, 0);
   atomic_init(&r->done, 0);
   atomic_init(&r->refs, 1);
   atomic_init(&r->event, NULL);
@@ -32,7 +33,7 @@ void mmb__request_unref(mmb__request *r) {
   if (ev) r->event_ops->destroy(ev);
   pthread_cond_destroy(&r->cond);
   pthread_mutex_destroy(&r->lock);
-  mmb__record_free(r, sizeof *r);
+  mmb__object_free(r);
 }
 
 void mmb__request_complete(mmb__request *r, mmbError err) {
@@ -97,19 +98,35 @@ mmbError mmb__request_wait(mmb__request *r) {
   return r->err;
 }
 
+mmbError mmb__request_held(const char *func, const mmbRequest *req) {
+  MMB__ARG(!req, func, "req is NULL");
+  const mmb__request *r = req->impl;
+  if (!r) return MMB_OK;
+  MMB__HANDLE(r, MMB__KIND_REQUEST, func, "request");
+  MMB__ARG(!atomic_load_explicit(&r->held, memory_order_acquire), func,
+           "request %p was waited for already (through a copy of it?)", (const void *)r);
+  return MMB_OK;
+}
+
 mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!req || !complete, __func__, "NULL argument");
+  mmbError err = mmb__request_held(__func__, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!complete, __func__, "complete is NULL");
   *complete = !req->impl || mmb__request_done(req->impl);
   return MMB_OK;
 }
 
 mmbError mmb_wait(mmbRequest *req) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!req, __func__, "request is NULL");
+  mmbError err = mmb__request_held(__func__, req);
+  if (err != MMB_OK) return err;
   mmb__request *r = req->impl;
   if (!r) return MMB_OK;
-  mmbError err = mmb__request_wait(r);
+  /* the caller's reference is dropped once, whatever copies of req exist */
+  MMB__ARG(!atomic_exchange_explicit(&r->held, 0, memory_order_acq_rel), __func__,
+           "request %p was waited for already (through a copy of it?)", (void *)r);
+  err = mmb__request_wait(r);
   req->impl = NULL;
   mmb__request_unref(r);
   return err;

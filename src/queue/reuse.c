@@ -46,7 +46,7 @@ mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q) {
 mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {
   mmbError err = mmb__queue_check(__func__, q, NULL);
   if (err != MMB_OK) return err;
-  MMB__ARG(!region, __func__, "region is NULL");
+  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
   mmb__request *r;
   if ((err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
   return mmb__region_reset_after(__func__, region, r, &mmb__request_fence);

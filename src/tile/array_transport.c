@@ -48,7 +48,8 @@ static void own_arrays(mmb__job *j, mmbArray *a, mmbArray *b) {
 
 static mmbError array_copy(const char *func, mmbArray *dst, mmbArray *src, mmbQueue *q,
                            mmbRequest *req) {
-  MMB__ARG(!dst || !src, func, "NULL array");
+  MMB__HANDLE(dst, MMB__KIND_ARRAY, func, "dst");
+  MMB__HANDLE(src, MMB__KIND_ARRAY, func, "src");
   MMB__ARG(!same_shape(dst, src), func, "the arrays differ in rank, extents or element size");
   if (dst == src) return MMB_OK;
   mmbError err;
@@ -78,7 +79,9 @@ mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q, mmbRequ
 static mmbError array_duplicate(const char *func, mmbArray *in_array,
                                 mmbMemInterface *in_interface, mmbAccessType in_access,
                                 mmbQueue *q, mmbRequest *req, mmbArray **out_array) {
-  MMB__ARG(!in_array || !in_interface || !out_array, func, "NULL argument");
+  MMB__HANDLE(in_array, MMB__KIND_ARRAY, func, "array");
+  MMB__HANDLE(in_interface, MMB__KIND_INTERFACE, func, "interface");
+  MMB__ARG(!out_array, func, "out_array is NULL");
   mmbError err = check_home_valid(func, in_array, "the array");
   if (err != MMB_OK) return err;
   mmbArray *d;
@@ -98,7 +101,7 @@ static mmbError array_duplicate(const char *func, mmbArray *in_array,
     err = mmb__job_start(&j, q, req);
   }
   if (err != MMB_OK) {
-    mmb__free(d);
+    mmb__object_free(d);
     return err;
   }
   d->origin = in_array;
@@ -125,7 +128,7 @@ mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_inter
 
 static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op, mmbQueue *q,
                             mmbRequest *req) {
-  MMB__ARG(!d, func, "array is NULL");
+  MMB__HANDLE(d, MMB__KIND_ARRAY, func, "array");
   op->etype = d->layout.type;
   mmbError err = mmb__merge_op_check(func, op);
   if (err != MMB_OK) return err;
@@ -182,7 +185,8 @@ mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn, voi
 
 static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterface *in_interface,
                               mmbAccessType in_access, mmbQueue *q, mmbRequest *req) {
-  MMB__ARG(!in_array || !in_interface, func, "NULL argument");
+  MMB__HANDLE(in_array, MMB__KIND_ARRAY, func, "array");
+  MMB__HANDLE(in_interface, MMB__KIND_INTERFACE, func, "interface");
   MMB__ARG(!mmb__access_valid(in_access), func, "unknown access %d", (int)in_access);
   mmbArray *a = in_array;
   if (a->n_array_dups || a->n_tile_dups)
@@ -208,8 +212,8 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
   a->region = NULL;
   if (!(in_access & MMB_READ)) wrote_whole(a);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++) {
-    mmb__tile_drop_storage(&a->tiling->tiles[i]);   /* its space-local handle */
-    mmb__tile_set_home(&a->tiling->tiles[i]);
+    mmb__tile_drop_storage(&a->tiling->slots[i].tile);   /* its space-local handle */
+    mmb__tile_set_home(&a->tiling->slots[i].tile);
   }
   return MMB_OK;
 }

@@ -6,9 +6,6 @@
 #include "array/internal.h"
 #include "queue/internal.h"
 
-#define MMB__TILE_LIVE 0x7113u
-#define MMB__TILE_DEAD 0xd1e5u
-
 typedef struct mmb__tile mmb__tile;
 
 /* A tile: a grid tile of an array (array set, a view of the home or of its
@@ -19,8 +16,7 @@ typedef struct mmb__tile mmb__tile;
    when it has gone stale. A grid tile with storage is migrated: its block of
    the home is stale until it comes back. */
 struct mmb__tile {
-  mmbArrayTile pub;          /* first: what the caller sees */
-  uint32_t magic;
+  mmbArrayTile pub;          /* first: what the caller sees; a handle (tile kind) */
   mmbArray *array;           /* grid tiles */
   mmb__tile *origin;         /* duplicates */
   mmbMemInterface *iface;    /* of the current storage */
@@ -32,10 +28,16 @@ struct mmb__tile {
   mmb__request *pending;     /* the last asynchronous operation on it */
 };
 
+/* A grid tile is a handle too: each has the header of one just before it. */
+struct mmb__tile_slot {
+  _Alignas(16) mmb__objhdr hdr;
+  mmb__tile tile;
+};
+
 struct mmb__tiling {
   size_t n_tiles;
   size_t grid[MMB_MAX_DIMS], chunk[MMB_MAX_DIMS];
-  mmb__tile tiles[];
+  struct mmb__tile_slot slots[];
 };
 
 /* ---- the interface duplicates draw on (dup_interface.c) ------------------ */
@@ -46,10 +48,9 @@ void mmb__dup_interface_released(mmbMemSpace *space);
 /* Forgets the table (finalize; the allocator tears the interfaces down). */
 void mmb__dup_interfaces_forget(void);
 
-/* The tile behind a caller's pointer, or NULL if mmb did not make it. */
+/* The tile behind a caller's pointer, or NULL unless it is a live tile. */
 static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {
-  mmb__tile *x = (mmb__tile *)t;
-  return x && x->magic == MMB__TILE_LIVE ? x : NULL;
+  return mmb__object_is(t, MMB__KIND_TILE) ? (mmb__tile *)t : NULL;
 }
 /* The array's tiling, made (one tile, the whole array) if it has none. */
 mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out);

@@ -99,10 +99,14 @@ static void colmajor_order(const struct mmb__tiling *g, size_t rank, size_t *ord
 }
 
 static mmbError arrive(mmbTileIterator *it);
+static mmbError stop_prefetch(mmbTileIterator *it, bool fold);
+static void iterator_free(mmbTileIterator *it);
 
 static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileIteratorOptions *o) {
   if (!o->queue && !o->space) return MMB_OK;
   MMB__ARG(!o->queue || !o->space, func, "prefetching needs both a queue and a space");
+  MMB__HANDLE(o->queue, MMB__KIND_QUEUE, func, "opts->queue");
+  MMB__HANDLE(o->space, MMB__KIND_SPACE, func, "opts->space");
   if (!o->access) o->access = MMB_READ;
   if (!o->depth) o->depth = 1;
   MMB__ARG(!mmb__access_valid(o->access), func, "unknown access %d", (int)o->access);
@@ -117,7 +121,8 @@ static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileItera
 mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptions *opts,
                                   mmbTileIterator **out_it) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!in_array || !out_it, __func__, "NULL argument");
+  MMB__HANDLE(in_array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_it, __func__, "out_it is NULL");
   mmbTileIteratorOptions o = opts ? *opts : (mmbTileIteratorOptions){0};
   mmbTileSchedule s = o.schedule;
   MMB__ARG((unsigned)s > MMB_SCHEDULE_MORTON, __func__, "unknown schedule %d", (int)s);
@@ -125,7 +130,7 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   if (err != MMB_OK) return err;
   struct mmb__tiling *g;
   if ((err = mmb__array_tiling(__func__, in_array, &g)) != MMB_OK) return err;
-  mmbTileIterator *it = mmb__calloc(1, sizeof *it);
+  mmbTileIterator *it = mmb__object_new(MMB__KIND_ITERATOR, sizeof *it);
   if (!it) return MMB_OUT_OF_MEMORY;
   *it = (mmbTileIterator){.array = in_array, .g = g, .q = o.queue, .space = o.space,
                           .access = o.access, .merge = o.merge,
@@ -143,12 +148,13 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   if (err != MMB_OK) {
     mmb__free(it->slots);
     mmb__free(it->order);
-    mmb__free(it);
+    mmb__object_free(it);
     return mmb__fail(err, __func__, "no memory for the schedule of %zu tiles", g->n_tiles);
   }
   in_array->n_iterators++;
   if (it->q && (err = arrive(it)) != MMB_OK) {   /* the walk starts here */
-    mmb_tile_iterator_destroy(it);
+    stop_prefetch(it, false);   /* nothing is written back: the caller got no iterator */
+    iterator_free(it);
     return err;
   }
   *out_it = it;
@@ -158,7 +164,8 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
 mmbError mmb_tile_iterator_footprint(mmbArray *in_array, const mmbTileIteratorOptions *opts,
                                      size_t *out_bytes) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!in_array || !opts || !out_bytes, __func__, "NULL argument");
+  MMB__HANDLE(in_array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!opts || !out_bytes, __func__, "NULL argument");
   struct mmb__tiling *g;
   mmbError err = mmb__array_tiling(__func__, in_array, &g);
   if (err != MMB_OK) return err;
@@ -181,7 +188,7 @@ static slot *slot_of(const mmbTileIterator *it, size_t pos) {
    of the last operation is let go, so a walk over many tiles keeps no
    request per tile. */
 static void settle(mmbTileIterator *it, size_t pos) {
-  mmb__pending_release_done(&it->g->tiles[position(it, pos)].pending);
+  mmb__pending_release_done(&it->g->slots[position(it, pos)].tile.pending);
 }
 
 /* Asks for the duplicates of the tiles up to depth ahead of pos. */
@@ -192,7 +199,7 @@ static mmbError prefetch(mmbTileIterator *it) {
     mmbError err = mmb_wait(&s->merged);   /* its storage is about to be reused */
     if (it->issued >= it->n_slots) settle(it, it->issued - it->n_slots);
     if (err == MMB_OK)
-      err = mmb_tile_duplicate_async(&it->g->tiles[position(it, it->issued)].pub, it->space,
+      err = mmb_tile_duplicate_async(&it->g->slots[position(it, it->issued)].tile.pub, it->space,
                                      it->access, NULL, it->q, &s->ready, &s->dup);
     if (err != MMB_OK) return err;
     it->issued++;
@@ -210,12 +217,17 @@ static mmbError fold_current(mmbTileIterator *it) {
   return err;
 }
 
-/* Ends a walk: the current duplicate is folded back, those not yet handed
-   out are released unwritten. Returns the first error met. */
-static mmbError stop_prefetch(mmbTileIterator *it) {
+/* Ends a walk: the current duplicate is folded back (unless `fold` is
+   false: a creation that failed changes nothing), those not yet handed out
+   are released unwritten. Returns the first error met. */
+static mmbError stop_prefetch(mmbTileIterator *it, bool fold) {
   mmbError first = MMB_OK, err;
-  if (it->pos < it->issued && (err = fold_current(it)) != MMB_OK) first = err;
-  for (size_t p = it->pos + 1; p < it->issued; p++) {
+  size_t from = it->pos;
+  if (fold && it->pos < it->issued) {
+    if ((err = fold_current(it)) != MMB_OK) first = err;
+    from++;
+  }
+  for (size_t p = from; p < it->issued; p++) {
     slot *s = slot_of(it, p);
     if ((err = mmb__tile_discard_async(s->dup, it->q)) != MMB_OK && first == MMB_OK) first = err;
     s->dup = NULL;
@@ -239,9 +251,9 @@ static mmbError arrive(mmbTileIterator *it) {
 
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!it, __func__, "iterator is NULL");
+  MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
   if (it->q && it->pos == 0 && it->issued > 0) return MMB_OK;   /* already there */
-  mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
+  mmbError err = it->q ? stop_prefetch(it, true) : MMB_OK;
   it->pos = it->issued = 0;
   if (err == MMB_OK && it->q) err = arrive(it);
   return err;
@@ -249,7 +261,7 @@ mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
 
 mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!it, __func__, "iterator is NULL");
+  MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
   if (it->pos >= it->g->n_tiles)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
   if (!it->q) {
@@ -263,7 +275,8 @@ mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
 
 mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!it || !count, __func__, "NULL argument");
+  MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
+  MMB__ARG(!count, __func__, "count is NULL");
   *count = it->g->n_tiles;
   return MMB_OK;
 }
@@ -273,12 +286,13 @@ static size_t current(const mmbTileIterator *it) { return position(it, it->pos);
 mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
   if (!mmb__initialized() || !it || it->pos >= it->g->n_tiles) return NULL;
   if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
-  return &it->g->tiles[current(it)].pub;
+  return &it->g->slots[current(it)].tile.pub;
 }
 
 mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!it || !out_index, __func__, "NULL argument");
+  MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
+  MMB__ARG(!out_index, __func__, "out_index is NULL");
   if (it->pos >= it->g->n_tiles)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
   *out_index = (mmbIndex){.size = it->array->rank};
@@ -286,13 +300,17 @@ mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index)
   return MMB_OK;
 }
 
-mmbError mmb_tile_iterator_destroy(mmbTileIterator *it) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!it, __func__, "iterator is NULL");
-  mmbError err = it->q ? stop_prefetch(it) : MMB_OK;
+static void iterator_free(mmbTileIterator *it) {
   it->array->n_iterators--;
   mmb__free(it->slots);
   mmb__free(it->order);
-  mmb__free(it);
+  mmb__object_free(it);
+}
+
+mmbError mmb_tile_iterator_destroy(mmbTileIterator *it) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
+  mmbError err = it->q ? stop_prefetch(it, true) : MMB_OK;
+  iterator_free(it);
   return err;
 }

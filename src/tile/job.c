@@ -55,7 +55,7 @@ void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t) {
 void mmb__array_quiesce(mmbArray *a) {
   mmb__pending_wait(&a->pending);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++)
-    mmb__pending_wait(&a->tiling->tiles[i].pending);
+    mmb__pending_wait(&a->tiling->slots[i].tile.pending);
 }
 
 /* Applies f to every hazard slot the job must respect. */
@@ -68,7 +68,7 @@ static mmbError each_slot(mmb__job *j, mmbError (*f)(mmbQueue *q, mmb__request *
     mmbArray *a = j->whole[i];
     if (a && a->tiling)
       for (size_t t = 0; t < a->tiling->n_tiles && err == MMB_OK; t++)
-        if (a->tiling->tiles[t].pending) err = f(q, &a->tiling->tiles[t].pending);
+        if (a->tiling->slots[t].tile.pending) err = f(q, &a->tiling->slots[t].tile.pending);
   }
   return err;
 }

@@ -5,10 +5,8 @@
 #include <string.h>
 
 static mmbError tile_arg(const char *func, mmbArrayTile *t, mmb__tile **out) {
-  MMB__ARG(!t, func, "tile is NULL");
-  mmb__tile *x = mmb__tile_of(t);
-  MMB__ARG(!x, func, "%p is not a live tile made by mmb", (void *)t);
-  *out = x;
+  MMB__HANDLE(t, MMB__KIND_TILE, func, "tile");
+  *out = (mmb__tile *)t;
   return MMB_OK;
 }
 
@@ -79,7 +77,7 @@ mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile, mmb
 
 static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *space,
                              mmbAccessType access, const mmbLayout *layout) {
-  MMB__ARG(!space, func, "space is NULL");
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
   return layout ? mmb__layout_fits(func, layout, t->pub.rank, t->pub.element_size) : MMB_OK;
 }
@@ -95,7 +93,7 @@ static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSp
       (err = check_readable(func, t, "the tile")) != MMB_OK ||
       ((in_access & MMB_WRITE) && (err = check_writable(func, t, "the tile")) != MMB_OK))
     return err;   /* (a writable duplicate could never be merged into it) */
-  mmb__tile *d = mmb__calloc(1, sizeof *d);
+  mmb__tile *d = mmb__object_new(MMB__KIND_TILE, sizeof *d);
   if (!d) return MMB_OUT_OF_MEMORY;
   d->pub = t->pub;
   mmb__job j = {.func = func, .name = "duplicate", .src = mmb__tile_view(t),
@@ -107,11 +105,10 @@ static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSp
   if ((err = mmb__storage_new(func, in_space, in_layout, root_array(t)->layout.order, &j.dst,
                               &j.made)) != MMB_OK ||
       (err = mmb__job_start(&j, q, req)) != MMB_OK) {
-    mmb__free(d);
+    mmb__object_free(d);
     return err;
   }
   mmb__tile_set_storage(d, &j.dst, j.made);
-  d->magic = MMB__TILE_LIVE;
   d->origin = t;
   d->access = in_access;
   d->seen_version = t->version;
@@ -177,8 +174,7 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   if (d->pending) mmb__request_unref(d->pending);
   o->n_dups--;
   if (o->array) o->array->n_tile_dups--;
-  d->magic = MMB__TILE_DEAD;
-  mmb__free(d);
+  mmb__object_free(d);
   return MMB_OK;
 }
 

@@ -41,19 +41,19 @@ static void tiling_release(mmbArray *a) {
   struct mmb__tiling *g = a->tiling;
   if (!g) return;
   for (size_t i = 0; i < g->n_tiles; i++) {
-    mmb__pending_wait(&g->tiles[i].pending);
-    mmb__tile_drop_storage(&g->tiles[i]);
-    g->tiles[i].magic = MMB__TILE_DEAD;
+    mmb__pending_wait(&g->slots[i].tile.pending);
+    mmb__tile_drop_storage(&g->slots[i].tile);
+    mmb__object_retire(&g->slots[i].tile);
   }
-  mmb__free(g);
+  mmb__object_free(g);
   a->tiling = NULL;
   a->n_migrated = 0;
 }
 
 static void tile_init(mmbArray *a, struct mmb__tiling *g, size_t linear) {
-  mmb__tile *t = &g->tiles[linear];
+  mmb__tile *t = &g->slots[linear].tile;
   memset(t, 0, sizeof *t);
-  t->magic = MMB__TILE_LIVE;
+  mmb__object_embed(t, MMB__KIND_TILE);
   t->array = a;
   t->pub.rank = a->rank;
   t->pub.element_size = a->layout.element_size;
@@ -75,10 +75,10 @@ static mmbError tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
     if (mmb__mul_overflows(n, grid[k], &n))
       return mmb__fail(MMB_OVERFLOW, func, "the tile count overflows size_t");
   }
-  if (mmb__mul_overflows(n, sizeof(mmb__tile), &bytes) ||
+  if (mmb__mul_overflows(n, sizeof(struct mmb__tile_slot), &bytes) ||
       mmb__add_overflows(bytes, sizeof(struct mmb__tiling), &bytes))
     return mmb__fail(MMB_OVERFLOW, func, "%zu tiles do not fit in memory", n);
-  struct mmb__tiling *g = mmb__malloc(bytes);
+  struct mmb__tiling *g = mmb__object_new(MMB__KIND_TILING, bytes);
   if (!g) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for %zu tiles", n);
   g->n_tiles = n;
   for (size_t k = 0; k < a->rank; k++) {
@@ -103,7 +103,8 @@ mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **o
 
 mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !chunk_dims, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!chunk_dims, __func__, "chunk_dims is NULL");
   MMB__ARG(chunk_dims->size != array->rank, __func__, "chunk of rank %zu for an array of "
            "rank %zu", chunk_dims->size, array->rank);
   for (size_t k = 0; k < array->rank; k++)
@@ -117,7 +118,8 @@ mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
 
 mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !out_grid, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out_grid, __func__, "out_grid is NULL");
   *out_grid = (mmbDimensions){.size = array->rank};
   for (size_t k = 0; k < array->rank; k++)
     out_grid->d[k] = array->tiling ? array->tiling->grid[k] : 1;
@@ -126,7 +128,8 @@ mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid) {
 
 mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index, mmbArrayTile **out_tile) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!array || !tile_index || !out_tile, __func__, "NULL argument");
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!tile_index || !out_tile, __func__, "NULL argument");
   MMB__ARG(tile_index->size != array->rank, __func__, "index of rank %zu for an array of "
            "rank %zu", tile_index->size, array->rank);
   struct mmb__tiling *g;
@@ -138,6 +141,6 @@ mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index, mmbArrayTile *
              "grid of %zu", tile_index->d[k], k, g->grid[k]);
     linear = linear * g->grid[k] + tile_index->d[k];
   }
-  *out_tile = &g->tiles[linear].pub;
+  *out_tile = &g->slots[linear].tile.pub;
   return MMB_OK;
 }
