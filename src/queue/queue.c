@@ -190,6 +190,7 @@ mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!q, __func__, "q is NULL");
   mmbQueueOptions o = opts ? *opts : (mmbQueueOptions){0};
+  if (o.near) MMB__HANDLE(o.near, MMB__KIND_SPACE, __func__, "opts->near");
   const mmb__queue_backend *be = NULL;
   mmbError err = resolve_backend(&o, &be);
   return err != MMB_OK ? err : mmb__queue_create_on(be, &o, q);

@@ -284,7 +284,8 @@ mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
 static size_t current(const mmbTileIterator *it) { return position(it, it->pos); }
 
 mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
-  if (!mmb__initialized() || !it || it->pos >= it->g->n_tiles) return NULL;
+  if (!mmb__initialized() || !mmb__object_is(it, MMB__KIND_ITERATOR) || it->pos >= it->g->n_tiles)
+    return NULL;
   if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
   return &it->g->slots[current(it)].tile.pub;
 }
