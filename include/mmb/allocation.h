@@ -55,8 +55,10 @@ MMB_EXPORT mmbError mmb_allocation_interface(const mmbAllocation *allocation,
                                              mmbMemInterface **out_interface);
 
 /**
- * Copies all of \p src to the start of \p dst.
- * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p dst smaller than \p src;
+ * Copies all of \p src to the start of \p dst (\p dst == \p src: nothing
+ * moves, in any memory).
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, handles that are not live
+ *         allocations, or \p dst smaller than \p src;
  *         MMB_UNSUPPORTED if no provider of the pair can copy;
  *         the provider's error (MMB_ERROR); MMB_NOT_INITIALIZED.
  */
@@ -64,9 +66,11 @@ MMB_EXPORT mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src);
 
 /**
  * Copies \p width bytes from \p src + \p soffset to \p dst + \p doffset.
- * Overlapping ranges of one host allocation are copied as by memmove.
- * \return as mmb_copy; MMB_INVALID_ARG for \p width == 0 or a range past
- *         either end; MMB_OVERFLOW for offsets that overflow.
+ * Within one allocation: the same range moves nothing; overlapping ranges
+ * of host-accessible memory are copied as by memmove.
+ * \return as mmb_copy; MMB_INVALID_ARG for \p width == 0, a range past
+ *         either end, or overlapping (not identical) ranges of memory the
+ *         host cannot reach; MMB_OVERFLOW for offsets that overflow.
  */
 MMB_EXPORT mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
                                 mmbAllocation *src, size_t soffset, size_t width);
@@ -75,9 +79,14 @@ MMB_EXPORT mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
  * Copies a \p width bytes x \p height rows block. x offsets, widths and
  * pitches are bytes, y offsets and heights are rows: the block starts at byte
  * yoffset * pitch + xoffset. Each pitch must be at least xoffset + width.
+ * Two blocks of one allocation that share no byte copy like any others,
+ * however their rows interleave (a halo exchange); the same block moves
+ * nothing; blocks that share bytes are refused, unless each is one
+ * contiguous run (a single row, or pitch == width), which is then
+ * mmb_copy_1d.
  * \return as mmb_copy_1d; MMB_INVALID_ARG also for a zero height or pitch, a
- *         pitch narrower than xoffset + width, or overlapping blocks of one
- *         allocation.
+ *         pitch narrower than xoffset + width, or blocks of one allocation
+ *         that share bytes (as above); nothing is copied then.
  */
 MMB_EXPORT mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
                                 mmbAllocation *src, size_t sxoffset, size_t syoffset, size_t spitch,
@@ -89,7 +98,8 @@ MMB_EXPORT mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyof
  * along dim k; pitch[k] is the stride in bytes of dim k+1 (pitch[ndims-1] is
  * ignored, and both pitch arrays may be NULL when \p ndims is 1). Each dim
  * must fit in the next one's pitch: offset[0] + dims[0] <= pitch[0] and
- * (offset[k] + dims[k]) * pitch[k-1] <= pitch[k].
+ * (offset[k] + dims[k]) * pitch[k-1] <= pitch[k]. Blocks of one allocation:
+ * as mmb_copy_2d (disjoint blocks copy, whatever their shapes).
  * \return as mmb_copy_2d; MMB_INVALID_ARG for \p ndims outside
  *         1..MMB_MAX_DIMS, NULL arrays, a zero extent, or any range out of
  *         bounds.

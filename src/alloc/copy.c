@@ -116,26 +116,89 @@ mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemI
                                            mmb_error_string(err));
 }
 
-static mmbError run_copy(const char *func, side *d, side *s, size_t ndims, const size_t *dims,
-                         const mmb__copy_engine *on) {
-  bool overlap = d->a == s->a && d->offset < s->offset + s->span &&
-                 s->offset < d->offset + d->span;
-  char *dst = (char *)d->a->ptr + d->offset;
-  const char *src = (const char *)s->a->ptr + s->offset;
-  mmbMemInterface *di = d->a->interface, *si = s->a->interface;
-  if (overlap) {
-    if (on) return MMB_UNSUPPORTED;
-    size_t width = dims[0];   /* fine when each side is one contiguous run */
-    for (size_t k = 1; k < ndims; k++) {
-      MMB__ARG(d->stride[k] != width || s->stride[k] != width, func,
-               "source and destination overlap in one allocation");
-      width *= dims[k];
+/* The rows of one side, in address order (each dimension fits in the next
+   one's pitch, so lexicographic order is address order). */
+typedef struct rows {
+  const side *s;
+  size_t ndims, idx[MMB_MAX_DIMS], start;
+  const size_t *dims;
+  bool done;
+} rows;
+
+static void rows_first(rows *r, const side *s, size_t ndims, const size_t *dims) {
+  *r = (rows){.s = s, .ndims = ndims, .dims = dims, .start = s->offset};
+}
+
+static void rows_next(rows *r) {
+  for (size_t k = 1; k < r->ndims; k++) {
+    if (++r->idx[k] < r->dims[k]) {
+      r->start += r->s->stride[k];
+      return;
     }
-    MMB__ARG(!host_side(di), func, "source and destination overlap in device memory");
-    memmove(dst, src, width);
+    r->start -= (r->dims[k] - 1) * r->s->stride[k];
+    r->idx[k] = 0;
+  }
+  r->done = true;
+}
+
+/* Whether two blocks of one allocation share a byte: a merge of their rows,
+   as long as the copy's own walk over them. */
+static bool blocks_share_bytes(const side *d, const side *s, size_t ndims, const size_t *dims) {
+  if (d->a != s->a || d->offset >= s->offset + s->span || s->offset >= d->offset + d->span)
+    return false;
+  rows x, y;
+  rows_first(&x, d, ndims, dims);
+  rows_first(&y, s, ndims, dims);
+  while (!x.done && !y.done) {
+    if (x.start + dims[0] <= y.start) rows_next(&x);
+    else if (y.start + dims[0] <= x.start) rows_next(&y);
+    else return true;
+  }
+  return false;
+}
+
+/* Bytes of a side that is one contiguous run, else 0. */
+static size_t contiguous_bytes(const side *x, size_t ndims, const size_t *dims) {
+  size_t width = dims[0];
+  for (size_t k = 1; k < ndims; k++) {
+    if (dims[k] > 1 && x->stride[k] != width) return 0;
+    width *= dims[k];
+  }
+  return width;
+}
+
+/* Decides, at submission, what a copy within one allocation is: blocks that
+   share no byte copy like any others; the very same block is left as it is;
+   overlapping contiguous runs of host memory move as by memmove; anything
+   else that overlaps is refused. */
+static mmbError check_overlap(const char *func, mmb__copy_plan *p) {
+  if (!blocks_share_bytes(&p->d, &p->s, p->ndims, p->dims)) return MMB_OK;
+  bool same = p->d.offset == p->s.offset;
+  for (size_t k = 1; k < p->ndims; k++) same &= p->dims[k] == 1 || p->d.stride[k] == p->s.stride[k];
+  if (same) {
+    p->same = true;
     return MMB_OK;
   }
-  return mmb__copy_strided(func, on, di, dst, d->stride, si, src, s->stride, ndims, dims);
+  size_t run = contiguous_bytes(&p->d, p->ndims, p->dims);
+  MMB__ARG(!run || run != contiguous_bytes(&p->s, p->ndims, p->dims), func,
+           "the source and destination blocks share bytes of one allocation");
+  MMB__ARG(!host_side(p->d.a->interface), func,
+           "the source and destination overlap in memory the host cannot reach");
+  p->move = run;
+  return MMB_OK;
+}
+
+static mmbError run_copy(const char *func, const mmb__copy_plan *p, const mmb__copy_engine *on) {
+  if (p->same) return MMB_OK;
+  char *dst = (char *)p->d.a->ptr + p->d.offset;
+  const char *src = (const char *)p->s.a->ptr + p->s.offset;
+  if (p->move) {
+    if (on) return MMB_UNSUPPORTED;   /* host memory: the host's to do */
+    memmove(dst, src, p->move);
+    return MMB_OK;
+  }
+  return mmb__copy_strided(func, on, p->d.a->interface, dst, p->d.stride, p->s.a->interface, src,
+                           p->s.stride, p->ndims, p->dims);
 }
 
 mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
@@ -143,7 +206,6 @@ mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *d
                            const size_t *spitch, size_t ndims, const size_t *dims,
                            mmb__copy_plan *out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!dst || !src, func, "NULL allocation");
   MMB__ARG(ndims < 1 || ndims > MMB_MAX_DIMS, func, "%zu dims, not 1..%d", ndims, MMB_MAX_DIMS);
   MMB__ARG(!doffset || !soffset || !dims || (ndims > 1 && (!dpitch || !spitch)), func,
            "NULL offset, pitch or dims array");
@@ -153,13 +215,14 @@ mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *d
   if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &p.s);
   if (err != MMB_OK) return err;
   memcpy(p.dims, dims, ndims * sizeof *dims);
+  if ((err = check_overlap(func, &p)) != MMB_OK) return err;
   *out = p;
   return MMB_OK;
 }
 
 mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on) {
   uint64_t start = !on && mmb__trace_active() ? mmb__trace_now() : 0;
-  mmbError err = run_copy(func, &p->d, &p->s, p->ndims, p->dims, on);
+  mmbError err = run_copy(func, p, on);
   if (start && err == MMB_OK) {
     size_t bytes = 1;
     for (size_t k = 0; k < p->ndims; k++) bytes *= p->dims[k];   /* bounded by the checks */

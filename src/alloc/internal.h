@@ -299,6 +299,8 @@ typedef struct mmb__copy_side {
 typedef struct mmb__copy_plan {
   mmb__copy_side d, s;
   size_t ndims, dims[MMB_MAX_DIMS];
+  bool same;     /* the very same block of one allocation: nothing to move */
+  size_t move;   /* overlapping contiguous runs of host memory: bytes to memmove */
 } mmb__copy_plan;
 /* mmb_copy_nd's checks (same units and errors), filling a plan. */
 mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
