@@ -72,7 +72,7 @@ FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
-        layers-check
+        layers-check fuzz
 all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
 
 # Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
@@ -186,6 +186,9 @@ else
 test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
+ifeq ($(SANITIZE),)
+	$(MAKE) --no-print-directory fuzz
+endif
 endif
 
 # The floors stand on each other one way only; docs/architecture.md maps
@@ -214,6 +217,38 @@ plot-check: $(BUILD)/bin/training_loop
 	  "space=DRAM (NUMA 0)" final_used=0
 	tools/mmb-plot $(BUILD)/training_loop.json $(BUILD)/training_loop.svg
 	@grep -q '<svg' $(BUILD)/training_loop.svg
+
+# Fuzzing (fuzz/README.md): libFuzzer targets built with clang, the library
+# with them, under ASan+UBSan. `make test` runs each for FUZZ_SECONDS (30);
+# `make fuzz FUZZ_SECONDS=3600` for longer. New inputs that add coverage go
+# to build/fuzz/corpus-<target>; the committed seeds are fuzz/corpus/<target>.
+FUZZ_SECONDS ?= 30
+FUZZ_CC      ?= clang
+FUZZ_DIR     := build/fuzz
+FUZZ_FLAGS   := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -Iinclude -Isrc -Iproviders -DMMB_BUILDING_LIBRARY
+FUZZ_LIB_SRC := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) \
+                $(wildcard providers/system/*.c) $(wildcard providers/pinned/*.c) \
+                $(wildcard providers/fault/*.c)
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_TARGETS := $(FUZZ_DIR)/fuzz-args $(FUZZ_DIR)/fuzz-ops
+FUZZ_DEPS_OK := $(FUZZ_DIR)/.deps-ok
+.SECONDARY: $(FUZZ_LIB_OBJ)
+
+$(FUZZ_DEPS_OK):
+	scripts/install-deps.sh fuzz
+	@mkdir -p $(@D) && touch $@
+
+$(FUZZ_DIR)/obj/%.o: %.c | $(FUZZ_DEPS_OK)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/fuzz-%: fuzz/%.c fuzz/input.h $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -o $@ -lhwloc -lpthread
+
+fuzz: $(FUZZ_TARGETS)
+	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The main job: the tiled CNN on Fashion-MNIST (examples/cnn/run.sh).
 run: all
@@ -255,5 +290,5 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CNN_OBJ:.o=.d) $(CNN_TEST_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(CNN_OBJ:.o=.d) $(CNN_TEST_OBJ:.o=.d) \
          $(BUILD)/obj/examples/cnn/main.d

@@ -7,6 +7,7 @@
 # header it needs is missing; run it yourself with sudo as a non-root user.
 #   scripts/install-deps.sh          what the build, tests and examples need
 #   scripts/install-deps.sh torch    also PyTorch (python3-torch), bench/cnn.sh's baseline
+#   scripts/install-deps.sh fuzz     also clang and libclang-rt-14-dev (make fuzz)
 set -euo pipefail
 
 need=()
@@ -19,6 +20,11 @@ pkg-config --exists openblas 2>/dev/null || need+=(libopenblas-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v gnuplot >/dev/null 2>&1    || need+=(gnuplot-nox)     # tools/mmb-plot
 [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ "${1:-}" = fuzz ]; then   # make fuzz: clang and its libFuzzer runtime
+  command -v clang >/dev/null 2>&1 || need+=(clang)
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+    need+=(libclang-rt-14-dev)
+fi
 if [ "${1:-}" = torch ]; then
   /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch)
 fi

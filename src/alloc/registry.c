@@ -32,6 +32,7 @@ static bool grow_locked(void) {
     void *range = mmap(NULL, MAX_HANDLES * sizeof *b, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) return false;
+    mmb__leak_root(range, MAX_HANDLES * sizeof *b, true);
     b = range;
     atomic_store_explicit(&base, b, memory_order_release);
   }
@@ -114,7 +115,10 @@ bool mmb__handle_is_live(const mmbAllocation *a) {
 void mmb__registry_finalize(void) {
   pthread_mutex_lock(&lock);
   mmbAllocation *b = atomic_exchange(&base, NULL);
-  if (b) munmap(b, MAX_HANDLES * sizeof *b);
+  if (b) {
+    mmb__leak_root(b, MAX_HANDLES * sizeof *b, false);
+    munmap(b, MAX_HANDLES * sizeof *b);
+  }
   atomic_store(&usable, 0);
   global_free = NULL;
   next_chunk = FIRST_CHUNK_HANDLES;

@@ -82,6 +82,14 @@ static const char *const kind_names[MMB__KIND_COUNT] = {
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+extern void __lsan_unregister_root_region(const void *p, size_t size) __attribute__((weak));
+
+void mmb__leak_root(const void *p, size_t n, bool on) {
+  if (on && __lsan_register_root_region) __lsan_register_root_region(p, n);
+  if (!on && __lsan_unregister_root_region) __lsan_unregister_root_region(p, n);
+}
+
 static bool map_locked(void) {
   if (atomic_load_explicit(&mmb__arena_base, memory_order_relaxed)) return true;
   void *range = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -94,6 +102,7 @@ static bool map_locked(void) {
     return false;
   }
   counts = c;
+  mmb__leak_root(range, ARENA_BYTES, true);
   cursor = 0;
   n_pending = 0;
   memset(active, 0, sizeof active);
@@ -233,7 +242,10 @@ void mmb__object_free(void *obj) {
   /* the header stays readable, and so does a region's cursor, which
      mmb/region.h's inline path reads (it finds the limit 0) */
   size_t keep = sizeof *h + ((tag & 0xff) == MMB__KIND_REGION ? sizeof(mmb__region_cursor) : 0);
-  if ((tag & 0xff) != MMB__KIND_TILING) POISON((char *)h + keep, n - keep);   /* tiles' headers */
+  /* not a tiling (its tiles' headers are inside it), nor a request, which a
+     queue's worker may drop while another thread checks a stale copy */
+  if ((tag & 0xff) != MMB__KIND_TILING && (tag & 0xff) != MMB__KIND_REQUEST)
+    POISON((char *)h + keep, n - keep);
   pthread_mutex_lock(&lock);
   for (size_t p = at / PAGE; p <= (at + n - 1) / PAGE; p++)
     if (--counts[p] == 0) page_emptied_locked(p);
@@ -278,6 +290,7 @@ void mmb__objects_finalize(void) {
   char *b = atomic_exchange(&mmb__arena_base, NULL);
   if (b) {
     UNPOISON(b, atomic_load(&mmb__arena_committed));
+    mmb__leak_root(b, ARENA_BYTES, false);
     munmap(b, ARENA_BYTES);
     munmap(counts, N_PAGES * sizeof *counts);
   }

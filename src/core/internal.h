@@ -126,6 +126,11 @@ const char *mmb__kind_name(mmb__kind kind);
     mmbError e_ = mmb__object_check((func), (obj), (kind), (what));         \
     if (MMB__UNLIKELY(e_ != MMB_OK)) return e_;                             \
   } while (0)
+/* LeakSanitizer scans the heap, stacks and globals, not an mmap: ranges
+   mmb maps for its records (the arena, the allocation registry) point at
+   memory from malloc, so they are shown to it as roots whenever the process
+   runs with it (mmb itself instrumented or not). */
+void mmb__leak_root(const void *p, size_t n, bool on);
 /* Unmaps the arena (the last mmb_finalize). */
 void mmb__objects_finalize(void);
 
