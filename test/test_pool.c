@@ -464,3 +464,29 @@ MMB_TEST(pool, debug_builds_fill_freed_blocks_with_a_pattern) {
   cr_skip_test("the pattern is written by DEBUG=1 builds (ASan poisons instead)");
 #endif
 }
+
+/* Blocks parked in quick bins (the thread's cache of a thread-safe pool, or
+   the interface's own) go back before a size-limited space refuses: after
+   freeing everything, all of the space can be had again in one block. */
+static void parked_blocks_come_back(unsigned flags) {
+  mmbMemSpace *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = MiB}, &limited));
+  mmbMemInterface *iface = pool_on(limited, MMB_PROVIDER_SYSTEM, flags, 0);
+  enum { MAX = 256 };
+  mmbAllocation *a[MAX];
+  size_t n = 0;
+  while (n < MAX && mmb_allocate(16 << 10, iface, &a[n]) == MMB_OK) n++;
+  cr_assert(n > 8 && n < MAX, "%zu blocks of 16 KiB in 1 MiB", n);
+  for (size_t i = 0; i < n; i++) OK(mmb_free(a[i]));
+  mmbAllocation *big;
+  OK(mmb_allocate(n * (16 << 10), iface, &big));
+  OK(mmb_free(big));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(limited));
+}
+
+MMB_TEST(pool, parked_blocks_come_back_before_a_refusal_thread_caches) {
+  parked_blocks_come_back(MMB_INTERFACE_THREAD_SAFE);
+}
+
+MMB_TEST(pool, parked_blocks_come_back_before_a_refusal_one_cache) { parked_blocks_come_back(0); }

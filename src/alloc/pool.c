@@ -213,15 +213,20 @@ pool_block *mmb__pool_take(pool *p, size_t need, size_t align) {
     }
     return b;
   }
-  bool large = need > POOL_SMALL_MAX;
-  pool_bins *bins = large ? &p->large : &p->small;
+  pool_block *b = mmb__pool_take_held(p, need);
+  if (b) return b;
+  if (!(b = segment_for(p, need, need > POOL_SMALL_MAX))) return NULL;
+  split(p, b, need);
+  b->free = false;
+  return b;
+}
+
+pool_block *mmb__pool_take_held(pool *p, size_t need) {
+  pool_bins *bins = need > POOL_SMALL_MAX ? &p->large : &p->small;
   pool_block *b = bins_find(bins, need);
-  if (b) {
-    bins_remove(bins, b);
-    free_list_unlink(p, b->seg);
-  } else if (!(b = segment_for(p, need, large))) {
-    return NULL;
-  }
+  if (!b) return NULL;
+  bins_remove(bins, b);
+  free_list_unlink(p, b->seg);
   split(p, b, need);
   b->free = false;
   return b;

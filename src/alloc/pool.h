@@ -178,6 +178,8 @@ void mmb__pool_finalize(pool *p);
 /* A block of at least `need` bytes (a granule multiple) aligned to `align`;
    may call the provider. NULL: out of memory. */
 pool_block *mmb__pool_take(pool *p, size_t need, size_t align);
+/* The same from the free blocks the pool already holds: never the provider. */
+pool_block *mmb__pool_take_held(pool *p, size_t need);
 void mmb__pool_put(pool *p, pool_block *b);
 /* Gives wholly free segments back while reserved bytes exceed keep. */
 void mmb__pool_release_free(pool *p, size_t keep);

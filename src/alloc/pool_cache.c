@@ -111,12 +111,14 @@ static void cache_drop(pool_cache *cache) {
 
 /* ---- allocate ------------------------------------------------------------ */
 
-/* With thread caches, a miss brings a few more blocks of its class. */
+/* With thread caches, a miss brings a few more blocks of its class, from
+   what the pool already holds: a refill never takes memory from the
+   provider, so on a size-limited space it cannot refuse another thread. */
 static void refill(pool *p, pool_cache *cache, size_t need) {
   size_t cls = pool_quick_class(need), want = pool_quick_cap(cls) / 4;
   while (cache->count[cls] < want) {
     mmbAllocation *a = mmb__handle_take(cache->handles);
-    pool_block *b = a ? mmb__pool_take(p, need, 0) : NULL;
+    pool_block *b = a ? mmb__pool_take_held(p, need) : NULL;
     if (!b) {
       if (a) mmb__handle_give(cache->handles, a);
       return;
@@ -126,6 +128,20 @@ static void refill(pool *p, pool_cache *cache, size_t need) {
     a->next = cache->bin[cls];
     cache->bin[cls] = a;
     cache->count[cls]++;
+  }
+}
+
+/* Before refusing memory: the blocks parked in the calling thread's cache
+   and in those of exited threads go back to the pool (a live thread's cache
+   is its own; it gives back beyond its caps, and all at mmb_interface_trim).
+   Interface lock held. */
+static void flush_parked(pool *p, pool_cache *mine) {
+  if (mine) mmb__pool_cache_flush(p, mine);
+  for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&tc->owned, &idle, 2)) continue;
+    mmb__pool_cache_flush(p, &tc->cache);
+    atomic_store(&tc->owned, 0);
   }
 }
 
@@ -147,6 +163,13 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
   mmb__iface_lock(iface);
   mmbAllocation *a = mmb__handle_take(handles);
   pool_block *b = a ? mmb__pool_take(p, need, align) : NULL;
+  if (!b && a) {   /* blocks parked in quick bins: back, and once more */
+    mmb__iface_unlock(iface);
+    mmb__deferred_sweep(iface, false);
+    mmb__iface_lock(iface);
+    flush_parked(p, cache);
+    b = mmb__pool_take(p, need, align);
+  }
   if (!b) {
     if (a) mmb__handle_give(handles, a);
     mmb__iface_unlock(iface);
@@ -215,13 +238,7 @@ static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool *p = iface->strategy_state;
   pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
-  if (mine) mmb__pool_cache_flush(p, mine);
-  for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
-    int idle = 0;   /* caches of exited threads; a live thread's cache is its own */
-    if (!atomic_compare_exchange_strong(&tc->owned, &idle, 2)) continue;
-    mmb__pool_cache_flush(p, &tc->cache);
-    atomic_store(&tc->owned, 0);
-  }
+  flush_parked(p, mine);
   mmb__pool_release_free(p, keep);
   mmb__iface_unlock(iface);
 }
