@@ -194,6 +194,16 @@ MMB_TEST(array, a_read_only_duplicate_goes_stale_when_its_origin_is_written) {
   OK(mmb_array_merge(w, MMB_MERGE_OVERWRITE));
   FAILS(mmb_array_copy(x, r), MMB_INVALID_STATE);
   FAILS(mmb_array_duplicate(r, sys, MMB_READ, &rr), MMB_INVALID_STATE);
+  /* its tiles are as stale as it is: read through them, refused too */
+  mmbArrayTile *rt, *xt, *d;
+  OK(mmb_array_tile(r, &(mmbDimensions){2, {3, 3}}));
+  OK(mmb_array_tile(x, &(mmbDimensions){2, {3, 3}}));
+  OK(mmb_tile_at(r, &(mmbIndex){2, {1, 1}}, &rt));
+  OK(mmb_tile_at(x, &(mmbIndex){2, {1, 1}}, &xt));
+  FAILS(mmb_tile_copy(xt, rt), MMB_INVALID_STATE);
+  mmbMemSpace *space;
+  OK(mmb_interface_space(sys, &space));
+  FAILS(mmb_tile_duplicate(rt, space, MMB_READ, NULL, &d), MMB_INVALID_STATE);
   OK(mmb_array_merge(r, MMB_MERGE_OVERWRITE));   /* releasing it is fine */
   assert_array_filled(a, 2);
   OK(mmb_array_destroy(a));

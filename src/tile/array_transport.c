@@ -4,16 +4,12 @@
 
 #include <string.h>
 
-static bool array_stale(const mmbArray *a) {
-  return a->origin && !(a->access & MMB_WRITE) && a->origin->version != a->origin_seen;
-}
-
 /* The home of `a` is about to be read: no tile may live elsewhere. */
 static mmbError check_home_valid(const char *func, const mmbArray *a, const char *which) {
   if (a->n_migrated)
     return mmb__fail(MMB_INVALID_STATE, func, "%zu tiles of %s are migrated away: its home is "
                      "stale until they come back", a->n_migrated, which);
-  if (array_stale(a))
+  if (mmb__array_stale(a))
     return mmb__fail(MMB_INVALID_STATE, func, "%s is a read-only duplicate whose origin has "
                      "been written since", which);
   return MMB_OK;

@@ -61,7 +61,12 @@ void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocatio
 struct mmb__view mmb__tile_home_view(const mmb__tile *t);
 /* Points a grid tile at its block of the array's home. */
 void mmb__tile_set_home(mmb__tile *t);
-/* True for a read-only duplicate whose origin has been written since. */
+/* True for a read-only duplicate array whose origin has been written since. */
+static inline bool mmb__array_stale(const mmbArray *a) {
+  return a->origin && !(a->access & MMB_WRITE) && a->origin->version != a->origin_seen;
+}
+/* True for a read-only duplicate whose origin has been written since, and
+   for a tile of a stale read-only duplicate array. */
 bool mmb__tile_stale(const mmb__tile *t);
 /* Releases a duplicate on q without writing it back (after q's work). */
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q);

@@ -16,15 +16,16 @@ static mmbArray *root_array(const mmb__tile *t) {
 }
 
 bool mmb__tile_stale(const mmb__tile *t) {
-  if (!t->origin || (t->access & MMB_WRITE)) return false;
+  if (!t->origin) return mmb__array_stale(t->array);
+  if (t->access & MMB_WRITE) return false;
   const mmb__tile *o = t->origin;
   return o->version != t->seen_version || (o->array && o->array->whole_version != t->seen_whole);
 }
 
 static mmbError check_readable(const char *func, const mmb__tile *t, const char *which) {
   if (mmb__tile_stale(t))
-    return mmb__fail(MMB_INVALID_STATE, func, "%s is a read-only duplicate whose origin has "
-                     "been written since it was copied", which);
+    return mmb__fail(MMB_INVALID_STATE, func, "%s is a read-only duplicate (or a tile of one) "
+                     "whose origin has been written since it was copied", which);
   return MMB_OK;
 }
 
