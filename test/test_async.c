@@ -561,3 +561,40 @@ MMB_TEST(prefetch, a_walk_keeps_no_request_per_tile) {
   OK(mmb_array_destroy(a));
   OK(mmb_space_release(fast));
 }
+
+/* An array whose home is in a region, migrated on a queue: the region's
+   bytes are read until the copy is done, so resetting the region waits for
+   it, and what is allocated there next cannot reach the migrated array. */
+MMB_TEST(async, a_region_home_migrated_asynchronously_outlives_a_reset) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *away = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbRegion *r;
+  OK(mmb_region_create(iface, NULL, &r));
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_1d(sizeof(float), (mmbLayoutPadding){0}, &l));
+  mmbArray *a;
+  OK(mmb_array_create_opts(&(mmbDimensions){1, {1024}}, l, NULL, MMB_READ_WRITE,
+                           &(mmbArrayOptions){.region = r}, &a));
+  float *x = mmb_array_ptr(a);
+  for (int i = 0; i < 1024; i++) x[i] = (float)i;
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  close_gate(q);
+  mmbRequest req = {0};
+  OK(mmb_array_migrate_async(a, away, MMB_READ_WRITE, q, &req));
+  pthread_t t = open_gate_soon();
+  OK(mmb_region_reset(r));   /* waits for the copy */
+  void *p;
+  OK(mmb_region_alloc(r, 4096, 0, &p));
+  memset(p, 0xff, 4096);
+  OK(mmb_wait(&req));
+  pthread_join(t, NULL);
+  x = mmb_array_ptr(a);
+  for (int i = 0; i < 1024; i++) cr_assert_eq(x[i], (float)i, "element %d", i);
+  OK(mmb_array_destroy(a));
+  OK(mmb_region_destroy(r));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_interface_destroy(away));
+}

@@ -183,7 +183,11 @@ MMB_EXPORT mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn
 /** mmb_array_copy on a queue. */
 MMB_EXPORT mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q,
                                          mmbRequest *req);
-/** mmb_array_migrate on a queue. */
+/** mmb_array_migrate on a queue. The old home is read until the request
+    completes: an owned home is freed then; a home in a region is kept, as
+    mmb_region_reset and mmb_region_destroy of that region wait for the copy;
+    a wrapped buffer is the caller's, and must outlive the request (wait on
+    it before freeing or reusing the buffer). */
 MMB_EXPORT mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
                                             mmbAccessType in_access, mmbQueue *q,
                                             mmbRequest *req);

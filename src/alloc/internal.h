@@ -382,5 +382,8 @@ static inline void mmb__deferred_poll(mmbMemInterface *iface) {
 /* A region reset once the fence has passed (region.c). */
 mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
                                  const mmb__fence_ops *ops);
+/* Queued work reads bytes of the region until `fence` passes: resetting or
+   destroying it waits for that (the fence is the region's to release). */
+void mmb__region_read_after(mmbRegion *r, void *fence, const mmb__fence_ops *ops);
 
 #endif /* MMB_ALLOC_INTERNAL_H */

@@ -65,6 +65,10 @@ struct mmbRegion {
      inline path is closed (limit 0) so that every use comes by settle() */
   void *fence;
   const mmb__fence_ops *fence_ops;
+  /* queued work that still reads bytes of the region (an array migrated
+     away from it asynchronously): reset and destroy wait for it */
+  void *reader;
+  const mmb__fence_ops *reader_ops;
 };
 
 static void settle(mmbRegion *r);
@@ -282,10 +286,29 @@ static void settle(mmbRegion *r) {
   region_clear(r);
 }
 
+/* Waits for queued work that reads the region's bytes. */
+static void wait_reader(mmbRegion *r) {
+  if (!r->reader) return;
+  r->reader_ops->wait(r->reader);
+  r->reader_ops->release(r->reader);
+  r->reader = NULL;
+}
+
+void mmb__region_read_after(mmbRegion *r, void *fence, const mmb__fence_ops *ops) {
+  wait_reader(r);   /* an earlier reader: (normally long done) */
+  if (ops->passed(fence)) {
+    ops->release(fence);
+    return;
+  }
+  r->reader = fence;
+  r->reader_ops = ops;
+}
+
 mmbError mmb_region_reset(mmbRegion *region) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
   if (region->child) return mmb__fail(MMB_BUSY, __func__, "a child region is live");
+  wait_reader(region);
   settle(region);
   region_clear(region);
   return MMB_OK;
@@ -297,6 +320,7 @@ mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
     ops->release(fence);
     return mmb__fail(MMB_BUSY, func, "a child region is live");
   }
+  wait_reader(r);
   settle(r);   /* an earlier asynchronous reset: (normally long passed) */
   if (ops->passed(fence)) {
     ops->release(fence);
@@ -311,6 +335,7 @@ mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
 
 static void region_free(mmbRegion *r) {
   mmbMemInterface *iface = r->iface;
+  wait_reader(r);
   settle(r);
   region_clear(r);
   if (r == r->root) {

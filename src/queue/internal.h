@@ -45,6 +45,9 @@ bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
   return atomic_load_explicit(&r->done, memory_order_acquire) || mmb__request_poll(r);
 }
+/* The region's bytes are read by the work behind r: reset and destroy of
+   the region wait for it. */
+void mmb__region_read_by(mmbRegion *region, mmb__request *r);
 /* MMB_OK when req is empty or refers to a request its caller still holds;
    else MMB_INVALID_ARG (a stale copy, or not a request). */
 mmbError mmb__request_held(const char *func, const mmbRequest *req);

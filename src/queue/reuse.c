@@ -20,6 +20,11 @@ mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request 
   return err;
 }
 
+void mmb__region_read_by(mmbRegion *region, mmb__request *r) {
+  mmb__request_ref(r);
+  mmb__region_read_after(region, r, &mmb__request_fence);
+}
+
 static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *a) {
   mmbError err = mmb__queue_check(func, q, NULL);
   if (err != MMB_OK) return err;

@@ -202,6 +202,8 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
   j.dst.iface = in_interface;
   j.dst.ptr = mmb_allocation_ptr(j.made);
   if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  /* the old home in a region is read until the job is done */
+  if (a->region && a->pending) mmb__region_read_by(a->region, a->pending);
   a->home = j.made;
   a->iface = in_interface;
   a->data = j.dst.ptr;
