@@ -94,7 +94,7 @@ static double run_region(void *arg) {
       if (mmb_region_alloc(r, sizes[i], 16, &p) != MMB_OK) abort();
     }
     sink = p;
-    mmb_region_reset(r);
+    if (mmb_region_reset(r) != MMB_OK) abort();
   }
   return (now() - t) * 1e9 / n;
 }
@@ -117,7 +117,7 @@ static void *pairs_thread(void *v) {
       if (slot[k] && mmb_free(slot[k]) != MMB_OK) abort();
       if (mmb_allocate(sizes[i % SIZES], a->iface, &slot[k]) != MMB_OK) abort();
     }
-    for (int k = 0; k < WINDOW; k++) mmb_free(slot[k]);
+    for (int k = 0; k < WINDOW; k++) CHECK(mmb_free(slot[k]));
   } else {
     void *slot[WINDOW] = {0};
     for (size_t i = 0; i < a->n; i++) {
@@ -221,7 +221,8 @@ static double run_random(void *v) {
   }
   double elapsed = now() - t;
   for (size_t k = 0; k < RANDOM_SLOTS; k++) {
-    if (c->iface && alloc[k]) mmb_free(alloc[k]), alloc[k] = NULL;
+    if (c->iface && alloc[k]) CHECK(mmb_free(alloc[k]));
+    if (c->iface) alloc[k] = NULL;
     if (!c->iface && ptr[k]) free(ptr[k]), ptr[k] = NULL;
   }
   if (c->iface) {

@@ -23,11 +23,14 @@ static double mmb_dup_merge(mmbArray *a, mmbMemSpace *fast) {
   mmbTileIterator *it;
   CHECK(mmb_tile_iterator_create(a, NULL, &it));
   double t0 = now();
-  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it)) {
     mmbArrayTile *d;
     CHECK(mmb_tile_duplicate(t, fast, MMB_READ_WRITE, NULL, &d));
     CHECK(mmb_tile_merge(d, MMB_MERGE_OVERWRITE));
   }
+  CHECK(walk);
   double t = now() - t0;
   CHECK(mmb_tile_iterator_destroy(it));
   return t;
@@ -85,8 +88,11 @@ static double iterate(mmbArray *a, mmbTileSchedule s, size_t *sum) {
   mmbTileIterator *it;
   CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = s}, &it));
   double t0 = now();
-  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it))
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it))
     *sum += t->lower[0] + t->lower[1] + *(unsigned char *)t->ptr;
+  CHECK(walk);
   double t = now() - t0;
   CHECK(mmb_tile_iterator_destroy(it));
   return t;

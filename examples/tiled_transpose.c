@@ -54,7 +54,9 @@ static double transpose_tiled(mmbArray *a, mmbArray *b, mmbMemSpace *fast) {
   mmbTileIterator *it;
   CHECK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON}, &it));
   double t0 = now();
-  for (mmbArrayTile *ta; (ta = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *ta; walk == MMB_OK && (ta = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it)) {
     mmbIndex ij;
     CHECK(mmb_tile_iterator_index(it, &ij));
     mmbArrayTile *tb, *fa, *fb;
@@ -65,6 +67,7 @@ static double transpose_tiled(mmbArray *a, mmbArray *b, mmbMemSpace *fast) {
     CHECK(mmb_tile_merge(fb, MMB_MERGE_OVERWRITE));
     CHECK(mmb_tile_merge(fa, MMB_MERGE_OVERWRITE));   /* read-only: no bytes move */
   }
+  CHECK(walk);
   double t = now() - t0;
   CHECK(mmb_tile_iterator_destroy(it));
   return t;

@@ -52,7 +52,9 @@ static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max
   mmbTileIterator *it;
   OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = s}, &it));
   size_t n = 0;
-  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it)) {
     cr_assert_lt(n, max);
     mmbIndex idx;
     OK(mmb_tile_iterator_index(it, &idx));
@@ -63,6 +65,7 @@ static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max
     out[n][1] = idx.d[1];
     n++;
   }
+  OK(walk);
   OK(mmb_tile_iterator_destroy(it));
   return n;
 }
@@ -125,7 +128,9 @@ MMB_TEST(iterator, every_schedule_visits_each_tile_once) {
       cr_assert_eq(count, expect);
       unsigned char *seen = calloc(count, 1);
       size_t n = 0, covered = 0;
-      for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it)) {
+      mmbError walk = MMB_OK;
+      for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+           walk = mmb_tile_iterator_next(it)) {
         mmbIndex idx;
         OK(mmb_tile_iterator_index(it, &idx));
         mmbDimensions grid;
@@ -141,6 +146,7 @@ MMB_TEST(iterator, every_schedule_visits_each_tile_once) {
         covered += cells;
         n++;
       }
+      OK(walk);
       size_t elems = 1;
       for (size_t k = 0; k < rank; k++) elems *= d.d[k];
       cr_assert_eq(n, count);

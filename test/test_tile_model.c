@@ -127,8 +127,11 @@ static void op_copy(model *m) {
 static void bring_home(model *m, mmbMemSpace *home) {
   mmbTileIterator *it;
   OK(mmb_tile_iterator_create(m->a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_MORTON}, &it));
-  for (mmbArrayTile *t; (t = mmb_tile_iterator_tile(it)); mmb_tile_iterator_next(it))
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it))
     OK(mmb_tile_migrate(t, home, MMB_READ_WRITE, NULL));
+  OK(walk);
   OK(mmb_tile_iterator_destroy(it));
 }
 

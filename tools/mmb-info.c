@@ -87,18 +87,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   size_t n = 0;
-  mmb_space_count(&n);
   mmbSpaceInfo info[256];
+  if ((err = mmb_space_count(&n)) != MMB_OK) goto failed;
   if (n > 256) n = 256;
   for (size_t i = 0; i < n; i++) {
     mmbMemSpace *space;
-    mmb_space_at(i, &space);
-    mmb_space_get_info(space, &info[i]);
+    if ((err = mmb_space_at(i, &space)) != MMB_OK ||
+        (err = mmb_space_get_info(space, &info[i])) != MMB_OK)
+      goto failed;
   }
   const mmbProviderOps *ops;
   bool cuda_built = mmb_provider_get_ops(MMB_PROVIDER_CUDA, &ops) == MMB_OK;
   if (json) print_json(n, info, cuda_built);
   else print_text(n, info, cuda_built);
-  mmb_finalize();
-  return 0;
+  return mmb_finalize() == MMB_OK ? 0 : 1;
+failed:
+  fprintf(stderr, "mmb-info: reading the spaces: %s\n", mmb_error_string(err));
+  return 1;
 }

@@ -74,8 +74,8 @@ static mmbError make_array(const mmbDimensions *dims, mmbMemInterface *home, mmb
                                             &layout);
   if (e != MMB_OK) return e;
   e = mmb_array_create(dims, layout, home, MMB_READ_WRITE, out);
-  mmb_layout_destroy(layout);
-  return e;
+  mmbError d = mmb_layout_destroy(layout);
+  return e != MMB_OK ? e : d;
 }
 
 static mmbError make_arrays(const idx_file *img, const idx_file *lab, size_t classes,

@@ -283,14 +283,18 @@ static int finish(run *r, int status) {
   if (r->have_train) cnn_dataset_destroy(&r->train);
   if (r->have_plan) cnn_plan_destroy(&r->plan);
   if (r->c.trace) {
-    mmb_trace_stop();
-    mmbError e = mmb_trace_dump(r->c.trace);
+    mmbError e = mmb_trace_stop();
+    if (e == MMB_OK) e = mmb_trace_dump(r->c.trace);
     if (e != MMB_OK) {
       fprintf(stderr, "cnn: writing the trace to %s: %s\n", r->c.trace, mmb_error_string(e));
       if (!status) status = 1;
     }
   }
-  mmb_finalize();
+  mmbError e = mmb_finalize();
+  if (e != MMB_OK) {
+    fprintf(stderr, "cnn: mmb_finalize: %s\n", mmb_error_string(e));
+    if (!status) status = 1;
+  }
   return status;
 }
 

@@ -33,8 +33,8 @@ static mmbError float_array(size_t rows, size_t cols, mmbMemInterface *home, mmb
   if (err != MMB_OK) return err;
   if ((err = mmb_layout_set_element_type(layout, MMB_TYPE_FLOAT)) == MMB_OK)
     err = mmb_array_create(&(mmbDimensions){2, {rows, cols}}, layout, home, MMB_READ_WRITE, out);
-  mmb_layout_destroy(layout);
-  return err;
+  mmbError d = mmb_layout_destroy(layout);
+  return err != MMB_OK ? err : d;
 }
 
 static void fill_uniform(float *x, size_t n, float bound, unsigned long long *state) {
@@ -74,8 +74,10 @@ mmbError cnn_param_create(cnn_param *p, const char *name, size_t rows, size_t co
 void cnn_param_destroy(cnn_param *p) {
   cnn_tiles_release(p);
   mmbArray *arrays[3] = {p->value, p->grad, p->velocity};
-  for (int i = 0; i < 3; i++)
-    if (arrays[i]) mmb_array_destroy(arrays[i]);
+  for (int i = 0; i < 3; i++) {
+    mmbError e = arrays[i] ? mmb_array_destroy(arrays[i]) : MMB_OK;
+    if (e != MMB_OK) fprintf(stderr, "cnn: destroying a parameter array: %s\n", mmb_error_string(e));
+  }
   p->value = p->grad = p->velocity = NULL;
 }
 

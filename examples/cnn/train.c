@@ -276,6 +276,9 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
   r->rss_end = cnn_rss_bytes();
   free(order);
   if (shuffled.images) cnn_dataset_destroy(&shuffled);
-  if (stats_a) mmb_free(stats_a);
+  if (stats_a) {
+    mmbError f = mmb_free(stats_a);
+    if (e == MMB_OK) e = f;
+  }
   return e;
 }

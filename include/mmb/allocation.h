@@ -23,7 +23,7 @@ extern "C" {
  *         MMB_OUT_OF_MEMORY if the provider or a space's limit refuses (the
  *         space is left as it was); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *interface,
                                  mmbAllocation **out_allocation);
 
 /**
@@ -34,7 +34,7 @@ MMB_EXPORT mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *interface,
  *         flags; MMB_UNSUPPORTED if zeroing was asked of a provider that
  *         cannot zero.
  */
-MMB_EXPORT mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *interface,
                                       const mmbAllocateOptions *opts,
                                       mmbAllocation **out_allocation);
 
@@ -44,14 +44,14 @@ MMB_EXPORT mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *interface
  *         anything mmb did not hand out (reported at error level);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_free(mmbAllocation *allocation);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_free(mmbAllocation *allocation);
 
 /** The allocation's address (device memory: a device pointer); NULL for NULL. */
 MMB_EXPORT void *mmb_allocation_ptr(const mmbAllocation *allocation);
 /** The bytes asked for; 0 for NULL. */
 MMB_EXPORT size_t mmb_allocation_size(const mmbAllocation *allocation);
 /** The interface it came from. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_allocation_interface(const mmbAllocation *allocation,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_interface(const mmbAllocation *allocation,
                                              mmbMemInterface **out_interface);
 
 /**
@@ -62,7 +62,7 @@ MMB_EXPORT mmbError mmb_allocation_interface(const mmbAllocation *allocation,
  *         MMB_UNSUPPORTED if no provider of the pair can copy;
  *         the provider's error (MMB_ERROR); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src);
 
 /**
  * Copies \p width bytes from \p src + \p soffset to \p dst + \p doffset.
@@ -72,7 +72,7 @@ MMB_EXPORT mmbError mmb_copy(mmbAllocation *dst, mmbAllocation *src);
  *         either end, or overlapping (not identical) ranges of memory the
  *         host cannot reach; MMB_OVERFLOW for offsets that overflow.
  */
-MMB_EXPORT mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
                                 mmbAllocation *src, size_t soffset, size_t width);
 
 /**
@@ -88,7 +88,7 @@ MMB_EXPORT mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset,
  *         pitch narrower than xoffset + width, or blocks of one allocation
  *         that share bytes (as above); nothing is copied then.
  */
-MMB_EXPORT mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyoffset, size_t dxpitch,
                                 mmbAllocation *src, size_t sxoffset, size_t syoffset, size_t spitch,
                                 size_t width, size_t height);
 
@@ -104,7 +104,7 @@ MMB_EXPORT mmbError mmb_copy_2d(mmbAllocation *dst, size_t dxoffset, size_t dyof
  *         1..MMB_MAX_DIMS, NULL arrays, a zero extent, or any range out of
  *         bounds.
  */
-MMB_EXPORT mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_nd(mmbAllocation *dst, const size_t *doffset, const size_t *dpitch,
                                 mmbAllocation *src, const size_t *soffset, const size_t *spitch,
                                 size_t ndims, const size_t *dims);
 

@@ -49,7 +49,7 @@ typedef struct mmbArrayOptions {
  *         size overflows; MMB_OUT_OF_MEMORY (nothing is left allocated);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_create(const mmbDimensions *dims, const mmbLayout *layout,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create(const mmbDimensions *dims, const mmbLayout *layout,
                                      mmbMemInterface *interface, mmbAccessType access,
                                      mmbArray **out_array);
 
@@ -60,7 +60,7 @@ MMB_EXPORT mmbError mmb_array_create(const mmbDimensions *dims, const mmbLayout 
  *         flags or an interface that is not the region's; MMB_BUSY when the
  *         region has a live child (as mmb_region_alloc).
  */
-MMB_EXPORT mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layout,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layout,
                                           mmbMemInterface *interface, mmbAccessType access,
                                           const mmbArrayOptions *opts, mmbArray **out_array);
 
@@ -70,7 +70,7 @@ MMB_EXPORT mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLa
  * memory: any host interface, such as one on the first DRAM space).
  * \return as mmb_array_create, with MMB_INVALID_ARG for a NULL \p data.
  */
-MMB_EXPORT mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims,
                                              const mmbLayout *layout, mmbMemInterface *interface,
                                              mmbAccessType access, mmbArray **out_array);
 
@@ -82,26 +82,26 @@ MMB_EXPORT mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *di
  *         while duplicates of the array or of its tiles, or iterators over it,
  *         are live; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_destroy(mmbArray *array);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_destroy(mmbArray *array);
 
 /** The home storage's address; NULL for NULL, before mmb_init, or when the home is not host
     accessible (device memory). */
 MMB_EXPORT void *mmb_array_ptr(const mmbArray *array);
 
 /** The shape. \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
 
 /** Strides of the home storage, in elements, per dimension (padding included).
     \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
 
 /** Bytes of the home storage (padding included).
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
 
 /** The interface that holds the home storage.
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
 
 /**
  * Copies every element of \p src into \p dst: same rank, extents and element
@@ -115,7 +115,7 @@ MMB_EXPORT mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface *
  *         MMB_UNSUPPORTED when no provider can copy; MMB_OUT_OF_MEMORY when a
  *         staging buffer cannot be had; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_copy(mmbArray *dst, mmbArray *src);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_copy(mmbArray *dst, mmbArray *src);
 
 /**
  * Moves the home of an array to \p in_interface (an owned allocation there).
@@ -127,7 +127,7 @@ MMB_EXPORT mmbError mmb_array_copy(mmbArray *dst, mmbArray *src);
  *         MMB_INVALID_STATE when a tile is migrated away;
  *         MMB_OUT_OF_MEMORY (the array is left as it was); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
                                       mmbAccessType in_access);
 
 /**
@@ -139,7 +139,7 @@ MMB_EXPORT mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_in
  *         \p in_array is a stale read-only duplicate; MMB_OVERFLOW;
  *         MMB_OUT_OF_MEMORY (nothing changes); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
                                         mmbAccessType in_access, mmbArray **out_array);
 
 /**
@@ -153,7 +153,7 @@ MMB_EXPORT mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_
  *         duplicates or iterators of its own; MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge);
 
 /** A user merge: called on runs of \p count contiguous elements, \p dst in
     the origin and \p src in the duplicate, both in host memory. */
@@ -162,7 +162,7 @@ typedef void (*mmbMergeFunction)(void *dst, const void *src, size_t count,
 
 /** As mmb_array_merge, folding with \p fn. \return as mmb_array_merge;
     MMB_INVALID_ARG for a NULL \p fn. */
-MMB_EXPORT mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn, void *user_data);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn, void *user_data);
 
 /* ---- _async twins ---------------------------------------------------------
    Each checks its arguments and does its bookkeeping at once (a duplicate
@@ -181,25 +181,25 @@ MMB_EXPORT mmbError mmb_array_merge_with(mmbArray *in_array, mmbMergeFunction fn
    request first. */
 
 /** mmb_array_copy on a queue. */
-MMB_EXPORT mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q,
                                          mmbRequest *req);
 /** mmb_array_migrate on a queue. The old home is read until the request
     completes: an owned home is freed then; a home in a region is kept, as
     mmb_region_reset and mmb_region_destroy of that region wait for the copy;
     a wrapped buffer is the caller's, and must outlive the request (wait on
     it before freeing or reusing the buffer). */
-MMB_EXPORT mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
                                             mmbAccessType in_access, mmbQueue *q,
                                             mmbRequest *req);
 /** mmb_array_duplicate on a queue: \p *out_array is set at once. */
-MMB_EXPORT mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
                                               mmbAccessType in_access, mmbQueue *q,
                                               mmbRequest *req, mmbArray **out_array);
 /** mmb_array_merge on a queue: the duplicate's handle is invalid at once. */
-MMB_EXPORT mmbError mmb_array_merge_async(mmbArray *in_array, mmbMergeType in_merge,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge_async(mmbArray *in_array, mmbMergeType in_merge,
                                           mmbQueue *q, mmbRequest *req);
 /** mmb_array_merge_with on a queue (\p fn runs on the queue's worker). */
-MMB_EXPORT mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn,
                                                void *user_data, mmbQueue *q, mmbRequest *req);
 
 #ifdef __cplusplus

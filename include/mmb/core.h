@@ -32,7 +32,7 @@ extern "C" {
  *         malformed (the message names it); MMB_OUT_OF_MEMORY; MMB_ERROR if
  *         the topology could not be read.
  */
-MMB_EXPORT mmbError mmb_init(const mmbOptions *opts);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_init(const mmbOptions *opts);
 
 /**
  * Undoes one mmb_init. The last call releases every space, interface and
@@ -40,7 +40,7 @@ MMB_EXPORT mmbError mmb_init(const mmbOptions *opts);
  * level, then freed).
  * \return MMB_OK; MMB_NOT_INITIALIZED if there is no matching mmb_init.
  */
-MMB_EXPORT mmbError mmb_finalize(void);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_finalize(void);
 
 /** Whether the library is initialised (for code that shares it). */
 MMB_EXPORT bool mmb_is_initialized(void);
@@ -59,10 +59,10 @@ MMB_EXPORT const char *mmb_error_name(mmbError err);
  * \return MMB_OK; MMB_INVALID_ARG for an unknown level or a malformed
  *         MMB_LOG_LEVEL; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_logging_set_level(mmbLogLevel level);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_logging_set_level(mmbLogLevel level);
 
 /** The current log level (never MMB_LOG_DEFAULT). */
-MMB_EXPORT mmbError mmb_logging_get_level(mmbLogLevel *out_level);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_logging_get_level(mmbLogLevel *out_level);
 
 #ifdef __cplusplus
 }

@@ -12,10 +12,15 @@
 #define MMB_EXPORT
 #endif
 
+/* Every function that returns an mmbError asks that the result be used: an
+   error ignored is a crash later. GCC does not accept a (void) cast as a
+   use; compile with -DMMB_NODISCARD= to turn the warning off. */
+#ifndef MMB_NODISCARD
 #if defined(__GNUC__)
 #define MMB_NODISCARD __attribute__((warn_unused_result))
 #else
 #define MMB_NODISCARD
+#endif
 #endif
 
 #endif /* MMB_EXPORT_H */

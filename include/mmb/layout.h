@@ -27,7 +27,7 @@ extern "C" {
  * \return MMB_OK; MMB_INVALID_ARG for a NULL \p out_layout, a zero element
  *         size or a bad padding; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_layout_create_regular_1d(size_t element_size, mmbLayoutPadding padding,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_create_regular_1d(size_t element_size, mmbLayoutPadding padding,
                                                  mmbLayout **out_layout);
 
 /**
@@ -41,7 +41,7 @@ MMB_EXPORT mmbError mmb_layout_create_regular_1d(size_t element_size, mmbLayoutP
  *         outside 1..MMB_MAX_DIMS, an unknown order or a bad padding;
  *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_layout_create_regular_nd(size_t element_size, size_t n_dims,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_create_regular_nd(size_t element_size, size_t n_dims,
                                                  mmbLayoutOrder order, mmbLayoutPadding padding,
                                                  mmbLayout **out_layout);
 
@@ -51,16 +51,16 @@ MMB_EXPORT mmbError mmb_layout_create_regular_nd(size_t element_size, size_t n_d
  *         size is not the layout's element size (BYTES fits any size);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type);
 
 /** Frees a layout; arrays made with it keep their own copy.
     \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_layout_destroy(mmbLayout *layout);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_destroy(mmbLayout *layout);
 
 /** The size in bytes of one element of \p type (0 for BYTES, whose size the
     layout gives). \return MMB_OK; MMB_INVALID_ARG for NULL or an unknown type;
     MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes);
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,7 @@ typedef struct mmbSpaceInfo {
  *         context, a negative index; MMB_UNAVAILABLE if the node has no such
  *         space (no GPU, no HBM); MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
                                       const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space);
 
 /**
@@ -61,24 +61,24 @@ MMB_EXPORT mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while an interface or a
  *         space requested on it lives; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_space_release(mmbMemSpace *space);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_release(mmbMemSpace *space);
 
 /** Number of discovered spaces. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_space_count(size_t *count);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_count(size_t *count);
 
 /** The \p i -th discovered space. \return MMB_OK; MMB_INVALID_ARG if NULL or
     \p i >= count; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_space_at(size_t i, mmbMemSpace **out_space);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_at(size_t i, mmbMemSpace **out_space);
 
 /** The layer of \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer);
 
 /** Bytes \p space may hold at once (mmbSpaceInfo.limit).
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes);
 
 /** Everything about \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info);
 
 /**
  * Statistics of every byte drawn from \p space, through any interface, and
@@ -88,7 +88,7 @@ MMB_EXPORT mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *o
  * and every read.
  * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out);
 
 /**
  * Makes an interface: allocations from \p space through a provider and a
@@ -114,7 +114,7 @@ MMB_EXPORT mmbError mmb_space_get_stats(const mmbMemSpace *space, mmbStats *out)
  *         this space or the strategy is not available; MMB_OUT_OF_MEMORY;
  *         the provider's own init error; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *cfg,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *cfg,
                                           mmbMemInterface **out_interface);
 
 /**
@@ -122,13 +122,13 @@ MMB_EXPORT mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterf
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while allocations live
  *         (nothing changes); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_interface_destroy(mmbMemInterface *interface);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_destroy(mmbMemInterface *interface);
 
 /** The space of \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
 
 /** The provider type serving \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
 
 /**
  * Statistics of \p interface. Bytes that regions hold count as used. All
@@ -137,11 +137,11 @@ MMB_EXPORT mmbError mmb_interface_provider(const mmbMemInterface *interface, mmb
  * or one thread's own peak.
  * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_interface_get_stats(const mmbMemInterface *interface, mmbStats *out);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_get_stats(const mmbMemInterface *interface, mmbStats *out);
 
 /** Resets used_high and reserved_high of \p interface to their current values.
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_interface_reset_high(mmbMemInterface *interface);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_reset_high(mmbMemInterface *interface);
 
 /**
  * Gives cached memory back to the provider until the interface holds at most
@@ -151,7 +151,7 @@ MMB_EXPORT mmbError mmb_interface_reset_high(mmbMemInterface *interface);
  * are never touched. The basic strategy caches only region blocks.
  * \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_interface_trim(mmbMemInterface *interface, size_t min_bytes_to_keep);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_trim(mmbMemInterface *interface, size_t min_bytes_to_keep);
 
 /** "DRAM", "HBM", "NVDIMM", "GDRAM"; "unknown" otherwise. */
 MMB_EXPORT const char *mmb_layer_name(mmbMemLayer layer);

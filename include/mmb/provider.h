@@ -85,12 +85,12 @@ typedef struct mmbProviderOps {
  *         table of providers is full (32 user providers);
  *         MMB_NOT_INITIALIZED. Registrations end at the last mmb_finalize.
  */
-MMB_EXPORT mmbError mmb_provider_register(const mmbProviderOps *ops, mmbProviderType *out_type);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_provider_register(const mmbProviderOps *ops, mmbProviderType *out_type);
 
 /** The ops table of a provider type, built-in or registered.
     \return MMB_OK; MMB_INVALID_ARG; MMB_UNAVAILABLE if not built or registered;
     MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_provider_get_ops(mmbProviderType type, const mmbProviderOps **out_ops);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_provider_get_ops(mmbProviderType type, const mmbProviderOps **out_ops);
 
 /* ---- services for providers ----------------------------------------------
    What the system provider uses to get host memory, for a provider of yours
@@ -109,12 +109,12 @@ MMB_EXPORT size_t mmb_host_page_size(void);
  *         size, or an alignment that is not a power of two up to
  *         MMB_MAX_ALIGNMENT; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_host_map(size_t size, size_t alignment, int numa_node, void **out_ptr);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_host_map(size_t size, size_t alignment, int numa_node, void **out_ptr);
 
 /** Unmaps what mmb_host_map mapped (the same size).
     \return MMB_OK; MMB_INVALID_ARG for NULL, a zero size or a pointer that
     is not page aligned; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_host_unmap(void *ptr, size_t size);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_host_unmap(void *ptr, size_t size);
 
 /**
  * Binds the pages of [\p ptr, \p ptr + \p size) to NUMA node \p numa_node.
@@ -124,7 +124,7 @@ MMB_EXPORT mmbError mmb_host_unmap(void *ptr, size_t size);
  *         the operating system refuses (a container's policy);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_host_bind(void *ptr, size_t size, int numa_node);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_host_bind(void *ptr, size_t size, int numa_node);
 
 #ifdef __cplusplus
 }

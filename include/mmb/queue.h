@@ -49,7 +49,7 @@ extern "C" {
  *         the thread or stream cannot be made; MMB_OUT_OF_MEMORY;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
 
 /**
  * The native queue under \p q, for code that issues its own work in order
@@ -62,7 +62,7 @@ MMB_EXPORT mmbError mmb_queue_create(mmbQueueOptions *opts, mmbQueue **q);
  *         queue, which has no native queue (\p *out untouched);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_get_native(const mmbQueue *q, void **out);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_get_native(const mmbQueue *q, void **out);
 
 /**
  * A request that completes once everything submitted to \p q before this
@@ -72,11 +72,11 @@ MMB_EXPORT mmbError mmb_queue_get_native(const mmbQueue *q, void **out);
  * \return MMB_OK; MMB_INVALID_ARG for NULLs or a request already in use;
  *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_marker(mmbQueue *q, mmbRequest *req);
 
 /** The backend \p q runs on: MMB_QUEUE_THREAD or MMB_QUEUE_CUDA_STREAM
     (what MMB_QUEUE_AUTO picked). \return MMB_OK; MMB_INVALID_ARG for NULLs. */
-MMB_EXPORT mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *backend);
 
 /**
  * Runs everything submitted to \p *q, destroys it and sets \p *q to NULL.
@@ -85,14 +85,14 @@ MMB_EXPORT mmbError mmb_queue_get_backend(const mmbQueue *q, mmbQueueBackend *ba
  *         reported (the queue is destroyed either way); MMB_INVALID_ARG for
  *         NULL; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q);
 
 /**
  * Waits until everything submitted to \p q so far has run.
  * \return MMB_OK, or the first error of fire-and-forget work since the last
  *         synchronize; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_synchronize(mmbQueue *q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_synchronize(mmbQueue *q);
 
 /**
  * Runs fn(arg) on the queue, after the work submitted before it: on the
@@ -103,7 +103,7 @@ MMB_EXPORT mmbError mmb_queue_synchronize(mmbQueue *q);
  * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or \p fn, or a request
  *         already in use; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg,
                                      mmbRequest *req);
 
 /**
@@ -113,11 +113,11 @@ MMB_EXPORT mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *a
  * \return MMB_OK (also for a zero request: nothing to wait for);
  *         MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req);
 
 /** Whether the work of \p req has run (true for a zero request).
     \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_request_is_complete(mmbRequest *req, bool *complete);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_request_is_complete(mmbRequest *req, bool *complete);
 
 /**
  * Waits for the work of \p req, releases the request and zeroes it.
@@ -125,7 +125,7 @@ MMB_EXPORT mmbError mmb_request_is_complete(mmbRequest *req, bool *complete);
  *         on, or waited on already); MMB_INVALID_ARG for NULL;
  *         MMB_NOT_INITIALIZED (wait before the last mmb_finalize).
  */
-MMB_EXPORT mmbError mmb_wait(mmbRequest *req);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_wait(mmbRequest *req);
 
 /**
  * mmb_wait on each of \p num_requests requests.
@@ -134,23 +134,23 @@ MMB_EXPORT mmbError mmb_wait(mmbRequest *req);
  *         MMB_INVALID_ARG for a NULL \p reqs with \p num_requests > 0;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_wait_all(size_t num_requests, mmbRequest *reqs, mmbError *errors);
 
 /* ---- _async twins of the allocation copies ------------------------------ */
 /** mmb_copy on a queue. \return argument errors as mmb_copy; the copy's
     own errors through \p req. */
-MMB_EXPORT mmbError mmb_copy_async(mmbAllocation *dest, mmbAllocation *src, mmbQueue *q,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_async(mmbAllocation *dest, mmbAllocation *src, mmbQueue *q,
                                    mmbRequest *req);
 /** mmb_copy_1d on a queue. */
-MMB_EXPORT mmbError mmb_copy_1d_async(mmbAllocation *dst, size_t doffset, mmbAllocation *src,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_1d_async(mmbAllocation *dst, size_t doffset, mmbAllocation *src,
                                       size_t soffset, size_t width, mmbQueue *q, mmbRequest *req);
 /** mmb_copy_2d on a queue. */
-MMB_EXPORT mmbError mmb_copy_2d_async(mmbAllocation *dst, size_t dxoffset, size_t dyoffset,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_2d_async(mmbAllocation *dst, size_t dxoffset, size_t dyoffset,
                                       size_t dxpitch, mmbAllocation *src, size_t sxoffset,
                                       size_t syoffset, size_t spitch, size_t width, size_t height,
                                       mmbQueue *q, mmbRequest *req);
 /** mmb_copy_nd on a queue (the arrays are read at submission). */
-MMB_EXPORT mmbError mmb_copy_nd_async(mmbAllocation *dst, const size_t *doffset,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_copy_nd_async(mmbAllocation *dst, const size_t *doffset,
                                       const size_t *dpitch, mmbAllocation *src,
                                       const size_t *soffset, const size_t *spitch, size_t ndims,
                                       const size_t *dims, mmbQueue *q, mmbRequest *req);
@@ -172,7 +172,7 @@ MMB_EXPORT mmbError mmb_copy_nd_async(mmbAllocation *dst, const size_t *doffset,
  *         not live, or one placed in a region; MMB_OUT_OF_MEMORY;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q);
 
 /**
  * Records that work submitted to \p q so far uses \p allocation (as
@@ -182,7 +182,7 @@ MMB_EXPORT mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q);
  * again moves its fence later.
  * \return as mmb_free_async.
  */
-MMB_EXPORT mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQueue *q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQueue *q);
 
 /**
  * Resets \p region once the work submitted to \p q before this call has
@@ -194,7 +194,7 @@ MMB_EXPORT mmbError mmb_allocation_record_queue(mmbAllocation *allocation, mmbQu
  * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_BUSY while a child region
  *         is live; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q);
 
 #ifdef __cplusplus
 }

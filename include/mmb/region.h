@@ -43,7 +43,7 @@ extern "C" {
  *         block_size; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED. No block is
  *         taken before the first allocation.
  */
-MMB_EXPORT mmbError mmb_region_create(mmbMemInterface *interface, const mmbRegionOptions *opts,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_create(mmbMemInterface *interface, const mmbRegionOptions *opts,
                                       mmbRegion **out_region);
 
 /**
@@ -52,7 +52,7 @@ MMB_EXPORT mmbError mmb_region_create(mmbMemInterface *interface, const mmbRegio
  * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_BUSY if \p parent already
  *         has a live child; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child);
 
 /**
  * Allocates \p n_bytes in \p region: a pointer bump in the common case. An
@@ -63,7 +63,7 @@ MMB_EXPORT mmbError mmb_region_push(mmbRegion *parent, mmbRegion **out_child);
  *         while \p region has a live child; MMB_OUT_OF_MEMORY when no block
  *         can be had (the region is left as it was); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment,
                                      void **out_ptr);
 
 /** \cond INTERNAL
@@ -81,7 +81,7 @@ typedef struct mmb__region_cursor {
    arguments, a region with a live child) goes to the library's function,
    which is still exported as mmb_region_alloc (take its address, or define
    MMB_NO_INLINE, to call it directly). */
-static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_bytes,
+MMB_NODISCARD static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_bytes,
                                                 size_t alignment, void **out_ptr) {
   if (region && ((const uint64_t *)(const void *)region)[-2] == MMB__REGION_TAG && out_ptr &&
       n_bytes - 1 < ((size_t)1 << 40) && alignment <= 4096 &&
@@ -109,7 +109,7 @@ static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_byte
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while a child lives;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_region_reset(mmbRegion *region);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_reset(mmbRegion *region);
 
 /**
  * Resets \p region and destroys it. A root region's blocks go to the
@@ -118,7 +118,7 @@ MMB_EXPORT mmbError mmb_region_reset(mmbRegion *region);
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while a child lives
  *         (nothing changes); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_region_destroy(mmbRegion *region);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_region_destroy(mmbRegion *region);
 
 #ifdef __cplusplus
 }

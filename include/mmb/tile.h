@@ -48,11 +48,11 @@ extern "C" {
  *         MMB_OUT_OF_MEMORY;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
 
 /** Tiles per dimension (all 1 for an untiled array).
     \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid);
 
 /**
  * The tile at \p tile_index in the grid. The tile belongs to the array: it
@@ -60,7 +60,7 @@ MMB_EXPORT mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *ou
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the array's
  *         or an index outside the grid; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index,
                                 mmbArrayTile **out_tile);
 
 /**
@@ -73,7 +73,7 @@ MMB_EXPORT mmbError mmb_tile_at(mmbArray *array, const mmbIndex *tile_index,
  *         \p src_tile a stale read-only duplicate; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
  *         staging); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile);
 
 /**
  * Makes \p *out_tile, a duplicate of \p in_tile in \p in_space, with the same
@@ -89,7 +89,7 @@ MMB_EXPORT mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile
  *         (the tile is left as it was); MMB_OVERFLOW; MMB_UNAVAILABLE;
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
                                        mmbAccessType in_access, mmbLayout *in_layout,
                                        mmbArrayTile **out_tile);
 
@@ -104,7 +104,7 @@ MMB_EXPORT mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_sp
  *         again instead); MMB_BUSY while the tile has live duplicates;
  *         MMB_OUT_OF_MEMORY (the tile is left as it was); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_space,
                                      mmbAccessType in_access, mmbLayout *in_layout);
 
 /**
@@ -118,33 +118,33 @@ MMB_EXPORT mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMemSpace *in_spac
  *         it has live duplicates of its own; MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge);
 
 /** As mmb_tile_merge, folding with a user function over contiguous runs.
     \return as mmb_tile_merge; MMB_INVALID_ARG for a NULL \p fn. */
-MMB_EXPORT mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn,
                                         void *user_data);
 
 /* ---- _async twins: as for arrays (see mmb/array.h) ------------------------ */
 /** mmb_tile_copy on a queue. */
-MMB_EXPORT mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
                                         mmbQueue *q, mmbRequest *req);
 /** mmb_tile_duplicate on a queue: \p *out_tile is set at once, its bytes
     arrive when \p req completes. */
-MMB_EXPORT mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
                                              mmbAccessType in_access, mmbLayout *in_layout,
                                              mmbQueue *q, mmbRequest *req,
                                              mmbArrayTile **out_tile);
 /** mmb_tile_migrate on a queue: the tile's fields describe the new storage
     at once. */
-MMB_EXPORT mmbError mmb_tile_migrate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_migrate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
                                            mmbAccessType in_access, mmbLayout *in_layout,
                                            mmbQueue *q, mmbRequest *req);
 /** mmb_tile_merge on a queue: the duplicate's handle is invalid at once. */
-MMB_EXPORT mmbError mmb_tile_merge_async(mmbArrayTile *in_tile, mmbMergeType in_merge,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_async(mmbArrayTile *in_tile, mmbMergeType in_merge,
                                          mmbQueue *q, mmbRequest *req);
 /** mmb_tile_merge_with on a queue (\p fn runs on the queue's worker). */
-MMB_EXPORT mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn,
                                               void *user_data, mmbQueue *q, mmbRequest *req);
 
 /**
@@ -156,7 +156,7 @@ MMB_EXPORT mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFun
  * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_INVALID_STATE for a stale
  *         read-only duplicate; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
                                                     mmbArrayTile **out_tile);
 
 /**
@@ -181,7 +181,7 @@ MMB_EXPORT mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
  *         writable duplicates of a read-only array; MMB_OUT_OF_MEMORY (also
  *         when the space has no room); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_create(mmbArray *in_array,
                                              const mmbTileIteratorOptions *opts,
                                              mmbTileIterator **out_it);
 /**
@@ -198,7 +198,7 @@ MMB_EXPORT mmbError mmb_tile_iterator_create(mmbArray *in_array,
  * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY when the
  *         array's tiling cannot be made; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_tile_iterator_footprint(mmbArray *in_array,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_footprint(mmbArray *in_array,
                                                 const mmbTileIteratorOptions *opts,
                                                 size_t *out_bytes);
 
@@ -206,24 +206,24 @@ MMB_EXPORT mmbError mmb_tile_iterator_footprint(mmbArray *in_array,
     current tile is merged, the prefetched ones are released, and the walk
     starts again). \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; a prefetch's
     error. */
-MMB_EXPORT mmbError mmb_tile_iterator_first(mmbTileIterator *it);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_first(mmbTileIterator *it);
 /** On to the next tile; past the last one, mmb_tile_iterator_tile gives NULL.
     \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; MMB_INVALID_STATE when already
     past the end; prefetching: a merge's or a prefetch's error. */
-MMB_EXPORT mmbError mmb_tile_iterator_next(mmbTileIterator *it);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_next(mmbTileIterator *it);
 /** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
 /** The current tile (prefetching: its duplicate); NULL past the end, for
     NULL, before mmb_init, or when the current tile's prefetch failed. */
 MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
 /** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_NOT_INITIALIZED;
     MMB_INVALID_STATE past the end. */
-MMB_EXPORT mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
 /** \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; prefetching: the first error
     of the last merges (the iterator is destroyed either way). */
-MMB_EXPORT mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);
 
 #ifdef __cplusplus
 }

@@ -28,11 +28,11 @@ extern "C" {
  * \return MMB_OK; MMB_BUSY if a trace is running; MMB_OUT_OF_MEMORY for the
  *         ring; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_trace_start(void);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_trace_start(void);
 
 /** Stops recording; the events stay for mmb_trace_dump.
     \return MMB_OK; MMB_INVALID_STATE if no trace runs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT mmbError mmb_trace_stop(void);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_trace_stop(void);
 
 /**
  * Writes the events held so far (running or stopped) to \p path as JSON.
@@ -40,14 +40,14 @@ MMB_EXPORT mmbError mmb_trace_stop(void);
  * \return MMB_OK; MMB_INVALID_ARG for NULL or ""; MMB_IO if the file cannot
  *         be written; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_trace_dump(const char *path);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_trace_dump(const char *path);
 
 /**
  * Sets how many events the next mmb_trace_start keeps (MMB_TRACE_CAPACITY).
  * \return MMB_OK; MMB_INVALID_ARG for 0; MMB_OVERFLOW; MMB_BUSY while a trace
  *         runs; MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT mmbError mmb_trace_set_capacity(size_t events);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_trace_set_capacity(size_t events);
 
 #ifdef __cplusplus
 }

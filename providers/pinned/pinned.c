@@ -59,7 +59,7 @@ static mmbError pinned_alloc(void *state, size_t size, size_t alignment, unsigne
   mmbError err = mmb_host_map(size, alignment, st->numa_os, &p);   /* zeroed */
   if (err != MMB_OK) return err;
   if ((err = pin(st, p, size)) != MMB_OK) {
-    mmb_host_unmap(p, size);
+    MMB__MUST(mmb_host_unmap(p, size));
     return err;
   }
   *out = p;
@@ -73,7 +73,7 @@ static void pinned_free(void *state, void *ptr, size_t size, size_t alignment) {
     return;
   }
   if (st->cuda) mmb__os_cuda()->host_unregister(ptr);
-  mmb_host_unmap(ptr, size);   /* also unlocks */
+  MMB__MUST(mmb_host_unmap(ptr, size));   /* also unlocks */
 }
 
 const mmbProviderOps mmb__pinned_provider = {

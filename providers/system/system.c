@@ -35,7 +35,7 @@ static mmbError system_alloc(void *state, size_t size, size_t alignment, unsigne
 
 static void system_free(void *state, void *ptr, size_t size, size_t alignment) {
   (void)state;
-  if (mapped(size, alignment)) mmb_host_unmap(ptr, size);
+  if (mapped(size, alignment)) MMB__MUST(mmb_host_unmap(ptr, size));
   else free(ptr);
 }
 

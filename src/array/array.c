@@ -39,7 +39,7 @@ mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *i
 }
 
 void mmb__array_free_home(mmbArray *a) {
-  if (a->home) mmb_free(a->home);
+  if (a->home) MMB__MUST(mmb_free(a->home));
   a->home = NULL;
 }
 

@@ -34,6 +34,10 @@ mmbError mmb__log_configure(mmbLogLevel from_options);
 /* Logs why an argument was refused (at debug level) and returns err. */
 mmbError mmb__fail(mmbError err, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A call of mmb's own that cannot fail unless mmb has a bug (freeing what
+   it owns): a failure is logged at error level, and the caller goes on. */
+void mmb__must(mmbError err, const char *call);
+#define MMB__MUST(call) mmb__must((call), #call)
 #define MMB__ARG(cond, func, ...) \
   do { if (MMB__UNLIKELY(cond)) return mmb__fail(MMB_INVALID_ARG, func, __VA_ARGS__); } while (0)
 

@@ -92,3 +92,7 @@ mmbError mmb_logging_get_level(mmbLogLevel *out_level) {
   *out_level = (mmbLogLevel)atomic_load(&log_level);
   return MMB_OK;
 }
+
+void mmb__must(mmbError err, const char *call) {
+  if (err != MMB_OK) mmb__log(MMB_LOG_ERROR, "internal: %s: %s", call, mmb_error_string(err));
+}

@@ -273,7 +273,7 @@ void mmb__queues_finalize(void) {
     if (!q) break;
     mmb__log(MMB_LOG_WARN, "finalize: draining and destroying a live %s queue",
              q->backend->name);
-    mmb_queue_destroy(NULL, &q);
+    MMB__MUST(mmb_queue_destroy(NULL, &q));
   }
 }
 

@@ -23,7 +23,7 @@ static mmbError job_run(mmb__job *j) {
 
 static void job_retire(mmb__job *j) {
   for (size_t i = 0; i < 2; i++)
-    if (j->retired[i]) mmb_free(j->retired[i]);
+    if (j->retired[i]) MMB__MUST(mmb_free(j->retired[i]));
 }
 
 static mmbError work_run(mmb__work *w) { return job_run(&((job_work *)w)->job); }
@@ -43,7 +43,7 @@ static void retire_after(mmb__job *j, mmb__request *r) {
   for (size_t i = 0; i < 2; i++) {
     if (!j->retired[i]) continue;
     if (mmb__allocation_after(j->func, j->retired[i], r) != MMB_OK) mmb__request_wait(r);
-    mmb_free(j->retired[i]);
+    MMB__MUST(mmb_free(j->retired[i]));
   }
 }
 
@@ -87,7 +87,7 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   if (!q) {
     each_slot(j, slot_wait, NULL);
     if ((err = job_run(j)) != MMB_OK) {
-      if (j->made) mmb_free(j->made);
+      if (j->made) MMB__MUST(mmb_free(j->made));
       return err;
     }
     job_retire(j);
@@ -96,14 +96,14 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   job_work *w = NULL;
   if ((err = each_slot(j, slot_order, q)) != MMB_OK ||
       !(w = (job_work *)mmb__work_new(sizeof *w, work_run))) {
-    if (j->made) mmb_free(j->made);
+    if (j->made) MMB__MUST(mmb_free(j->made));
     return err != MMB_OK ? err : mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
   }
   w->w.issue = work_issue;
   w->job = *j;
   mmb__request *r;
   if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) {
-    if (j->made) mmb_free(j->made);
+    if (j->made) MMB__MUST(mmb_free(j->made));
     return err;
   }
   for (size_t i = 0; i < 2; i++)

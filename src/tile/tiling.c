@@ -31,9 +31,9 @@ void mmb__tile_set_home(mmb__tile *t) {
 }
 
 void mmb__tile_drop_storage(mmb__tile *t) {
-  if (t->local) mmb_free(t->local);
+  if (t->local) MMB__MUST(mmb_free(t->local));
   t->local = NULL;
-  if (t->storage) mmb_free(t->storage);
+  if (t->storage) MMB__MUST(mmb_free(t->storage));
   t->storage = NULL;
 }
 

@@ -60,7 +60,7 @@ static void *run(void *p) {
 int main(void) {
   if (mmb_init(&(mmbOptions){.log_level = MMB_LOG_ERROR}) != MMB_OK) return 1;
   mmbMemSpace *dram;
-  mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram);
+  if (mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram) != MMB_OK) return 1;
   mmbMemInterface *pool;
   mmbMemInterfaceConfig cfg = {.flags = MMB_INTERFACE_THREAD_SAFE, .strategy = MMB_STRATEGY_POOL};
   if (mmb_request_interface(dram, &cfg, &pool) != MMB_OK) return 1;

@@ -73,7 +73,7 @@ static int stream_passes(worker *w, mmbQueue *q) {
   mmbDimensions d = {2, {SIDE, SIDE}};
   bad |= mmb_array_create(&d, l, w->iface, MMB_READ_WRITE, &a) != MMB_OK;
   bad |= mmb_array_create(&d, l, w->iface, MMB_READ_WRITE, &b) != MMB_OK;
-  mmb_layout_destroy(l);
+  bad |= mmb_layout_destroy(l) != MMB_OK;
   if (bad) return 1;
   bad |= mmb_array_tile(a, &(mmbDimensions){2, {TILE, TILE}}) != MMB_OK;
   double *x = mmb_array_ptr(a);

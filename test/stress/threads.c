@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { THREADS = 4, SLOTS = 64, STEPS = 20000 };
@@ -60,12 +61,13 @@ static void *read_stats(void *p) {
   mmbMemInterface **ifaces = p;
   mmbStats st;
   mmbMemSpace *dram;
-  mmb_interface_space(ifaces[0], &dram);
-  while (!atomic_load(&stop_reader)) {
-    mmb_interface_get_stats(ifaces[0], &st);
-    mmb_interface_get_stats(ifaces[1], &st);
-    mmb_space_get_stats(dram, &st);
+  bool bad = mmb_interface_space(ifaces[0], &dram) != MMB_OK;
+  while (!bad && !atomic_load(&stop_reader)) {
+    bad |= mmb_interface_get_stats(ifaces[0], &st) != MMB_OK;
+    bad |= mmb_interface_get_stats(ifaces[1], &st) != MMB_OK;
+    bad |= mmb_space_get_stats(dram, &st) != MMB_OK;
   }
+  if (bad) abort();   /* stats reads never fail on live handles */
   return NULL;
 }
 
@@ -113,7 +115,7 @@ int main(void) {
   mmbOptions opts = {.log_level = MMB_LOG_ERROR};
   if (mmb_init(&opts) != MMB_OK) return 1;
   mmbMemSpace *dram;
-  mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram);
+  if (mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram) != MMB_OK) return 1;
   mmbMemInterface *shared, *pool;
   mmbMemInterfaceConfig ts = {.flags = MMB_INTERFACE_THREAD_SAFE};
   mmbMemInterfaceConfig ts_pool = {.flags = MMB_INTERFACE_THREAD_SAFE, .strategy = MMB_STRATEGY_POOL};
@@ -141,15 +143,15 @@ int main(void) {
   pthread_join(reader, NULL);
   failed |= mmb_trace_stop() != MMB_OK || mmb_trace_dump("/dev/null") != MMB_OK;
   mmbStats st;
-  mmb_interface_get_stats(shared, &st);
+  failed |= mmb_interface_get_stats(shared, &st) != MMB_OK;
   failed |= st.n_allocs != st.n_frees || st.used_current || st.reserved_current;
-  mmb_interface_get_stats(pool, &st);
+  failed |= mmb_interface_get_stats(pool, &st) != MMB_OK;
   failed |= st.n_allocs != st.n_frees || st.used_current != 0;
   failed |= mmb_interface_trim(pool, 0) != MMB_OK;
-  mmb_interface_get_stats(pool, &st);
+  failed |= mmb_interface_get_stats(pool, &st) != MMB_OK;
   failed |= st.reserved_current != 0;
   failed |= mmb_interface_destroy(pool) != MMB_OK;
-  mmb_space_get_stats(dram, &st);
+  failed |= mmb_space_get_stats(dram, &st) != MMB_OK;
   failed |= st.used_current != 0 || st.reserved_current != 0 || st.n_allocs != st.n_frees;
   failed |= mmb_interface_destroy(shared) != MMB_OK;
   failed |= mmb_finalize() != MMB_OK;
