@@ -2,6 +2,7 @@
    by mmb: MMB_INVALID_ARG every time, never a crash or a write to memory
    that is no longer the caller's (under ASan: no report). */
 #include "common.h"
+#include "core/internal.h"   /* mmb__objects_set_capacity */
 
 static mmbMemSpace *dram(void) {
   mmbMemSpace *s;
@@ -243,4 +244,31 @@ MMB_TEST(handles, a_failed_prefetching_iterator_changes_nothing) {
   OK(mmb_space_release(small));
   OK(mmb_layout_destroy(l));
   OK(mmb_interface_destroy(iface));
+}
+
+/* The arena wraps once it is spent: with 2 MiB of it, a loop that makes
+   and destroys layouts goes round it many times, placing objects around the
+   ones that stay live, which keep working. */
+Test(handles, the_arena_wraps_around_live_objects) {
+  cr_assert(mmb__objects_set_capacity(2u << 20));
+  mmb_test_setup();
+  mmbLayout *keep[64];
+  uintptr_t highest = 0;
+  bool wrapped = false;
+  size_t k = 0;
+  for (int i = 0; i < 200000; i++) {
+    mmbLayout *l;
+    OK(mmb_layout_create_regular_1d(1 + i % 8, (mmbLayoutPadding){0}, &l));
+    wrapped |= (uintptr_t)l < highest;
+    if ((uintptr_t)l > highest) highest = (uintptr_t)l;
+    if (i % 3000 == 0 && k < 64) keep[k++] = l;   /* live across laps */
+    else OK(mmb_layout_destroy(l));
+  }
+  cr_assert(wrapped, "200000 layouts in 2 MiB: the arena must have wrapped");
+  for (size_t i = 0; i < k; i++) {
+    OK(mmb_layout_set_element_type(keep[i], MMB_TYPE_BYTES));
+    OK(mmb_layout_destroy(keep[i]));
+    FAILS(mmb_layout_destroy(keep[i]), MMB_INVALID_ARG);
+  }
+  mmb_test_teardown();
 }

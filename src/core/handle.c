@@ -12,7 +12,7 @@
      the kernel (MADV_DONTNEED, after which it reads as zeros: dead) but
      keeps its place. The address of a handle is thus its generation: a
      stale handle never reaches a new object, which a slot reused at once
-     would. The arena grows 1 MiB at a time up to ARENA_BYTES (16 GiB); only
+     would. The arena grows 1 MiB at a time up to ARENA_MAX (4 GiB); only
      then, or when the system refuses to commit more, does it wrap, and
      placement skips every page that still holds a live object.
 
@@ -45,15 +45,23 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define ARENA_BYTES ((size_t)1 << 34)
+/* 4 GiB of addresses (8 Mi objects of a tile's size before an address comes
+   back; at most 8 MiB of page tables). Under ASan 512 MiB: its shadow of
+   every address the cursor passes stays resident, an eighth of it. */
+#ifdef ARENA_ASAN
+#define ARENA_MAX ((size_t)1 << 29)
+#else
+#define ARENA_MAX ((size_t)1 << 32)
+#endif
 #define PAGE ((size_t)4096)
-#define N_PAGES (ARENA_BYTES / PAGE)
+#define ARENA_BYTES arena_bytes
+#define N_PAGES (arena_bytes / PAGE)
 #define GROW_BYTES ((size_t)1 << 20)
 #define GRANULE ((size_t)64)
 #define PENDING_MAX 16
 /* counts of pages are themselves in pages: one covers 4 MiB of the arena */
 #define PER_COUNTS_PAGE (PAGE / sizeof(uint32_t))
-#define N_COUNTS_PAGES (N_PAGES / PER_COUNTS_PAGE)
+#define N_COUNTS_PAGES (ARENA_MAX / PAGE / PER_COUNTS_PAGE)
 
 #define TAG_LIVE MMB__TAG_LIVE
 #define TAG_DEAD MMB__TAG_DEAD
@@ -64,6 +72,7 @@ _Static_assert(TAG(TAG_LIVE, MMB__KIND_REGION) == MMB__REGION_TAG,
                "mmb/region.h's inline path knows a live region's tag");
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t arena_bytes = ARENA_MAX;   /* set while unmapped (tests shrink it) */
 char *_Atomic mmb__arena_base;           /* the arena; set once under lock */
 _Atomic size_t mmb__arena_committed;     /* bytes readable and writable from mmb__arena_base */
 static uint32_t *counts;                /* per page: objects that touch it */
@@ -283,6 +292,15 @@ mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, co
                      strchr("aeiou", mmb__kind_name(kind)[0]) ? "n" : "", mmb__kind_name(kind));
   return mmb__fail(MMB_INVALID_ARG, func, "%s %p was destroyed or released before this call",
                    what, obj);
+}
+
+bool mmb__objects_set_capacity(size_t bytes) {
+  pthread_mutex_lock(&lock);
+  bool ok = !atomic_load(&mmb__arena_base) && bytes >= GROW_BYTES && bytes <= ARENA_MAX &&
+            bytes % GROW_BYTES == 0;
+  if (ok) arena_bytes = bytes;
+  pthread_mutex_unlock(&lock);
+  return ok;
 }
 
 void mmb__objects_finalize(void) {

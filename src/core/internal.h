@@ -135,6 +135,9 @@ const char *mmb__kind_name(mmb__kind kind);
    memory from malloc, so they are shown to it as roots whenever the process
    runs with it (mmb itself instrumented or not). */
 void mmb__leak_root(const void *p, size_t n, bool on);
+/* Tests: the arena's size in bytes (a multiple of 1 MiB, at most its
+   default), set before it is mapped; false otherwise. */
+bool mmb__objects_set_capacity(size_t bytes);
 /* Unmaps the arena (the last mmb_finalize). */
 void mmb__objects_finalize(void);
 
