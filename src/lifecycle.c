@@ -41,6 +41,7 @@ static void bring_down(void) {
   mmb__spaces_finalize();
   mmb__providers_finalize();
   mmb__os_finalize();
+  mmb__requests_trim();
   mmb__records_trim();
   mmb__objects_finalize();
 }

@@ -210,14 +210,16 @@ mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *d
   MMB__ARG(!doffset || !soffset || !dims || (ndims > 1 && (!dpitch || !spitch)), func,
            "NULL offset, pitch or dims array");
   for (size_t k = 0; k < ndims; k++) MMB__ARG(dims[k] == 0, func, "dims[%zu] is 0", k);
-  mmb__copy_plan p = {.ndims = ndims};
-  mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &p.d);
-  if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &p.s);
+  /* filled in place, only what ndims uses: the plan is a few hundred bytes,
+     and zeroing or copying it whole costs more than a small copy itself */
+  out->ndims = ndims;
+  out->same = false;
+  out->move = 0;
+  mmbError err = check_side(func, "destination", dst, doffset, dpitch, ndims, dims, &out->d);
+  if (err == MMB_OK) err = check_side(func, "source", src, soffset, spitch, ndims, dims, &out->s);
   if (err != MMB_OK) return err;
-  memcpy(p.dims, dims, ndims * sizeof *dims);
-  if ((err = check_overlap(func, &p)) != MMB_OK) return err;
-  *out = p;
-  return MMB_OK;
+  memcpy(out->dims, dims, ndims * sizeof *dims);
+  return check_overlap(func, out);
 }
 
 mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on) {

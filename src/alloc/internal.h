@@ -302,7 +302,8 @@ typedef struct mmb__copy_plan {
   bool same;     /* the very same block of one allocation: nothing to move */
   size_t move;   /* overlapping contiguous runs of host memory: bytes to memmove */
 } mmb__copy_plan;
-/* mmb_copy_nd's checks (same units and errors), filling a plan. */
+/* mmb_copy_nd's checks (same units and errors), filling a plan (in part,
+   on failure). */
 mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *doffset,
                            const size_t *dpitch, mmbAllocation *src, const size_t *soffset,
                            const size_t *spitch, size_t ndims, const size_t *dims,

@@ -22,7 +22,7 @@ typedef struct mmb__event_ops {
    issued on a stream, once its event has passed: whoever sees that first
    (a waiter, a poll) settles it. */
 typedef struct mmb__request {
-  _Atomic int held;             /* 1 while a caller's mmbRequest refers to it */
+  _Atomic uint32_t claim;       /* generation << 1 | 1 while a caller's mmbRequest holds it */
   _Atomic int done;
   mmbError err;                 /* written before done is released */
   _Atomic int refs;
@@ -31,6 +31,7 @@ typedef struct mmb__request {
   const mmbQueue *q;            /* the queue it was submitted on */
   _Atomic(void *) event;        /* set once the work is issued on a stream */
   const mmb__event_ops *event_ops;   /* written before event is released */
+  struct mmb__request *next;    /* the free records */
 } mmb__request;
 
 mmb__request *mmb__request_new(void);              /* one reference; NULL on OOM */
@@ -48,9 +49,14 @@ static inline bool mmb__request_done(mmb__request *r) {
 /* The region's bytes are read by the work behind r: reset and destroy of
    the region wait for it. */
 void mmb__region_read_by(mmbRegion *region, mmb__request *r);
-/* MMB_OK when req is empty or refers to a request its caller still holds;
-   else MMB_INVALID_ARG (a stale copy, or not a request). */
-mmbError mmb__request_held(const char *func, const mmbRequest *req);
+/* The caller's mmbRequest.impl for r, which the caller now holds. */
+void *mmb__request_hold(mmb__request *r);
+/* MMB_OK when req is empty (*out NULL) or refers to a request its caller
+   still holds (*out it); else MMB_INVALID_ARG (a stale copy, or not a
+   request). */
+mmbError mmb__request_held(const char *func, const mmbRequest *req, mmb__request **out);
+/* Frees the kept request records (mmb_finalize). */
+void mmb__requests_trim(void);
 /* Spins briefly, then sleeps until done; returns the work's error. */
 mmbError mmb__request_wait(mmb__request *r);
 /* Waits until r is done or issued on a stream; returns its event while it

@@ -98,8 +98,7 @@ mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest
     w->req->q = q;
     if (req) {   /* one reference for the work, one per holder */
       mmb__request_ref(w->req);
-      atomic_store_explicit(&w->req->held, 1, memory_order_relaxed);
-      req->impl = w->req;
+      req->impl = mmb__request_hold(w->req);
     }
     if (track) {
       mmb__request_ref(w->req);
@@ -325,8 +324,8 @@ mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequ
 mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(q, MMB__KIND_QUEUE, __func__, "queue");
-  mmbError err = mmb__request_held(__func__, req);
-  if (err != MMB_OK) return err;
-  if (!req->impl) return MMB_OK;
-  return push_after(__func__, q, req->impl);
+  mmb__request *r;
+  mmbError err = mmb__request_held(__func__, req, &r);
+  if (err != MMB_OK || !r) return err;
+  return push_after(__func__, q, r);
 }

@@ -11,17 +11,82 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
+/* Request records are handles that come back: a record whose last
+   reference went is kept (up to KEEP of them) and handed out again with its
+   generation bumped, which the caller's mmbRequest carries in the top 16
+   bits of impl. A stale copy of a request is thus refused (its generation
+   is old) without a fresh page of the handle arena per request; it could
+   pass only on the very reuse whose generation wraps to its own, 1 in 65536. */
+#define KEEP 256
+#define GEN_SHIFT 48
+#define PTR_MASK (((uintptr_t)1 << GEN_SHIFT) - 1)
+
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static mmb__request *free_list;   /* guarded by free_lock; linked through `next` */
+static size_t n_free;
+
+static mmb__request *take_record(void) {
+  pthread_mutex_lock(&free_lock);
+  mmb__request *r = free_list;
+  if (r) {
+    free_list = r->next;
+    n_free--;
+  }
+  pthread_mutex_unlock(&free_lock);
+  if (r || !(r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r))) return r;
+  pthread_mutex_init(&r->lock, NULL);
+  pthread_cond_init(&r->cond, NULL);
+  return r;
+}
+
+static void give_record(mmb__request *r) {
+  /* a new generation, not held: every copy of the old one is stale now */
+  atomic_store_explicit(&r->claim, (atomic_load_explicit(&r->claim, memory_order_relaxed) | 1) + 1,
+                        memory_order_release);
+  pthread_mutex_lock(&free_lock);
+  bool keep = n_free < KEEP;
+  if (keep) {
+    r->next = free_list;
+    free_list = r;
+    n_free++;
+  }
+  pthread_mutex_unlock(&free_lock);
+  if (keep) return;
+  pthread_cond_destroy(&r->cond);
+  pthread_mutex_destroy(&r->lock);
+  mmb__object_free(r);
+}
+
+void mmb__requests_trim(void) {
+  pthread_mutex_lock(&free_lock);
+  mmb__request *r = free_list;
+  free_list = NULL;
+  n_free = 0;
+  pthread_mutex_unlock(&free_lock);
+  while (r) {
+    mmb__request *next = r->next;
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->lock);
+    mmb__object_free(r);
+    r = next;
+  }
+}
+
+void *mmb__request_hold(mmb__request *r) {
+  uint32_t c = atomic_fetch_or_explicit(&r->claim, 1, memory_order_acq_rel) | 1;
+  return (void *)((uintptr_t)r | (uintptr_t)(c >> 1 & 0xffff) << GEN_SHIFT);
+}
+
 mmb__request *mmb__request_new(void) {
-  mmb__request *r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r);
+  mmb__request *r = take_record();
   if (!r) return NULL;
-  atomic_init(&r->held, 0);
   atomic_init(&r->done, 0);
   atomic_init(&r->refs, 1);
   atomic_init(&r->event, NULL);
   r->event_ops = NULL;
   r->err = MMB_OK;
-  pthread_mutex_init(&r->lock, NULL);
-  pthread_cond_init(&r->cond, NULL);
+  r->q = NULL;
+  r->next = NULL;
   return r;
 }
 
@@ -31,9 +96,7 @@ void mmb__request_unref(mmb__request *r) {
   if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
   void *ev = atomic_load_explicit(&r->event, memory_order_acquire);
   if (ev) r->event_ops->destroy(ev);
-  pthread_cond_destroy(&r->cond);
-  pthread_mutex_destroy(&r->lock);
-  mmb__object_free(r);
+  give_record(r);
 }
 
 void mmb__request_complete(mmb__request *r, mmbError err) {
@@ -98,34 +161,46 @@ mmbError mmb__request_wait(mmb__request *r) {
   return r->err;
 }
 
-mmbError mmb__request_held(const char *func, const mmbRequest *req) {
+/* The claim word a caller's impl stands for: its generation, held. */
+static uint32_t claim_of(const void *impl) {
+  return (uint32_t)((uintptr_t)impl >> GEN_SHIFT) << 1 | 1;
+}
+
+mmbError mmb__request_held(const char *func, const mmbRequest *req, mmb__request **out) {
   MMB__ARG(!req, func, "req is NULL");
-  const mmb__request *r = req->impl;
-  if (!r) return MMB_OK;
+  *out = NULL;
+  if (!req->impl) return MMB_OK;
+  mmb__request *r = (mmb__request *)((uintptr_t)req->impl & PTR_MASK);
   MMB__HANDLE(r, MMB__KIND_REQUEST, func, "request");
-  MMB__ARG(!atomic_load_explicit(&r->held, memory_order_acquire), func,
-           "request %p was waited for already (through a copy of it?)", (const void *)r);
+  MMB__ARG((atomic_load_explicit(&r->claim, memory_order_acquire) & 0x1ffff) !=
+               claim_of(req->impl), func,
+           "request %p was waited for already (through a copy of it?)", req->impl);
+  *out = r;
   return MMB_OK;
 }
 
 mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
   MMB__REQUIRE_INIT();
-  mmbError err = mmb__request_held(__func__, req);
+  mmb__request *r;
+  mmbError err = mmb__request_held(__func__, req, &r);
   if (err != MMB_OK) return err;
   MMB__ARG(!complete, __func__, "complete is NULL");
-  *complete = !req->impl || mmb__request_done(req->impl);
+  *complete = !r || mmb__request_done(r);
   return MMB_OK;
 }
 
 mmbError mmb_wait(mmbRequest *req) {
   MMB__REQUIRE_INIT();
-  mmbError err = mmb__request_held(__func__, req);
-  if (err != MMB_OK) return err;
-  mmb__request *r = req->impl;
-  if (!r) return MMB_OK;
+  mmb__request *r;
+  mmbError err = mmb__request_held(__func__, req, &r);
+  if (err != MMB_OK || !r) return err;
   /* the caller's reference is dropped once, whatever copies of req exist */
-  MMB__ARG(!atomic_exchange_explicit(&r->held, 0, memory_order_acq_rel), __func__,
-           "request %p was waited for already (through a copy of it?)", (void *)r);
+  uint32_t held = atomic_load_explicit(&r->claim, memory_order_acquire);
+  MMB__ARG((held & 0x1ffff) != claim_of(req->impl) ||
+               !atomic_compare_exchange_strong_explicit(&r->claim, &held, held & ~1u,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire),
+           __func__, "request %p was waited for already (through a copy of it?)", req->impl);
   err = mmb__request_wait(r);
   req->impl = NULL;
   mmb__request_unref(r);
