@@ -36,8 +36,11 @@ INTERNAL := -Isrc -Iproviders
 # registry check, the pool's quick bins) inline across files; fat objects
 # keep libmmb.a usable by a plain linker.
 LTO      := -flto=auto -ffat-lto-objects
-LIBFLAGS := $(BASE) $(INTERNAL) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY $(LTO)
-LIBS     := -lhwloc -lpthread
+# hwloc from pkg-config when it knows it (a prefix or a module of your own)
+HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+HWLOC_LIBS   := $(or $(shell pkg-config --libs hwloc 2>/dev/null),-lhwloc)
+LIBFLAGS := $(BASE) $(INTERNAL) $(HWLOC_CFLAGS) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY $(LTO)
+LIBS     := $(HWLOC_LIBS) -lpthread
 ifeq ($(CUDA),1)
   LIBFLAGS += -DMMB_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
   LIBS     += -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
@@ -61,7 +64,11 @@ EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tile
             $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn
 BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
 TESTS    := $(BUILD)/test/mmb-tests
-DEPS_OK  := $(BUILD)/.deps-ok
+# What each part needs, installed on first use (scripts/install-deps.sh SET)
+DEPS_LIB      := $(BUILD)/.deps-lib
+DEPS_EXAMPLES := $(BUILD)/.deps-examples
+DEPS_TEST     := $(BUILD)/.deps-test
+DEPS_BENCH    := $(BUILD)/.deps-bench
 # Programs outside the library see only the public API, through libmmb.so.
 APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 
@@ -71,17 +78,18 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
+.PHONY: all examples test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
         layers-check fuzz
-all: $(STATIC) $(SHARED) $(TOOLS) $(EXAMPLES)
+# The library and its tool: hwloc alone (CUDA when found).
+all: $(STATIC) $(SHARED) $(TOOLS)
+examples: $(EXAMPLES)
 
-# Missing hwloc, OpenBLAS or Criterion headers: install them (Debian packages).
-$(DEPS_OK):
-	@scripts/install-deps.sh
+$(BUILD)/.deps-%:
+	@scripts/install-deps.sh $*
 	@mkdir -p $(@D) && touch $@
-deps: $(DEPS_OK)
+deps: $(DEPS_LIB)
 
-$(BUILD)/obj/%.o: %.c $(FLAGS_FILE) | $(DEPS_OK)
+$(BUILD)/obj/%.o: %.c $(FLAGS_FILE) | $(DEPS_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) -c $< -o $@
 
@@ -98,7 +106,7 @@ $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
-$(filter-out $(BUILD)/bin/cnn,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARED)
+$(filter-out $(BUILD)/bin/cnn,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARED) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
@@ -117,7 +125,7 @@ ifeq ($(CUDA),1)
   CNN_LIBS  += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 
-$(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) | $(DEPS_OK)
+$(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
 	$(CC) $(CNN_FLAGS) -c $< -o $@
 
@@ -135,7 +143,7 @@ CNN_TEST_SRC := $(wildcard test/cnn/*.c)
 CNN_TEST_OBJ := $(CNN_TEST_SRC:%.c=$(BUILD)/obj/%.o)
 CNN_TESTS    := $(BUILD)/test/cnn-tests
 
-$(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) | $(DEPS_OK)
+$(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) | $(DEPS_TEST)
 	@mkdir -p $(@D)
 	$(CC) $(CNN_FLAGS) -Iexamples/cnn -c $< -o $@
 
@@ -143,6 +151,7 @@ $(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(SAN) $(CNN_TEST_OBJ) $(CNN_OBJ) -o $@ $(APP_LINK) -lcriterion $(CNN_LIBS)
 
+$(BENCHES): | $(DEPS_BENCH)
 $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
@@ -166,7 +175,7 @@ $(TESTS): $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS)
 
-$(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_OK)
+$(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_TEST)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(INTERNAL) -c $< -o $@
 
@@ -251,12 +260,12 @@ fuzz: $(FUZZ_TARGETS)
 	fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The main job: the tiled CNN on Fashion-MNIST (examples/cnn/run.sh).
-run: all
+run: all $(BUILD)/bin/cnn
 	BUILD=$(BUILD) examples/cnn/run.sh
 
 # The smaller examples: the node's tiers, the quickstart, a training loop's
 # memory, the tiled transpose, a streamed sum.
-demo: all
+demo: all examples
 	$(BUILD)/bin/mmb-info
 	$(BUILD)/bin/quickstart
 	$(BUILD)/bin/training_loop

@@ -1,47 +1,77 @@
 #!/usr/bin/env bash
-# Installs what mmb needs to build, test and run its examples on Debian/Ubuntu:
-# hwloc (topology, NUMA binding), OpenBLAS (the CNN's kernels), Criterion (tests),
-# mimalloc (benchmark baseline only), pkg-config, and gnuplot + python3 for
-# tools/mmb-plot and the trace checks. Idempotent: it installs
-# nothing when every dependency is already present. The Makefile calls it when a
-# header it needs is missing; run it yourself with sudo as a non-root user.
-#   scripts/install-deps.sh          what the build, tests and examples need
-#   scripts/install-deps.sh torch    also PyTorch (python3-torch), bench/cnn.sh's baseline
-#   scripts/install-deps.sh fuzz     also clang and libclang-rt-14-dev (make fuzz)
+# Installs what one part of mmb needs, on Debian/Ubuntu (apt-get). The
+# Makefile calls it per target, so building the library asks for hwloc alone:
+#   scripts/install-deps.sh lib        the library and mmb-info: hwloc, pkg-config
+#   scripts/install-deps.sh examples   + OpenBLAS (the CNN's kernels)
+#   scripts/install-deps.sh test       + Criterion, OpenBLAS, gnuplot, python3 (tools/mmb-plot,
+#                                      the trace checks), cmake (the find_package check),
+#                                      clang and libclang-rt-14-dev (make fuzz)
+#   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
+#   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
+#   scripts/install-deps.sh docs       + doxygen (make docs)
+#   scripts/install-deps.sh torch      + PyTorch (python3-torch), bench/cnn.sh's baseline
+#   scripts/install-deps.sh all        everything but torch
+# Idempotent: installs nothing when everything is there. As a user without
+# root (and no password-less sudo) it installs nothing: it names the packages
+# to ask for and exits 1. MMB_SKIP_DEPS=1 skips it (dependencies from
+# modules or a prefix of your own: set PKG_CONFIG_PATH and CPATH instead).
 set -euo pipefail
+
+[ "${MMB_SKIP_DEPS:-0}" = 1 ] && exit 0
+set_name=${1:-all}
 
 need=()
 have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
-have_header hwloc.h                 || need+=(libhwloc-dev)
-have_header criterion/criterion.h   || need+=(libcriterion-dev)
-have_header mimalloc.h              || need+=(libmimalloc-dev)
+want_hwloc()    { pkg-config --exists hwloc 2>/dev/null || have_header hwloc.h || need+=(libhwloc-dev); }
+want_pkgconfig() { command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config); }
 # OpenBLAS itself: the reference BLAS (libblas-dev) also ships a cblas.h.
-pkg-config --exists openblas 2>/dev/null || need+=(libopenblas-dev)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-command -v gnuplot >/dev/null 2>&1    || need+=(gnuplot-nox)     # tools/mmb-plot
-[ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3)
-if [ "${1:-}" = fuzz ]; then   # make fuzz: clang and its libFuzzer runtime
-  command -v clang >/dev/null 2>&1 || need+=(clang)
-  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
-    need+=(libclang-rt-14-dev)
-fi
-if [ "${1:-}" = torch ]; then
-  /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch)
-fi
+want_openblas() { pkg-config --exists openblas 2>/dev/null || need+=(libopenblas-dev); }
+want_criterion() { have_header criterion/criterion.h || need+=(libcriterion-dev); }
+want_plot()     { command -v gnuplot >/dev/null 2>&1 || need+=(gnuplot-nox)
+                  [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3); }
+want_cmake()    { command -v cmake >/dev/null 2>&1 || need+=(cmake); }
+want_fuzz()     { command -v clang >/dev/null 2>&1 || need+=(clang)
+                  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+                    need+=(libclang-rt-14-dev); }
+want_allocators() { have_header mimalloc.h || need+=(libmimalloc-dev)
+                    have_header jemalloc/jemalloc.h || need+=(libjemalloc-dev); }
+want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
+want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
+
+want_pkgconfig
+want_hwloc
+case "$set_name" in
+  lib) ;;
+  examples) want_openblas ;;
+  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz ;;
+  bench) want_openblas; want_allocators ;;
+  fuzz) want_fuzz ;;
+  docs) want_doxygen ;;
+  torch) want_torch ;;
+  all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen ;;
+  *) echo "install-deps: unknown set '$set_name' (lib, examples, test, bench, fuzz, docs, torch, all)" >&2
+     exit 2 ;;
+esac
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${need[*]}" >&2
+echo "install-deps: '$set_name' needs ${need[*]}" >&2
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: no apt-get here; install the equivalents of: ${need[*]}" >&2
+  echo "install-deps: (then MMB_SKIP_DEPS=1 make ... skips this check)" >&2
   exit 1
 fi
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "install-deps: not root and no sudo; as root run: apt-get install ${need[*]}" >&2; exit 1; }
-  SUDO=sudo
+  if ! command -v sudo >/dev/null 2>&1 || ! sudo -n true 2>/dev/null; then
+    echo "install-deps: not root, and no password-less sudo: ask for" >&2
+    echo "    apt-get install ${need[*]}" >&2
+    echo "install-deps: or build against your own copies: MMB_SKIP_DEPS=1 with PKG_CONFIG_PATH/CPATH set" >&2
+    exit 1
+  fi
+  SUDO="sudo -n"
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q

@@ -26,59 +26,133 @@ static void providers(unsigned mask, char *buf, size_t len) {
   }
 }
 
-static void print_text(size_t n, const mmbSpaceInfo *info, bool cuda_built) {
-  size_t gpus = 0;
-  for (size_t i = 0; i < n; i++) gpus += info[i].layer == MMB_GDRAM;
-  printf("mmb %d.%d.%d: %zu memory spaces; CUDA provider %s, %zu GPU%s\n", MMB_VERSION_MAJOR,
-         MMB_VERSION_MINOR, MMB_VERSION_PATCH, n, cuda_built ? "built" : "not built", gpus,
-         gpus == 1 ? "" : "s");
-  printf("%-3s %-24s %-7s %-9s %-5s %-4s %-11s %-11s %s\n", "#", "space", "layer", "context",
-         "numa", "gpu", "capacity", "limit", "providers (default first)");
+/* What the library says of the node besides its spaces. */
+typedef struct node_facts {
+  bool cuda_built;
+  int gpus;
+  const char *no_gpu_reason;   /* NULL with GPUs */
+} node_facts;
+
+static void attribute(unsigned long long v, const char *unit, char *buf, size_t len) {
+  if (v) snprintf(buf, len, "%llu %s", v, unit);
+  else snprintf(buf, len, "-");
+}
+
+/* NUMA distances between the host spaces' nodes, when the machine has them. */
+static bool distance(mmbMemSpace *const *spaces, size_t i, size_t j, unsigned *d) {
+  return mmb_space_distance(spaces[i], spaces[j], d) == MMB_OK;
+}
+
+static void print_text(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *spaces,
+                       const node_facts *f) {
+  printf("mmb %s: %zu memory spaces; CUDA provider %s, %d GPU%s", mmb_version(NULL, NULL, NULL),
+         n, f->cuda_built ? "built" : "not built", f->gpus, f->gpus == 1 ? "" : "s");
+  if (f->no_gpu_reason) printf(" (%s)", f->no_gpu_reason);
+  printf("\n%-3s %-24s %-7s %-9s %-5s %-4s %-11s %-11s %-12s %-8s %s\n", "#", "space", "layer",
+         "context", "numa", "gpu", "capacity", "limit", "bandwidth", "latency",
+         "providers (default first)");
   for (size_t i = 0; i < n; i++) {
     const mmbSpaceInfo *s = &info[i];
-    char cap[32], lim[32], prov[64], numa[16] = "-", gpu[16] = "-";
+    char cap[32], lim[32], prov[64], numa[16] = "-", gpu[16] = "-", bw[32], lat[32];
     human(s->capacity, cap, sizeof cap);
     human(s->limit, lim, sizeof lim);
+    attribute(s->bandwidth, "MiB/s", bw, sizeof bw);
+    attribute(s->latency, "ns", lat, sizeof lat);
     providers(s->providers & ~(1u << s->default_provider), prov, sizeof prov);
     if (s->numa_node >= 0) snprintf(numa, sizeof numa, "%d", s->numa_node);
     if (s->device >= 0) snprintf(gpu, sizeof gpu, "%d", s->device);
-    printf("%-3zu %-24s %-7s %-9s %-5s %-4s %-11s %-11s %s%s%s\n", i, s->name,
-           mmb_layer_name(s->layer), mmb_context_name(s->context), numa, gpu, cap, lim,
+    printf("%-3zu %-24s %-7s %-9s %-5s %-4s %-11s %-11s %-12s %-8s %s%s%s\n", i, s->name,
+           mmb_layer_name(s->layer), mmb_context_name(s->context), numa, gpu, cap, lim, bw, lat,
            mmb_provider_name(s->default_provider), prov[0] ? "," : "", prov);
+  }
+  unsigned d;
+  bool any = false;
+  for (size_t i = 0; i < n && !any; i++) any = distance(spaces, i, i, &d);
+  if (!any) {
+    printf("NUMA distances: none given by this machine\n");
+    return;
+  }
+  printf("NUMA distances (10 = local):\n%-4s", "");
+  for (size_t j = 0; j < n; j++) printf(" %4zu", j);
+  printf("\n");
+  for (size_t i = 0; i < n; i++) {
+    printf("%-4zu", i);
+    for (size_t j = 0; j < n; j++) {
+      if (distance(spaces, i, j, &d)) printf(" %4u", d);
+      else printf(" %4s", "-");
+    }
+    printf("\n");
   }
 }
 
-static void print_json(size_t n, const mmbSpaceInfo *info, bool cuda_built) {
-  printf("{\"version\": \"%d.%d.%d\", \"cuda_provider\": %s, \"spaces\": [", MMB_VERSION_MAJOR,
-         MMB_VERSION_MINOR, MMB_VERSION_PATCH, cuda_built ? "true" : "false");
+static void json_string(const char *s) {
+  putchar('"');
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+static void print_json(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *spaces,
+                       const node_facts *f) {
+  printf("{\"version\": \"%s\", \"cuda_provider\": %s, \"gpus\": %d, \"no_gpu_reason\": ",
+         mmb_version(NULL, NULL, NULL), f->cuda_built ? "true" : "false", f->gpus);
+  if (f->no_gpu_reason) json_string(f->no_gpu_reason);
+  else printf("null");
+  printf(", \"spaces\": [");
   for (size_t i = 0; i < n; i++) {
     const mmbSpaceInfo *s = &info[i];
-    printf("%s\n  {\"index\": %zu, \"name\": \"%s\", \"layer\": \"%s\", \"context\": \"%s\", "
-           "\"numa_node\": %d, \"device\": %d, \"capacity\": %zu, \"limit\": %zu, "
-           "\"default_provider\": \"%s\", \"providers\": [",
-           i ? "," : "", i, s->name, mmb_layer_name(s->layer), mmb_context_name(s->context),
-           s->numa_node, s->device, s->capacity, s->limit, mmb_provider_name(s->default_provider));
+    printf("%s\n  {\"index\": %zu, \"name\": ", i ? "," : "", i);
+    json_string(s->name);
+    printf(", \"layer\": \"%s\", \"context\": \"%s\", \"numa_node\": %d, \"device\": %d, "
+           "\"capacity\": %zu, \"limit\": %zu, \"bandwidth_mib_s\": %llu, \"latency_ns\": %llu, "
+           "\"emulated\": %s, \"default_provider\": \"%s\", \"providers\": [",
+           mmb_layer_name(s->layer), mmb_context_name(s->context), s->numa_node, s->device,
+           s->capacity, s->limit, s->bandwidth, s->latency, s->emulated ? "true" : "false",
+           mmb_provider_name(s->default_provider));
     bool first = true;
     for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
       if (!(s->providers & (1u << t))) continue;
       printf("%s\"%s\"", first ? "" : ", ", mmb_provider_name((mmbProviderType)t));
       first = false;
     }
+    printf("], \"distances\": [");
+    for (size_t j = 0; j < n; j++) {
+      unsigned d;
+      if (distance(spaces, i, j, &d)) printf("%s%u", j ? ", " : "", d);
+      else printf("%snull", j ? ", " : "");
+    }
     printf("]}");
   }
   printf("\n]}\n");
 }
+
+static const char usage[] =
+    "usage: mmb-info [--json] [--version] [--help]\n"
+    "  Lists the memory spaces mmb discovers on this node: layer, NUMA node or GPU,\n"
+    "  capacity, limit, hwloc's bandwidth and latency, NUMA distances, providers;\n"
+    "  and whether there are GPUs (if not, why).\n"
+    "  --json     one JSON object, for scripts\n"
+    "  --version  the version of the mmb library\n"
+    "  MMB_LIMIT_<DRAM|HBM|NVDIMM|GDRAM>=size caps a layer; MMB_EMULATE=HBM:4G adds\n"
+    "  an emulated tier (man mmb).\n";
 
 int main(int argc, char **argv) {
   bool json = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("mmb-info %s (headers %s)\n", mmb_version(NULL, NULL, NULL), MMB_VERSION_STRING);
+      return 0;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
     } else {
-      fprintf(stderr, "usage: %s [--json]\n"
-                      "  Lists the memory spaces mmb discovers on this node.\n"
-                      "  MMB_LIMIT_<DRAM|HBM|NVDIMM|GDRAM>=size caps a layer.\n", argv[0]);
-      return strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ? 0 : 2;
+      fprintf(stderr, "mmb-info: unknown option '%s'\n%s", argv[i], usage);
+      return 2;
     }
   }
   mmbError err = mmb_init(NULL);
@@ -88,18 +162,20 @@ int main(int argc, char **argv) {
   }
   size_t n = 0;
   mmbSpaceInfo info[256];
-  if ((err = mmb_space_count(&n)) != MMB_OK) goto failed;
-  if (n > 256) n = 256;
-  for (size_t i = 0; i < n; i++) {
-    mmbMemSpace *space;
-    if ((err = mmb_space_at(i, &space)) != MMB_OK ||
-        (err = mmb_space_get_info(space, &info[i])) != MMB_OK)
-      goto failed;
-  }
+  mmbMemSpace *spaces[256];
+  node_facts f = {0};
   const mmbProviderOps *ops;
-  bool cuda_built = mmb_provider_get_ops(MMB_PROVIDER_CUDA, &ops) == MMB_OK;
-  if (json) print_json(n, info, cuda_built);
-  else print_text(n, info, cuda_built);
+  f.cuda_built = mmb_provider_get_ops(MMB_PROVIDER_CUDA, &ops) == MMB_OK;
+  if ((err = mmb_space_count(&n)) != MMB_OK ||
+      (err = mmb_cuda_status(&f.gpus, &f.no_gpu_reason)) != MMB_OK)
+    goto failed;
+  if (n > 256) n = 256;
+  for (size_t i = 0; i < n; i++)
+    if ((err = mmb_space_at(i, &spaces[i])) != MMB_OK ||
+        (err = mmb_space_get_info(spaces[i], &info[i])) != MMB_OK)
+      goto failed;
+  if (json) print_json(n, info, spaces, &f);
+  else print_text(n, info, spaces, &f);
   return mmb_finalize() == MMB_OK ? 0 : 1;
 failed:
   fprintf(stderr, "mmb-info: reading the spaces: %s\n", mmb_error_string(err));

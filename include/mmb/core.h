@@ -2,9 +2,9 @@
  * \file mmb/core.h
  * Library lifecycle, error strings and logging.
  *
- * Every mmb function other than mmb_init and mmb_error_string returns
- * MMB_NOT_INITIALIZED when called before mmb_init or after the last
- * mmb_finalize.
+ * Every mmb function other than mmb_init, mmb_version, the error strings
+ * and mmb_logging_set_callback returns MMB_NOT_INITIALIZED when called
+ * before mmb_init or after the last mmb_finalize.
  */
 #ifndef MMB_CORE_H
 #define MMB_CORE_H
@@ -15,6 +15,20 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** The version of these headers; mmb_version says that of the library. */
+#define MMB_VERSION_MAJOR 0
+#define MMB_VERSION_MINOR 2
+#define MMB_VERSION_PATCH 0
+#define MMB_VERSION_STRING "0.2.0"
+
+/**
+ * The version of the library the program runs with, as "MAJOR.MINOR.PATCH";
+ * each pointer may be NULL. Compare with MMB_VERSION_* (the headers it was
+ * compiled with) to catch a program built against other headers than the
+ * libmmb.so it loads. Callable at any time.
+ */
+MMB_EXPORT const char *mmb_version(int *major, int *minor, int *patch);
 
 /**
  * Initialises the library: reads the environment, discovers the node's memory
@@ -63,6 +77,20 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_logging_set_level(mmbLogLevel level);
 
 /** The current log level (never MMB_LOG_DEFAULT). */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_logging_get_level(mmbLogLevel *out_level);
+
+/** Receives mmb's messages: the level, the text (no "mmb:" prefix, no
+    newline, valid during the call only) and the pointer given with it. */
+typedef void (*mmbLogFunction)(mmbLogLevel level, const char *message, void *user_data);
+
+/**
+ * Routes the messages that pass the log level to \p fn instead of stderr
+ * (an MPI rank's logger, a code's own log file); NULL goes back to stderr.
+ * \p fn may be called from any thread (a queue's worker too), one message at
+ * a time; it must not call mmb. Callable at any time, also before mmb_init
+ * (to see its messages).
+ * \return MMB_OK.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_logging_set_callback(mmbLogFunction fn, void *user_data);
 
 #ifdef __cplusplus
 }

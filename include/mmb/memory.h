@@ -35,8 +35,31 @@ typedef struct mmbSpaceInfo {
   mmbProviderType default_provider;
   unsigned providers;     /**< bit (1u << type) for each built-in provider usable here */
   bool discovered;        /**< found at init, rather than made by mmb_request_space */
+  bool emulated;          /**< a tier MMB_EMULATE made over DRAM (see mmb_init) */
   char name[48];          /**< e.g. "DRAM (NUMA 0)", "GDRAM (GPU 1)" */
+  unsigned long long bandwidth;  /**< MiB/s, hwloc's best for its NUMA node; 0 unknown */
+  unsigned long long latency;    /**< ns, hwloc's best for its NUMA node; 0 unknown */
 } mmbSpaceInfo;
+
+/**
+ * The relative distance between the NUMA nodes behind two host spaces, from
+ * the firmware's table as hwloc reads it (10 = the same node; the ACPI SLIT
+ * scale).
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_UNAVAILABLE when a space
+ *         has no NUMA node (GDRAM) or the machine gives no distances;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_distance(const mmbMemSpace *from, const mmbMemSpace *to,
+                                                     unsigned *out_distance);
+
+/**
+ * The CUDA devices mmb found at init, and when there are none, why: "mmb
+ * was built without CUDA", or the CUDA runtime's own error (no driver, no
+ * device). \p out_reason may be NULL; it is set to NULL when there are
+ * devices, else to a string valid until mmb_finalize.
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p out_devices; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_cuda_status(int *out_devices, const char **out_reason);
 
 /**
  * Finds a space of \p layer for \p ctx.

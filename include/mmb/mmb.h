@@ -17,8 +17,4 @@
 #include <mmb/queue.h>
 #include <mmb/provider.h>
 
-#define MMB_VERSION_MAJOR 0
-#define MMB_VERSION_MINOR 1
-#define MMB_VERSION_PATCH 0
-
 #endif /* MMB_MMB_H */

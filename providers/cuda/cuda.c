@@ -4,6 +4,8 @@
    error is translated here and logged with its CUDA name. */
 #include "cuda/internal.h"
 
+#include <stdio.h>
+
 /* Device allocations are 256-byte aligned by cudaMalloc. */
 #define CUDA_ALIGNMENT 256u
 
@@ -93,12 +95,11 @@ const mmbProviderOps mmb__cuda_provider = {
 
 /* ---- the runtime hooks -------------------------------------------------- */
 
-static int device_count(void) {
+static int device_count(char *why, size_t len) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    mmb__log(MMB_LOG_INFO, "no CUDA device (%s: %s): no GDRAM spaces", cudaGetErrorName(e),
-             cudaGetErrorString(e));
+    snprintf(why, len, "%s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
     cudaGetLastError();
     return 0;
   }

@@ -4,6 +4,7 @@
 #include "alloc/internal.h"
 
 #include <string.h>
+#include <time.h>
 
 typedef mmb__copy_side side;
 
@@ -83,6 +84,33 @@ static bool stream_reaches(const mmb__copy_engine *on, mmbMemInterface *di, mmbM
   return !(dh && sh) && (dh || on->reaches(on->state, di)) && (sh || on->reaches(on->state, si));
 }
 
+/* MMB_EMULATE's bw=: the slower emulated side's bytes per second, 0 for none. */
+static size_t throttle_of(const mmbMemInterface *di, const mmbMemInterface *si) {
+  size_t d = di ? di->space->throttle : 0, s = si ? si->space->throttle : 0;
+  return d && s ? mmb__min(d, s) : d ? d : s;
+}
+
+/* Makes a copy of `bytes` begun at `start` (ns) last as long as it would at
+   `rate` bytes per second. */
+static void pace(uint64_t start, size_t bytes, size_t rate) {
+  uint64_t want = start + (uint64_t)((double)bytes * 1e9 / (double)rate), now = mmb__trace_now();
+  if (now >= want) return;
+  uint64_t left = want - now;
+  struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u)};
+  while (nanosleep(&ts, &ts) != 0) {}
+}
+
+static void copy_host(char *dst, const size_t *ds, const char *src, const size_t *ss, size_t ndims,
+                      const size_t *dims, size_t rate) {
+  uint64_t start = rate ? mmb__trace_now() : 0;
+  mmb__engine_copy_nd(dst, ds, src, ss, ndims, dims);
+  if (rate) {
+    size_t bytes = 1;
+    for (size_t k = 0; k < ndims; k++) bytes *= dims[k];
+    pace(start, bytes, rate);
+  }
+}
+
 mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemInterface *di,
                            char *dst, const size_t *dstride, mmbMemInterface *si,
                            const char *src, const size_t *sstride, size_t ndims,
@@ -96,7 +124,7 @@ mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemI
   }
   ndims = collapse(ds, ss, ndims, dims);
   if (!on && host_side(di) && host_side(si)) {
-    mmb__engine_copy_nd(dst, ds, src, ss, ndims, dims);
+    copy_host(dst, ds, src, ss, ndims, dims, throttle_of(di, si));
     return MMB_OK;
   }
   const char *name = "stream";

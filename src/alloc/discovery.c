@@ -6,6 +6,7 @@
 #include "alloc/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -55,7 +56,8 @@ static mmbError add_numa_spaces(int nodes, mmbMemSpace **dram_of_node) {
     mmbSpaceInfo info = {.layer = (mmbMemLayer)layer, .context = MMB_CPU,
                          .numa_node = (int)node.os_index, .device = -1,
                          .capacity = node.local_memory,
-                         .default_provider = MMB_PROVIDER_SYSTEM};
+                         .default_provider = MMB_PROVIDER_SYSTEM,
+                         .bandwidth = node.best_bandwidth, .latency = node.best_latency};
     /* One node holds all memory; some VMs report less for it in sysfs. */
     if (nodes == 1 && info.capacity < physical) info.capacity = physical;
     snprintf(info.name, sizeof info.name, "%s (NUMA %u)", mmb_layer_name(info.layer),
@@ -95,9 +97,66 @@ static mmbError add_cuda_spaces(int nodes, mmbMemSpace **dram_of_node) {
   return MMB_OK;
 }
 
+/* MMB_EMULATE=LAYER:SIZE[:bw=RATE][,...]: a tier this node lacks, made
+   over the first DRAM node so that tiered code runs anywhere; RATE (bytes
+   per second, K/M/G/T) slows the copies to and from it to that bandwidth. */
+static mmbError emulation_failed(const char *env, const char *why) {
+  mmb__log(MMB_LOG_ERROR, "MMB_EMULATE='%s': %s (expected LAYER:SIZE[:bw=RATE], LAYER HBM or "
+           "NVDIMM, e.g. HBM:4G or NVDIMM:64G:bw=8G, entries separated by commas)", env, why);
+  return MMB_INVALID_ARG;
+}
+
+static mmbError add_emulated(const char *env, mmbMemSpace *const *dram_of_node, int nodes) {
+  const mmbMemSpace *dram = NULL;
+  for (int i = 0; i < nodes && !dram; i++)
+    if (dram_of_node[i] && dram_of_node[i]->info.layer == MMB_DRAM) dram = dram_of_node[i];
+  if (!dram) return emulation_failed(env, "this node has no DRAM to emulate a tier over");
+  char copy[256];
+  size_t len = strlen(env);
+  if (len >= sizeof copy) return emulation_failed(env, "too long");
+  if (env[0] == ',' || env[len - 1] == ',' || strstr(env, ",,"))
+    return emulation_failed(env, "an entry is empty");
+  snprintf(copy, sizeof copy, "%s", env);
+  char *save = NULL;
+  for (char *entry = strtok_r(copy, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
+    char *layer = entry, *size = strchr(entry, ':'), *rate = NULL;
+    if (!size) return emulation_failed(env, "an entry has no size");
+    *size++ = '\0';
+    if ((rate = strchr(size, ':'))) {
+      *rate++ = '\0';
+      if (strncmp(rate, "bw=", 3) != 0) return emulation_failed(env, "unknown option after the size");
+      rate += 3;
+    }
+    mmbSpaceInfo info = {.context = MMB_CPU, .numa_node = dram->info.numa_node, .device = -1,
+                         .default_provider = MMB_PROVIDER_SYSTEM, .emulated = true};
+    if (!strcasecmp(layer, "HBM")) info.layer = MMB_HBM;
+    else if (!strcasecmp(layer, "NVDIMM")) info.layer = MMB_NVDIMM;
+    else return emulation_failed(env, "the layer is not HBM or NVDIMM");
+    size_t throttle = 0;
+    if (!mmb__parse_size(size, &info.capacity) || !info.capacity)
+      return emulation_failed(env, "the size is not a size above 0");
+    if (rate && (!mmb__parse_size(rate, &throttle) || !throttle))
+      return emulation_failed(env, "bw= is not a rate above 0 (bytes per second)");
+    if (info.capacity > dram->info.capacity)
+      mmb__log(MMB_LOG_WARN, "MMB_EMULATE: %s of %zu bytes over %zu bytes of DRAM", layer,
+               info.capacity, dram->info.capacity);
+    snprintf(info.name, sizeof info.name, "%s (emulated, NUMA %d)", mmb_layer_name(info.layer),
+             dram->info.numa_node);
+    mmbMemSpace *s;
+    mmbError err = add(&info, NULL, &s);
+    if (err != MMB_OK) return err;
+    s->throttle = throttle;
+    mmb__log(MMB_LOG_INFO, "MMB_EMULATE: space %s, %zu bytes%s%s", info.name, info.capacity,
+             rate ? ", copies at most bw=" : "", rate ? rate : "");
+  }
+  return MMB_OK;
+}
+
 mmbError mmb__spaces_discover(void) {
   int nodes = mmb__os_numa_count();
   mmbMemSpace *dram_of_node[MMB__MAX_NUMA_NODES] = {0};
   mmbError err = add_numa_spaces(nodes, dram_of_node);
+  const char *emulate = getenv("MMB_EMULATE");
+  if (err == MMB_OK && emulate && *emulate) err = add_emulated(emulate, dram_of_node, nodes);
   return err == MMB_OK ? add_cuda_spaces(nodes, dram_of_node) : err;
 }

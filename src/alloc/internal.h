@@ -29,6 +29,7 @@ struct mmbMemSpace {
   mmbMemSpace *parent;      /* the budget it draws on; NULL for a layer root */
   mmb__space_counters c;
   _Atomic size_t n_users;   /* interfaces and requested spaces drawing on it */
+  size_t throttle;          /* MMB_EMULATE's bw=: bytes/s copies to or from it may take; 0 none */
   mmbMemSpace *next;        /* discovered list, or the requested list */
 };
 

@@ -21,7 +21,7 @@ static _Atomic unsigned n_user;
 const mmbProviderOps *mmb__provider_lookup(mmbProviderType type) {
   if ((unsigned)type < MMB_PROVIDER_USER) return atomic_load(&builtin[type]);
   unsigned i = (unsigned)type - MMB_PROVIDER_USER;
-  return i < atomic_load(&n_user) ? atomic_load(&user[i]) : NULL;
+  return i < MAX_USER_PROVIDERS && i < atomic_load(&n_user) ? atomic_load(&user[i]) : NULL;
 }
 
 /* Built-in providers know their layers; pinned and cuda also need a device. */

@@ -279,6 +279,20 @@ mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
   return MMB_OK;
 }
 
+mmbError mmb_space_distance(const mmbMemSpace *from, const mmbMemSpace *to,
+                            unsigned *out_distance) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(from, MMB__KIND_SPACE, __func__, "from");
+  MMB__HANDLE(to, MMB__KIND_SPACE, __func__, "to");
+  MMB__ARG(!out_distance, __func__, "out_distance is NULL");
+  if (from->info.numa_node < 0 || to->info.numa_node < 0)
+    return mmb__fail(MMB_UNAVAILABLE, __func__, "a space without a NUMA node has no distance");
+  if (!mmb__os_numa_distance((unsigned)from->info.numa_node, (unsigned)to->info.numa_node,
+                             out_distance))
+    return mmb__fail(MMB_UNAVAILABLE, __func__, "the machine gives no NUMA distances");
+  return MMB_OK;
+}
+
 bool mmb__space_draws_on(const mmbMemSpace *space, const mmbMemSpace *ancestor) {
   for (const mmbMemSpace *s = space; s; s = s->parent)
     if (s == ancestor) return true;

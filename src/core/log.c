@@ -1,6 +1,7 @@
 /* Logging to stderr with a level from mmbOptions, MMB_LOG_LEVEL or the API. */
 #include "core/internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,15 +23,29 @@ bool mmb__log_enabled(mmbLogLevel level) {
          (int)level <= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
+/* The caller's logger, if any; the lock also makes messages one at a time. */
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static mmbLogFunction sink;
+static void *sink_data;
+
+mmbError mmb_logging_set_callback(mmbLogFunction fn, void *user_data) {
+  pthread_mutex_lock(&sink_lock);
+  sink = fn;
+  sink_data = user_data;
+  pthread_mutex_unlock(&sink_lock);
+  return MMB_OK;
+}
+
 static void log_va(mmbLogLevel level, const char *func, const char *fmt, va_list ap) {
   char text[512];
-  vsnprintf(text, sizeof text, fmt, ap);
-  /* One fprintf per message, so that lines from threads do not interleave. */
-  if (func)
-    fprintf(stderr, "mmb: %s: %s: %s\n", level_name(level), func, text);
-  else
-    fprintf(stderr, "mmb: %s: %s\n", level_name(level), text);
+  int n = func ? snprintf(text, sizeof text, "%s: ", func) : 0;
+  vsnprintf(text + n, sizeof text - (size_t)n, fmt, ap);
+  pthread_mutex_lock(&sink_lock);
+  if (sink) sink(level, text, sink_data);
+  else fprintf(stderr, "mmb: %s: %s\n", level_name(level), text);   /* one write a line */
+  pthread_mutex_unlock(&sink_lock);
 }
+
 
 void mmb__log(mmbLogLevel level, const char *fmt, ...) {
   if (!mmb__log_enabled(level)) return;

@@ -23,7 +23,8 @@ typedef struct mmb__numa_node {
   size_t local_memory;                  /* bytes; some VMs report less than there is */
   char subtype[32];                     /* hwloc's: "HBM", "MCDRAM", "NVM", "GPUMemory" or "" */
   char dax_type[16];                    /* the DAXType of persistent memory, or "" */
-  unsigned long long best_bandwidth;    /* hwloc's memory attribute; 0 when unknown */
+  unsigned long long best_bandwidth;    /* hwloc's memory attribute, MiB/s; 0 when unknown */
+  unsigned long long best_latency;      /* hwloc's memory attribute, ns; 0 when unknown */
 } mmb__numa_node;
 
 /* NUMA nodes beyond this many are not seen. */
@@ -31,6 +32,9 @@ typedef struct mmb__numa_node {
 int mmb__os_numa_count(void);   /* at most MMB__MAX_NUMA_NODES */
 /* The i-th NUMA node in the topology's order; false past the last. */
 bool mmb__os_numa_node(int i, mmb__numa_node *out);
+/* The relative distance between two NUMA nodes (OS indexes) from the
+   firmware's table (10 = local); false when the machine gives none. */
+bool mmb__os_numa_distance(unsigned from_os, unsigned to_os, unsigned *out);
 /* Bytes of physical memory (sysconf). */
 size_t mmb__os_physical_memory(void);
 /* Binds a thread to the CPUs of NUMA node numa_os (OS index); best effort. */
@@ -40,7 +44,7 @@ void mmb__os_bind_thread(pthread_t thread, int numa_os);
    providers/cuda fills the table; the lifecycle installs it at init (none
    without CUDA). Pinned memory, discovery and queues use it through here. */
 typedef struct mmb__cuda_runtime {
-  int (*device_count)(void);                    /* 0 without device or driver */
+  int (*device_count)(char *why, size_t len);   /* 0 without device or driver: why */
   mmbError (*mem_info)(int device, size_t *free_bytes, size_t *total_bytes);
   mmbError (*host_alloc)(size_t size, void **out);     /* cudaHostAlloc, portable */
   void (*host_free)(void *ptr);

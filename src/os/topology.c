@@ -35,13 +35,38 @@ hwloc_topology_t mmb__os_topology(void) { return topology; }
 
 int mmb__os_numa_count(void) { return numa_nodes; }
 
-static unsigned long long best_bandwidth(hwloc_obj_t node) {
+/* hwloc's best value of a memory attribute over the node's initiators
+   (HMAT tables, or hwloc's own knowledge); 0 when the machine gives none. */
+static unsigned long long best_attribute(hwloc_obj_t node, hwloc_memattr_id_t id) {
   struct hwloc_location initiator;
   hwloc_uint64_t value = 0;
-  if (hwloc_memattr_get_best_initiator(topology, HWLOC_MEMATTR_ID_BANDWIDTH, node, 0,
-                                       &initiator, &value) != 0)
-    return 0;
+  if (hwloc_memattr_get_best_initiator(topology, id, node, 0, &initiator, &value) != 0) return 0;
   return value;
+}
+
+bool mmb__os_numa_distance(unsigned from_os, unsigned to_os, unsigned *out) {
+  if (!topology) return false;
+  struct hwloc_distances_s *d[4];
+  unsigned n = 4;
+  if (hwloc_distances_get_by_type(topology, HWLOC_OBJ_NUMANODE, &n, d,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0)
+    return false;
+  bool found = false;
+  for (unsigned k = 0; k < n && k < 4; k++) {
+    if (!found) {
+      int from = -1, to = -1;
+      for (unsigned i = 0; i < d[k]->nbobjs; i++) {
+        if (d[k]->objs[i]->os_index == from_os) from = (int)i;
+        if (d[k]->objs[i]->os_index == to_os) to = (int)i;
+      }
+      if (from >= 0 && to >= 0) {
+        *out = (unsigned)d[k]->values[(unsigned)from * d[k]->nbobjs + (unsigned)to];
+        found = true;
+      }
+    }
+    hwloc_distances_release(topology, d[k]);
+  }
+  return found;
 }
 
 bool mmb__os_numa_node(int i, mmb__numa_node *out) {
@@ -52,7 +77,8 @@ bool mmb__os_numa_node(int i, mmb__numa_node *out) {
   const char *dax = hwloc_obj_get_info_by_name(node, "DAXType");
   *out = (mmb__numa_node){.os_index = node->os_index,
                           .local_memory = node->attr->numanode.local_memory,
-                          .best_bandwidth = best_bandwidth(node)};
+                          .best_bandwidth = best_attribute(node, HWLOC_MEMATTR_ID_BANDWIDTH),
+                          .best_latency = best_attribute(node, HWLOC_MEMATTR_ID_LATENCY)};
   snprintf(out->subtype, sizeof out->subtype, "%s", node->subtype ? node->subtype : "");
   snprintf(out->dax_type, sizeof out->dax_type, "%s", dax ? dax : "");
   return true;
