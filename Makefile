@@ -78,7 +78,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
         layers-check fuzz
 # The library and its tool: hwloc alone (CUDA when found).
 all: $(STATIC) $(SHARED) $(TOOLS)
@@ -211,13 +211,30 @@ cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
 	$(CNN_TESTS) --jobs 2
 	test/cnn/cli.sh $(BUILD)/bin/cnn
 
-# An outside program builds against the installed headers with pkg-config.
-install-check: $(STATIC) $(SHARED)
-	@rm -rf $(BUILD)/stage
-	@$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage) >/dev/null
-	PKG_CONFIG_PATH=$(BUILD)/stage/lib/pkgconfig $(CC) $(SAN) -Wall -Werror test/outside/outside.c \
-	  -o $(BUILD)/stage/outside $$(PKG_CONFIG_PATH=$(BUILD)/stage/lib/pkgconfig pkg-config --cflags --libs mmb)
-	LD_LIBRARY_PATH=$(BUILD)/stage/lib $(BUILD)/stage/outside
+# Outside programs build against the staged install: with pkg-config
+# (shared, and --static), and with CMake's find_package(mmb) (mmb::mmb and
+# mmb::mmb_static); then uninstall leaves nothing behind.
+STAGE := $(abspath $(BUILD)/stage)
+install-check: $(STATIC) $(SHARED) $(TOOLS)
+	@rm -rf $(STAGE)
+	@$(MAKE) --no-print-directory install PREFIX=$(STAGE) >/dev/null
+	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) $(SAN) -Wall -Werror test/outside/outside.c \
+	  -o $(STAGE)/outside $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs mmb) \
+	  -Wl,-rpath,$(STAGE)/lib
+	$(STAGE)/outside
+	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) $(SAN) -Wall -Werror test/outside/outside.c \
+	  -o $(STAGE)/outside-static $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags mmb) \
+	  $(STAGE)/lib/libmmb.a $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --static --libs mmb | sed 's/ -lmmb / /')
+	$(STAGE)/outside-static
+	cmake -S test/outside/cmake -B $(STAGE)/cmake-build -DCMAKE_PREFIX_PATH=$(STAGE) \
+	  -DCMAKE_C_FLAGS="$(SAN)" -DCMAKE_EXE_LINKER_FLAGS="$(SAN)" >/dev/null
+	cmake --build $(STAGE)/cmake-build >/dev/null
+	$(STAGE)/cmake-build/outside
+	$(STAGE)/cmake-build/outside_static
+	$(STAGE)/bin/mmb-info --version | grep -q '$(VERSION)'
+	@$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE) >/dev/null
+	@left=$$(find $(STAGE) -type f -not -path '*/cmake-build/*' -not -name 'outside*'); \
+	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 
 # A traced run of the training-loop example, drawn by tools/mmb-plot.
 plot-check: $(BUILD)/bin/training_loop
@@ -286,15 +303,46 @@ bench: $(BENCHES)
 	$(BUILD)/bin/bench-tiles
 	$(BUILD)/bin/bench-queue
 
+# make install PREFIX=~/x: headers, libmmb.a and .so, mmb-info and mmb-plot,
+# pkg-config (mmb.pc) and CMake (lib/cmake/mmb) files, man pages (and the
+# per-function ones when `make docs` made them), the examples' sources.
+VERSION    := $(shell sed -n 's/^\#define MMB_VERSION_STRING "\(.*\)"/\1/p' include/mmb/core.h)
+MANDIR     ?= $(PREFIX)/share/man
+HWLOC_LIBDIR := $(shell pkg-config --variable=libdir hwloc 2>/dev/null)
+D          := $(DESTDIR)$(PREFIX)
+EXAMPLE_FILES := $(wildcard examples/*.c) $(wildcard examples/cnn/*.c examples/cnn/*.h examples/cnn/*.cu)
 install: $(STATIC) $(SHARED) $(TOOLS)
-	install -d $(DESTDIR)$(PREFIX)/include/mmb $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/mmb/*.h $(DESTDIR)$(PREFIX)/include/mmb/
-	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(SHARED).0 $(DESTDIR)$(PREFIX)/lib/libmmb.so.0
-	ln -sf libmmb.so.0 $(DESTDIR)$(PREFIX)/lib/libmmb.so
-	install -m 755 $(TOOLS) tools/mmb-plot $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS_PRIVATE@|$(filter-out -lhwloc,$(LIBS))|' \
-	  mmb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mmb.pc
+	install -d $(D)/include/mmb $(D)/lib/pkgconfig $(D)/lib/cmake/mmb $(D)/bin \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(D)/share/mmb/examples/cnn
+	install -m 644 include/mmb/*.h $(D)/include/mmb/
+	install -m 644 $(STATIC) $(D)/lib/
+	install -m 755 $(SHARED).0 $(D)/lib/libmmb.so.0
+	ln -sf libmmb.so.0 $(D)/lib/libmmb.so
+	install -m 755 $(TOOLS) tools/mmb-plot $(D)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(LIBS)|' \
+	  mmb.pc.in > $(D)/lib/pkgconfig/mmb.pc
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@HAVE_CUDA@|$(if $(filter 1,$(CUDA)),TRUE,FALSE)|' \
+	  -e 's|@HWLOC_LIBDIR@|$(HWLOC_LIBDIR)|' cmake/mmbConfig.cmake.in > $(D)/lib/cmake/mmb/mmbConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' cmake/mmbConfigVersion.cmake.in \
+	  > $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
+	install -m 644 docs/man/mmb-info.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 docs/man/mmb.7 $(DESTDIR)$(MANDIR)/man7/
+	if [ -d build/docs/man/man3 ]; then install -d $(DESTDIR)$(MANDIR)/man3 && \
+	  install -m 644 build/docs/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/; fi
+	install -m 644 $(filter examples/%.c,$(filter-out examples/cnn/%,$(EXAMPLE_FILES))) \
+	  $(D)/share/mmb/examples/
+	install -m 644 $(filter examples/cnn/%,$(EXAMPLE_FILES)) $(D)/share/mmb/examples/cnn/
+	install -m 644 examples/Makefile.installed $(D)/share/mmb/examples/Makefile
+
+uninstall:
+	rm -f $(addprefix $(D)/include/mmb/,$(notdir $(wildcard include/mmb/*.h)))
+	rm -f $(D)/lib/libmmb.a $(D)/lib/libmmb.so $(D)/lib/libmmb.so.0 $(D)/lib/pkgconfig/mmb.pc
+	rm -f $(D)/lib/cmake/mmb/mmbConfig.cmake $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
+	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot
+	rm -f $(DESTDIR)$(MANDIR)/man1/mmb-info.1 $(DESTDIR)$(MANDIR)/man7/mmb.7
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard build/docs/man/man3/*.3)))
+	rm -rf $(D)/share/mmb
+	-rmdir $(D)/include/mmb $(D)/lib/cmake/mmb 2>/dev/null
 
 clean:
 	rm -rf build
