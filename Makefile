@@ -244,6 +244,14 @@ plot-check: $(BUILD)/bin/training_loop
 	tools/mmb-plot $(BUILD)/training_loop.json $(BUILD)/training_loop.svg
 	@grep -q '<svg' $(BUILD)/training_loop.svg
 
+# make docs: HTML and man pages (section 3) from the headers with Doxygen,
+# in build/docs (docs/Doxyfile); any warning fails it. `make install` then
+# installs the man pages too.
+docs: $(BUILD)/.deps-docs
+	@rm -rf build/docs
+	doxygen docs/Doxyfile
+	@echo "docs: build/docs/html/index.html, build/docs/man/man3 ($$(ls build/docs/man/man3 | wc -l) pages)"
+
 # Fuzzing (fuzz/README.md): libFuzzer targets built with clang, the library
 # with them, under ASan+UBSan. `make test` runs each for FUZZ_SECONDS (30);
 # `make fuzz FUZZ_SECONDS=3600` for longer. New inputs that add coverage go

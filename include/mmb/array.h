@@ -7,7 +7,7 @@
  * caller's that it wraps and never frees. Arrays are tiled (mmb/tile.h); an
  * untiled array is one tile covering all of it.
  *
- * Whole-array transport follows the tile semantics of DESIGN.md §3:
+ * Whole-array transport follows the tile semantics (mmb/tile.h; docs/design.md):
  * mmb_array_duplicate makes a new array, in another interface, that is a
  * duplicate of its origin; mmb_array_merge folds it back and destroys it;
  * mmb_array_migrate moves the home; mmb_array_copy copies between two arrays

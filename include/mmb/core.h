@@ -16,10 +16,13 @@
 extern "C" {
 #endif
 
-/** The version of these headers; mmb_version says that of the library. */
+/** The version of these headers (major); mmb_version says that of the library. */
 #define MMB_VERSION_MAJOR 0
+/** ... minor (a new minor version may change the ABI while the major is 0) */
 #define MMB_VERSION_MINOR 2
+/** ... patch */
 #define MMB_VERSION_PATCH 0
+/** ... as a string */
 #define MMB_VERSION_STRING "0.2.0"
 
 /**

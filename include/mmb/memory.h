@@ -24,15 +24,15 @@ extern "C" {
 
 /** What a space is, as mmb-info shows it. */
 typedef struct mmbSpaceInfo {
-  mmbMemLayer layer;
-  mmbExecutionContext context;
+  mmbMemLayer layer;              /**< DRAM, HBM, NVDIMM or GDRAM */
+  mmbExecutionContext context;    /**< who uses it: CPU, or GPU_CUDA (GDRAM, pinned DRAM) */
   int numa_node;          /**< OS index of the NUMA node behind it, -1 for none */
   int device;             /**< CUDA device ordinal, -1 for none */
   int index;              /**< n-th space of its layer and context (mmbMemSpaceConfig.numa_node) */
   size_t capacity;        /**< bytes of physical memory behind it */
   size_t limit;           /**< bytes it may hold at once: the least of its capacity,
                                its size_limit and every cap above it (MMB_LIMIT_*) */
-  mmbProviderType default_provider;
+  mmbProviderType default_provider;   /**< what an interface uses when it names none */
   unsigned providers;     /**< bit (1u << type) for each built-in provider usable here */
   bool discovered;        /**< found at init, rather than made by mmb_request_space */
   bool emulated;          /**< a tier MMB_EMULATE made over DRAM (see mmb_init) */

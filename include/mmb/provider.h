@@ -37,8 +37,8 @@ extern "C" {
 
 /** Where an instance of a provider allocates (one instance per interface). */
 typedef struct mmbProviderTarget {
-  mmbMemLayer layer;
-  mmbExecutionContext context;
+  mmbMemLayer layer;             /**< the space's layer */
+  mmbExecutionContext context;   /**< the space's context */
   int numa_node;   /**< OS index of the space's NUMA node, -1 for none */
   int device;      /**< CUDA device ordinal, -1 for none */
 } mmbProviderTarget;

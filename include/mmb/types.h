@@ -47,7 +47,9 @@ extern "C" {
 
 /** Every fallible mmb function returns one of these (MMB_ERROR_MAP). */
 typedef enum mmbError {
+/** \cond INTERNAL */
 #define MMB__ERROR_ENUM(name, text) name,
+/** \endcond */
   MMB_ERROR_MAP(MMB__ERROR_ENUM)
 #undef MMB__ERROR_ENUM
 } mmbError;
@@ -57,8 +59,8 @@ typedef enum mmbError {
 
 /** Extents of an N-dimensional object: size is the rank, d[0..size-1] the extents. */
 typedef struct mmbDimensions {
-  size_t size;
-  size_t d[MMB_MAX_DIMS];
+  size_t size;              /**< the rank: 1..MMB_MAX_DIMS */
+  size_t d[MMB_MAX_DIMS];   /**< the extents (or indices, as mmbIndex) */
 } mmbDimensions;
 
 /** An N-dimensional index: size is the rank, d the coordinates. */
@@ -119,8 +121,11 @@ typedef enum mmbTileSchedule {
   MMB_SCHEDULE_COLMAJOR,  /**< the first grid dimension fastest */
   MMB_SCHEDULE_MORTON     /**< Z-order: tiles close in the grid are close in time */
 } mmbTileSchedule;
+/** What runs a queue's work. */
 typedef enum mmbQueueBackend {
-  MMB_QUEUE_AUTO, MMB_QUEUE_THREAD, MMB_QUEUE_CUDA_STREAM
+  MMB_QUEUE_AUTO,         /**< a CUDA stream when a device exists, else a thread */
+  MMB_QUEUE_THREAD,       /**< a worker thread of mmb's */
+  MMB_QUEUE_CUDA_STREAM   /**< a CUDA stream (host work runs as host functions on it) */
 } mmbQueueBackend;
 
 /** Log levels; MMB_LOG_DEFAULT means "MMB_LOG_LEVEL from the environment, else warn". */
@@ -145,8 +150,8 @@ typedef struct mmbMemSpaceConfig {
 
 /** Config of mmb_request_interface. NULL or all-zero: default provider, basic strategy. */
 typedef struct mmbMemInterfaceConfig {
-  mmbProviderType provider;
-  mmbStrategyType strategy;
+  mmbProviderType provider;    /**< what allocates: DEFAULT = the space's own */
+  mmbStrategyType strategy;    /**< how: DEFAULT = BASIC (every call to the provider) */
   unsigned flags;              /**< MMB_INTERFACE_THREAD_SAFE */
   size_t release_threshold;    /**< pool: once it holds more than this many bytes
                                     from the provider, wholly free segments go back;
@@ -157,6 +162,7 @@ typedef struct mmbMemInterfaceConfig {
     interface belongs to one thread at a time. */
 #define MMB_INTERFACE_THREAD_SAFE 0x1u
 
+/** An arena: many allocations with one lifetime (mmb_region_create). */
 typedef struct mmbRegion mmbRegion;
 
 /** Options of mmb_allocate_opts. */
@@ -184,6 +190,7 @@ typedef struct mmbRegionOptions {
 typedef struct mmbLayoutPadding {
   size_t row_alignment;  /**< bytes: 0 = none, else a power of two and a multiple of the element size */
 } mmbLayoutPadding;
+/** A memory space: a tier of the node, or a caller's budget in one (mmb_request_space). */
 typedef struct mmbMemSpace mmbMemSpace;
 
 /** Options of mmb_queue_create; zero for defaults. */
@@ -198,23 +205,35 @@ typedef struct mmbQueueOptions {
                                  asks for a stream queue. */
 } mmbQueueOptions;
 /** A request: the caller's; {0} (or {NULL}) means "no request". */
-typedef struct mmbRequest { void *impl; } mmbRequest;
+typedef struct mmbRequest {
+  void *impl;   /**< mmb's: a handle with a generation; never dereference it */
+} mmbRequest;
 
 /** Statistics of an interface or a space (names follow cudaMemPool's attributes). */
 typedef struct mmbStats {
-  size_t used_current, used_high;            /**< bytes handed out to callers       */
-  size_t reserved_current, reserved_high;    /**< bytes held from the provider      */
-  unsigned long long n_allocs, n_frees;      /**< calls served                      */
-  unsigned long long n_provider_allocs, n_provider_frees;  /**< trips to the provider */
-  unsigned long long n_failed;               /**< allocations refused (OOM, limit)  */
+  size_t used_current;                  /**< bytes handed out to callers, now */
+  size_t used_high;                     /**< ... at most, so far */
+  size_t reserved_current;              /**< bytes held from the provider, now */
+  size_t reserved_high;                 /**< ... at most, so far */
+  unsigned long long n_allocs;          /**< allocations served */
+  unsigned long long n_frees;           /**< frees served */
+  unsigned long long n_provider_allocs; /**< trips to the provider: allocations */
+  unsigned long long n_provider_frees;  /**< trips to the provider: frees */
+  unsigned long long n_failed;          /**< allocations refused (OOM, limit) */
 } mmbStats;
 
 /* Opaque handles (and mmbMemSpace, above). */
+/** An allocator on a space: a provider and a strategy (mmb_request_interface). */
 typedef struct mmbMemInterface mmbMemInterface;
+/** Bytes allocated by an interface (mmb_allocate). */
 typedef struct mmbAllocation mmbAllocation;
+/** How an array's elements lie in memory (mmb_layout_create_regular_nd). */
 typedef struct mmbLayout mmbLayout;
+/** An N-dimensional array with a layout and a home (mmb_array_create). */
 typedef struct mmbArray mmbArray;
+/** A walk over an array's tiles (mmb_tile_iterator_create). */
 typedef struct mmbTileIterator mmbTileIterator;
+/** Where asynchronous work runs in order: a thread or a CUDA stream (mmb_queue_create). */
 typedef struct mmbQueue mmbQueue;
 
 /** Options of mmb_tile_iterator_create; zero for a plain row-major walk.
@@ -223,7 +242,7 @@ typedef struct mmbQueue mmbQueue;
     current one, hands out the duplicates, and merges (or, read-only,
     releases) each behind the caller. */
 typedef struct mmbTileIteratorOptions {
-  mmbTileSchedule schedule;
+  mmbTileSchedule schedule; /**< the order of the tiles */
   mmbQueue *queue;          /**< prefetch on this queue (NULL: no prefetch) */
   mmbMemSpace *space;       /**< into this space (it must hold depth + 2 tiles) */
   size_t depth;             /**< tiles ahead of the current one; 0 = 1 */
@@ -238,7 +257,8 @@ typedef struct mmbTileIteratorOptions {
  * migrates. Index it with the MMB_TILE_AT_* macros, in absolute array indices.
  */
 typedef struct mmbArrayTile {
-  size_t rank, element_size;
+  size_t rank;                  /**< the array's rank */
+  size_t element_size;          /**< bytes per element */
   size_t lower[MMB_MAX_DIMS];   /**< first absolute index, inclusive  */
   size_t upper[MMB_MAX_DIMS];   /**< last absolute index, exclusive   */
   size_t dim[MMB_MAX_DIMS];     /**< upper - lower                    */

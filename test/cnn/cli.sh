@@ -45,6 +45,8 @@ expect() {   # expect STATUS WORD -- ARGS...: exit status, and a word of stderr/
 }
 
 data=(--data "$tmp/good")
+# an emulated HBM tier (MMB_EMULATE) is the plan's fast tier
+MMB_EMULATE=HBM:64M expect 0 "fast tier HBM (emulated" -- "${data[@]}" --max-batches 3
 expect 0 usage -- --help
 expect 2 "bad value" -- --batch 0 "${data[@]}"
 expect 2 "bad value" -- --batch ten "${data[@]}"
