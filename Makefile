@@ -84,7 +84,9 @@ $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || ec
 all: $(STATIC) $(SHARED) $(TOOLS)
 examples: $(EXAMPLES)
 
-$(BUILD)/.deps-%:
+# (a static pattern: each stamp is a target, so pattern rules can rely on it)
+DEPS_DOCS     := $(BUILD)/.deps-docs
+$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS): $(BUILD)/.deps-%:
 	@scripts/install-deps.sh $*
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_LIB)
@@ -247,7 +249,7 @@ plot-check: $(BUILD)/bin/training_loop
 # make docs: HTML and man pages (section 3) from the headers with Doxygen,
 # in build/docs (docs/Doxyfile); any warning fails it. `make install` then
 # installs the man pages too.
-docs: $(BUILD)/.deps-docs
+docs: $(DEPS_DOCS)
 	@rm -rf build/docs
 	doxygen docs/Doxyfile
 	@echo "docs: build/docs/html/index.html, build/docs/man/man3 ($$(ls build/docs/man/man3 | wc -l) pages)"

@@ -38,6 +38,8 @@ want_allocators() { have_header mimalloc.h || need+=(libmimalloc-dev)
 want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
 want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
 
+check() {
+need=()
 want_pkgconfig
 want_hwloc
 case "$set_name" in
@@ -52,10 +54,16 @@ case "$set_name" in
   *) echo "install-deps: unknown set '$set_name' (lib, examples, test, bench, fuzz, docs, torch, all)" >&2
      exit 2 ;;
 esac
+}
 
-if [ ${#need[@]} -eq 0 ]; then
-  exit 0
-fi
+check
+[ ${#need[@]} -eq 0 ] && exit 0
+# One apt-get at a time (make -j runs several sets at once): wait for the
+# others, then look again.
+exec 9>"${TMPDIR:-/tmp}/mmb-install-deps.lock"
+flock 9 2>/dev/null || true
+check
+[ ${#need[@]} -eq 0 ] && exit 0
 
 echo "install-deps: '$set_name' needs ${need[*]}" >&2
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -200,16 +200,17 @@ static bool place_locked(size_t n, size_t *out) {
         continue;
       }
       if (pages_free(p, need)) {
-        size_t left = cursor / PAGE;
-        if (cursor % PAGE && !counts[left]) {
-          pending[n_pending++] = left;   /* the cursor leaves an empty page */
+        /* the page the cursor filled last (cursor may be the arena's end) */
+        size_t last = cursor ? (cursor - 1) / PAGE : 0;
+        if (cursor % PAGE && !counts[last]) {
+          pending[n_pending++] = last;   /* the cursor leaves an empty page */
           if (n_pending == PENDING_MAX) flush_locked();
         }
         unpend_locked(p, need);
         *out = p * PAGE;
         cursor = *out;
-        if (left / PER_COUNTS_PAGE != p / PER_COUNTS_PAGE)
-          counts_maybe_release_locked(left / PER_COUNTS_PAGE);
+        if (last / PER_COUNTS_PAGE != p / PER_COUNTS_PAGE)
+          counts_maybe_release_locked(last / PER_COUNTS_PAGE);
         return true;
       }
     }
