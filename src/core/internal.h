@@ -108,14 +108,16 @@ extern _Atomic size_t mmb__arena_committed;
 /* The tag before obj, or 0 where mmb puts no object: never reads outside
    the arena's usable part. */
 static inline uint64_t mmb__object_tag(const void *obj) {
-  const char *b = atomic_load_explicit(&mmb__arena_base, memory_order_acquire);
+  /* relaxed: a handle reaches another thread through that thread's own
+     synchronisation, which makes the arena's growth and the tag visible */
+  const char *b = atomic_load_explicit(&mmb__arena_base, memory_order_relaxed);
   uintptr_t off = (uintptr_t)obj - (uintptr_t)b;
   if (MMB__UNLIKELY(!b || off < sizeof(mmb__objhdr) || off % 16 ||
-                    off > atomic_load_explicit(&mmb__arena_committed, memory_order_acquire)))
+                    off > atomic_load_explicit(&mmb__arena_committed, memory_order_relaxed)))
     return 0;
   return atomic_load_explicit(&((const mmb__objhdr *)(const void *)((const char *)obj -
                                                                      sizeof(mmb__objhdr)))->tag,
-                              memory_order_acquire);
+                              memory_order_relaxed);
 }
 /* True when obj is a live object of that kind. */
 static inline bool mmb__object_is(const void *obj, mmb__kind kind) {
@@ -125,10 +127,11 @@ static inline bool mmb__object_is(const void *obj, mmb__kind kind) {
    (NULL, never made by mmb, destroyed, another kind), naming it `what`. */
 mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, const char *what);
 const char *mmb__kind_name(mmb__kind kind);
+/* The check inline (a range test and a load); the reason only on failure. */
 #define MMB__HANDLE(obj, kind, func, what)                                   \
   do {                                                                      \
-    mmbError e_ = mmb__object_check((func), (obj), (kind), (what));         \
-    if (MMB__UNLIKELY(e_ != MMB_OK)) return e_;                             \
+    if (MMB__UNLIKELY(!mmb__object_is((obj), (kind))))                      \
+      return mmb__object_check((func), (obj), (kind), (what));              \
   } while (0)
 /* LeakSanitizer scans the heap, stacks and globals, not an mmap: ranges
    mmb maps for its records (the arena, the allocation registry) point at
