@@ -272,3 +272,27 @@ Test(handles, the_arena_wraps_around_live_objects) {
   }
   mmb_test_teardown();
 }
+
+/* A full arena refuses (MMB_OUT_OF_MEMORY), and takes objects again once a
+   whole page of it is free: pages with a live object are never reused. */
+Test(handles, a_full_arena_refuses_then_recovers) {
+  cr_assert(mmb__objects_set_capacity(1u << 20));
+  mmb_test_setup();
+  enum { MAX = 20000 };
+  static mmbLayout *l[MAX];
+  size_t n = 0;
+  mmbError err = MMB_OK;
+  while (n < MAX && (err = mmb_layout_create_regular_1d(4, (mmbLayoutPadding){0}, &l[n])) == MMB_OK)
+    n++;
+  cr_assert_eq(err, MMB_OUT_OF_MEMORY, "%zu layouts in 1 MiB, then %s", n, mmb_error_name(err));
+  mmbLayout *more;
+  OK(mmb_layout_destroy(l[n / 2]));   /* one object of a full page: the page stays */
+  FAILS(mmb_layout_create_regular_1d(4, (mmbLayoutPadding){0}, &more), MMB_OUT_OF_MEMORY);
+  for (size_t i = 0; i < n; i++)
+    if (i != n / 2) OK(mmb_layout_destroy(l[i]));
+  for (size_t i = 0; i < 1000; i++) {
+    OK(mmb_layout_create_regular_1d(4, (mmbLayoutPadding){0}, &more));
+    OK(mmb_layout_destroy(more));
+  }
+  mmb_test_teardown();
+}
