@@ -234,8 +234,13 @@ install-check: $(STATIC) $(SHARED) $(TOOLS)
 	$(STAGE)/cmake-build/outside
 	$(STAGE)/cmake-build/outside_static
 	$(STAGE)/bin/mmb-info --version | grep -q '$(VERSION)'
+	@# every mmbError result must be used: an ignored one does not compile with -Werror
+	@! grep -n 'MMB_EXPORT mmbError' include/mmb/*.h
+	@printf '#include <mmb/mmb.h>\nint main(void) { mmb_init(0); return 0; }\n' > $(STAGE)/ignored.c
+	@! $(CC) -Werror -c $(STAGE)/ignored.c -o $(STAGE)/ignored.o -I$(STAGE)/include 2>/dev/null
+	@$(CC) -Werror -DMMB_NODISCARD= -c $(STAGE)/ignored.c -o $(STAGE)/ignored.o -I$(STAGE)/include
 	@$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE) >/dev/null
-	@left=$$(find $(STAGE) -type f -not -path '*/cmake-build/*' -not -name 'outside*'); \
+	@left=$$(find $(STAGE) -type f -not -path '*/cmake-build/*' -not -name 'outside*' -not -name 'ignored*'); \
 	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 
 # A traced run of the training-loop example, drawn by tools/mmb-plot.
