@@ -234,6 +234,9 @@ install-check: $(STATIC) $(SHARED) $(TOOLS)
 	$(STAGE)/cmake-build/outside
 	$(STAGE)/cmake-build/outside_static
 	$(STAGE)/bin/mmb-info --version | grep -q '$(VERSION)'
+	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(MAKE) --no-print-directory -s -C $(STAGE)/share/mmb/examples \
+	  CFLAGS="-O2 $(SAN)" >/dev/null
+	$(STAGE)/share/mmb/examples/quickstart >/dev/null
 	@# every mmbError result must be used: an ignored one does not compile with -Werror
 	@! grep -n 'MMB_EXPORT mmbError' include/mmb/*.h
 	@printf '#include <mmb/mmb.h>\nint main(void) { mmb_init(0); return 0; }\n' > $(STAGE)/ignored.c
