@@ -4,7 +4,7 @@
 # inputs it ran. A crash, a sanitizer report or a failed model check stops
 # the run with the input saved as build/fuzz/crash-* (replay it with
 # build/fuzz/fuzz-<t> <file>).
-#   fuzz/run.sh SECONDS TARGET...
+#   FUZZ_SEED=1 fuzz/run.sh SECONDS TARGET...   (FUZZ_SEED=0: a random seed)
 set -euo pipefail
 seconds=$1
 shift
@@ -15,7 +15,7 @@ for target in "$@"; do
   echo "fuzz: $name for ${seconds}s"
   log=$dir/fuzz-$name.log
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-       "$target" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 \
+       "$target" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 \
        -artifact_prefix="$dir/crash-$name-" "$dir/corpus-$name" "fuzz/corpus/$name" >"$log" 2>&1; then
     tail -60 "$log"
     echo "fuzz: $name FAILED (log: $log)" >&2
