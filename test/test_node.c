@@ -45,8 +45,11 @@ static const char two_nodes_xml[] =
     "  </memattr>\n"
     "</topology>\n";
 
+static char topology_path[] = "/tmp/mmb-topology-XXXXXX";
+
+/* HWLOC_XMLFILE names the file; it is read at mmb_init, then removed. */
 static void use_topology(void) {
-  char path[] = "/tmp/mmb-topology-XXXXXX";
+  char *path = topology_path;
   int fd = mkstemp(path);
   cr_assert_geq(fd, 0);
   cr_assert_eq(write(fd, two_nodes_xml, sizeof two_nodes_xml - 1), (ssize_t)sizeof two_nodes_xml - 1);
@@ -58,6 +61,7 @@ static void use_topology(void) {
 Test(node, distances_and_memory_attributes_come_from_hwloc) {
   use_topology();
   mmb_test_setup();
+  cr_assert_eq(unlink(topology_path), 0);
   mmbMemSpace *dram, *hbm;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
   OK(mmb_request_space(MMB_HBM, MMB_CPU, NULL, &hbm));
