@@ -243,18 +243,26 @@ void *mmb__object_new(mmb__kind kind, size_t size) {
   return block + sizeof *h;
 }
 
+/* Marks the object dead, keeping its kind (for the reason a check gives). */
+static mmb__kind retire(mmb__objhdr *h) {
+  mmb__kind kind = (mmb__kind)(atomic_load_explicit(&h->tag, memory_order_relaxed) & 0xff);
+  atomic_store_explicit(&h->tag, TAG(TAG_DEAD, kind), memory_order_release);
+  return kind;
+}
+
+void mmb__object_retire(void *obj) { retire(header(obj)); }
+
 void mmb__object_free(void *obj) {
   if (!obj) return;
   mmb__objhdr *h = header(obj);
-  uint64_t tag = atomic_load_explicit(&h->tag, memory_order_relaxed);
   size_t n = h->bytes, at = (size_t)((char *)h - mmb__arena_base);
-  atomic_store_explicit(&h->tag, TAG(TAG_DEAD, tag & 0xff), memory_order_release);
+  mmb__kind kind = retire(h);
   /* the header stays readable, and so does a region's cursor, which
      mmb/region.h's inline path reads (it finds the limit 0) */
-  size_t keep = sizeof *h + ((tag & 0xff) == MMB__KIND_REGION ? sizeof(mmb__region_cursor) : 0);
+  size_t keep = sizeof *h + (kind == MMB__KIND_REGION ? sizeof(mmb__region_cursor) : 0);
   /* not a tiling (its tiles' headers are inside it), nor a request, which a
      queue's worker may drop while another thread checks a stale copy */
-  if ((tag & 0xff) != MMB__KIND_TILING && (tag & 0xff) != MMB__KIND_REQUEST)
+  if (kind != MMB__KIND_TILING && kind != MMB__KIND_REQUEST)
     POISON((char *)h + keep, n - keep);
   pthread_mutex_lock(&lock);
   for (size_t p = at / PAGE; p <= (at + n - 1) / PAGE; p++)
@@ -268,11 +276,6 @@ void mmb__object_embed(void *obj, mmb__kind kind) {
   atomic_store_explicit(&h->tag, TAG(TAG_LIVE, kind), memory_order_release);
 }
 
-void mmb__object_retire(void *obj) {
-  mmb__objhdr *h = header(obj);
-  uint64_t tag = atomic_load_explicit(&h->tag, memory_order_relaxed);
-  atomic_store_explicit(&h->tag, TAG(TAG_DEAD, tag & 0xff), memory_order_release);
-}
 
 const char *mmb__kind_name(mmb__kind kind) {
   return kind > 0 && kind < MMB__KIND_COUNT ? kind_names[kind] : "object";
