@@ -4,7 +4,8 @@
    another interposes malloc and silently replaces it, so each baseline is
    this program run again as a child (`--child NAME`), with LD_PRELOAD naming
    mimalloc's or jemalloc's library, or nothing for glibc. The children and
-   mmb's runs alternate, REPS rounds; each figure is the best round's.
+   mmb's runs alternate, REPS rounds; each figure is the median round's, with
+   the worst round beside it.
 
    Patterns (blocks of 64-320 B from a fixed sequence, unless said), ns per
    allocate+free pair:
@@ -300,11 +301,30 @@ static int child(void) {
   return 0;
 }
 
+/* Every round's figures of one allocator. */
+typedef struct series {
+  double v[REPS][N_PATTERNS];
+  int rounds;
+} series;
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of a pattern's rounds; *worst: the largest. */
+static double median(const series *s, int p, double *worst) {
+  double v[REPS];
+  for (int r = 0; r < s->rounds; r++) v[r] = s->v[r][p];
+  qsort(v, (size_t)s->rounds, sizeof *v, by_value);
+  if (worst) *worst = v[s->rounds - 1];
+  return s->rounds % 2 ? v[s->rounds / 2] : (v[s->rounds / 2 - 1] + v[s->rounds / 2]) / 2;
+}
+
 typedef struct baseline {
   const char *name;
   const char *library;   /* preloaded; NULL: glibc */
-  double best[N_PATTERNS];
-  bool ok;
+  series s;
 } baseline;
 
 static const char *find_library(const char *soname) {
@@ -351,18 +371,15 @@ static bool run_child(const char *self, baseline *b) {
   close(fd[1]);
   FILE *in = fdopen(fd[0], "r");
   int p;
-  double v;
-  int got = 0;
+  double v, got[N_PATTERNS];
+  int n = 0;
   while (in && fscanf(in, "%d %lf", &p, &v) == 2)
-    if (p >= 0 && p < N_PATTERNS) {
-      if (!b->ok || (p == P_MEMORY ? v > b->best[p] : v < b->best[p])) b->best[p] = v;
-      got++;
-    }
+    if (p >= 0 && p < N_PATTERNS) got[p] = v, n++;
   if (in) fclose(in);
   int status = 0;
   if (ok) waitpid(pid, &status, 0);
-  ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == N_PATTERNS;
-  if (ok) b->ok = true;
+  ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == N_PATTERNS;
+  if (ok) memcpy(b->s.v[b->s.rounds++], got, sizeof got);
   return ok;
 }
 
@@ -418,30 +435,38 @@ int main(int argc, char **argv) {
   allocator mp = {mmb_alloc, mmb_release, pool, mmb_held};
   allocator ms = {mmb_alloc, mmb_release, shared, mmb_held};
 
-  baseline base[N_BASE] = {{"glibc", NULL, {0}, false},
-                           {"mimalloc", find_library("libmimalloc.so.2"), {0}, false},
-                           {"jemalloc", find_library("libjemalloc.so.2"), {0}, false}};
-  double mmb_best[N_PATTERNS], round_[N_PATTERNS];
-  for (int p = 0; p < N_PATTERNS; p++) mmb_best[p] = 1e30;
+  static baseline base[N_BASE] = {{"glibc", NULL, {.rounds = 0}},
+                                  {"mimalloc", NULL, {.rounds = 0}},
+                                  {"jemalloc", NULL, {.rounds = 0}}};
+  base[1].library = find_library("libmimalloc.so.2");
+  base[2].library = find_library("libjemalloc.so.2");
+  static series mine;
   for (int r = 0; r < REPS; r++) {   /* mmb and each baseline, in turn */
-    run_all(&mp, &ms, round_);
-    for (int p = 0; p < N_PATTERNS; p++)   /* memory: the first round's, on a fresh pool */
-      if (p == P_MEMORY ? r == 0 : round_[p] < mmb_best[p]) mmb_best[p] = round_[p];
+    run_all(&mp, &ms, mine.v[mine.rounds++]);
     for (int b = 0; b < N_BASE; b++)
       if ((b == 0 || base[b].library) && !run_child(argv[0], &base[b]))
         fprintf(stderr, "bench-alloc: the %s child failed\n", base[b].name);
   }
+  /* memory: every round on a fresh pool would need one; the first round had it */
+  for (int r = 1; r < mine.rounds; r++) mine.v[r][P_MEMORY] = mine.v[0][P_MEMORY];
 
-  printf("bench-alloc: best of %d rounds; ns per allocate+free (lower is better); ratio = mmb / "
-         "baseline;\nblocks of 64-320 B; each baseline in a process of its own\n\n", REPS);
-  printf("%-36s %8s", "pattern", "mmb");
-  for (int b = 0; b < N_BASE; b++) printf("  %-17s", base[b].ok ? base[b].name : "(missing)");
+  printf("bench-alloc: %d rounds, median (worst); ns per allocate+free (lower is better); ratio "
+         "= mmb / baseline,\nof the medians; blocks of 64-320 B; each baseline in a process of its "
+         "own\n\n", REPS);
+  printf("%-36s %-16s", "pattern", "mmb");
+  for (int b = 0; b < N_BASE; b++)
+    printf("  %-25s", base[b].s.rounds ? base[b].name : "(missing)");
   printf("\n");
   for (int p = 0; p < N_PATTERNS; p++) {
-    printf("%-36s %8.2f", pattern_name[p], mmb_best[p]);
+    double worst, m = median(&mine, p, &worst);
+    printf("%-36s %7.2f (%6.2f)", pattern_name[p], m, worst);
     for (int b = 0; b < N_BASE; b++) {
-      if (!base[b].ok) printf("  %-17s", "-");
-      else printf("  %7.2f (%5.2fx)", base[b].best[p], mmb_best[p] / base[b].best[p]);
+      if (!base[b].s.rounds) {
+        printf("  %-25s", "-");
+        continue;
+      }
+      double bw, bm = median(&base[b].s, p, &bw);
+      printf("  %7.2f (%6.2f) %5.2fx", bm, bw, m / bm);
     }
     printf("\n");
   }
@@ -450,14 +475,14 @@ int main(int argc, char **argv) {
   CHECK(mmb_region_create(basic, NULL, &region));
   char *arena = malloc(2u << 20);
   if (!arena) abort();
-  double region_ns = 1e30, bump_ns = 1e30;
-  for (int r = 0; r < REPS; r++) {
-    double x = region_run(region), y = bump_run(arena, 2u << 20);
-    if (x < region_ns) region_ns = x;
-    if (y < bump_ns) bump_ns = y;
+  static series regions;   /* pattern 0: the region, 1: the bump allocator */
+  for (int r = 0; r < REPS; r++, regions.rounds++) {
+    regions.v[r][0] = region_run(region);
+    regions.v[r][1] = bump_run(arena, 2u << 20);
   }
-  printf("\nregion alloc (inline bump, reset per 4096): %.2f ns; a hand-written bump allocator "
-         "%.2f ns: %.2fx\n", region_ns, bump_ns, region_ns / bump_ns);
+  double rw, bw, rm = median(&regions, 0, &rw), bm = median(&regions, 1, &bw);
+  printf("\nregion alloc (inline bump, reset per 4096): %.2f ns (worst %.2f); a hand-written bump "
+         "allocator %.2f ns (worst %.2f): %.2fx\n", rm, rw, bm, bw, rm / bm);
   mmbStats st;
   CHECK(mmb_interface_get_stats(pool, &st));
   printf("pool after everything: %llu allocations served by %llu provider trips, %.1f MiB "
