@@ -211,3 +211,105 @@ MMB_TEST(space, requested_spaces_are_named_apart) {
   OK(mmb_space_release(b));
   OK(mmb_space_release(named));
 }
+
+MMB_TEST(space, registered_memory_is_what_a_plain_request_returns) {
+  mmbMemSpaceConfig cfg = {.size_limit = 8000};
+  mmbMemInterfaceConfig icfg = {.strategy = MMB_STRATEGY_POOL};
+  OK(mmb_register_memory(MMB_DRAM, MMB_EXECUTION_CONTEXT_DEFAULT, &cfg, &icfg));
+  mmbMemSpace *a, *b, *first;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &a));
+  OK(mmb_request_space(MMB_DRAM, MMB_EXECUTION_CONTEXT_DEFAULT, NULL, &b));
+  OK(mmb_space_at(0, &first));
+  cr_assert_eq(a, b);
+  cr_assert_neq(a, first);
+  size_t cap;
+  OK(mmb_space_capacity(a, &cap));
+  cr_assert_eq(cap, 8000);
+  /* registering the same again (every field of a code does) changes nothing */
+  OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &cfg, &icfg));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &b));
+  cr_assert_eq(a, b);
+  /* an interface asked for with no config gets the registered one */
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(a, NULL, &iface));
+  mmbAllocation *x;
+  OK(mmb_allocate(100, iface, &x));
+  OK(mmb_free(x));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_gt(st.reserved_current, 0, "a pool keeps what it took");
+  FAILS(mmb_allocate(9000, iface, &x), MMB_OUT_OF_MEMORY);
+  /* the library's: release does nothing; a new config waits for its users */
+  OK(mmb_space_release(a));
+  OK(mmb_space_capacity(a, &cap));
+  mmbMemSpaceConfig bigger = {.size_limit = 1 << 20};
+  FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, &bigger, &icfg), MMB_BUSY);
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &b));
+  cr_assert_eq(a, b);
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &bigger, NULL));
+  FAILS(mmb_space_capacity(a, &cap), MMB_INVALID_ARG);   /* the replaced one is gone */
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &b));
+  OK(mmb_space_capacity(b, &cap));
+  cr_assert_eq(cap, 1 << 20);
+  OK(mmb_request_interface(b, NULL, &iface));
+  mmbProviderType p;
+  OK(mmb_interface_provider(iface, &p));
+  cr_assert_eq(p, MMB_PROVIDER_SYSTEM);
+  OK(mmb_interface_destroy(iface));
+  /* a request with a config is still a new space of the tier's */
+  mmbMemSpace *own;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 10}, &own));
+  OK(mmb_space_capacity(own, &cap));
+  cr_assert_eq(cap, 10);
+  OK(mmb_space_release(own));
+}
+
+MMB_TEST(space, bad_registrations) {
+  FAILS(mmb_register_memory(MMB_MEMLAYER_MAX, MMB_CPU, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_register_memory(MMB_DRAM, (mmbExecutionContext)7, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.numa_node = -2}, NULL),
+        MMB_INVALID_ARG);
+  FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.name = ""}, NULL),
+        MMB_INVALID_ARG);
+  FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, NULL, &(mmbMemInterfaceConfig){.flags = 8}),
+        MMB_INVALID_ARG);
+  FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.numa_node = 4096}, NULL),
+        MMB_UNAVAILABLE);
+  FAILS(mmb_register_memory(MMB_GDRAM, MMB_EXECUTION_CONTEXT_DEFAULT, NULL, NULL),
+        MMB_UNAVAILABLE);
+  /* nothing registered: a plain request is the discovered space */
+  mmbMemSpace *a, *first;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &a));
+  OK(mmb_space_at(0, &first));
+  cr_assert_eq(a, first);
+  /* a named registration compares by name */
+  mmbMemSpaceConfig named = {.size_limit = 4096, .name = "fields"};
+  OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &named, NULL));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &a));
+  char copy[] = "fields";
+  OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 4096, .name = copy},
+                         NULL));
+  mmbMemSpace *b;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &b));
+  cr_assert_eq(a, b);
+  mmbSpaceInfo info;
+  OK(mmb_space_get_info(b, &info));
+  cr_assert_str_eq(info.name, "fields");
+}
+
+Test(space_lifecycle, registration_needs_init_and_ends_with_finalize) {
+  cr_assert_eq(mmb_register_memory(MMB_DRAM, MMB_CPU, NULL, NULL), MMB_NOT_INITIALIZED);
+  mmbOptions opts = {.log_level = MMB_LOG_OFF};
+  for (int round = 0; round < 2; round++) {
+    cr_assert_eq(mmb_init(&opts), MMB_OK);
+    mmbMemSpace *a, *first;
+    cr_assert_eq(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &a), MMB_OK);
+    cr_assert_eq(mmb_space_at(0, &first), MMB_OK);
+    cr_assert_eq(a, first, "round %d: no registration survives finalize", round);
+    cr_assert_eq(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 64},
+                                     NULL), MMB_OK);
+    cr_assert_eq(mmb_finalize(), MMB_OK);
+  }
+  ASSERT_NO_LEAKS();
+}

@@ -66,7 +66,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_cuda_status(int *out_devices, const char *
  * \param layer  the memory layer.
  * \param ctx    MMB_EXECUTION_CONTEXT_DEFAULT: CPU for host layers, GPU_CUDA
  *               for GDRAM. (MMB_DRAM, MMB_GPU_CUDA) is pinned host memory.
- * \param cfg    NULL: the first such space, shared. Non-NULL: a new space of
+ * \param cfg    NULL: the space registered for \p layer and \p ctx
+ *               (mmb_register_memory), else the first such space, shared.
+ *               Non-NULL: a new space of
  *               the caller's, drawing on the \p cfg->numa_node -th (host) or
  *               \p cfg->device -th (GDRAM) space, holding at most
  *               \p cfg->size_limit bytes (0 = no limit of its own).
@@ -79,8 +81,30 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_space(mmbMemLayer layer, mmbExecut
                                       const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space);
 
 /**
+ * Registers the space that mmb_request_space(\p layer, \p ctx, NULL, ...)
+ * returns from now on (Mamba's mmb_register_memory): a space made as
+ * mmb_request_space makes one from \p space_cfg, held by the library until
+ * finalize, on which mmb_request_interface with no config uses
+ * \p interface_cfg. Registering again with equal configs changes nothing
+ * and returns MMB_OK, so every part of a code may register what it needs;
+ * different configs replace the registration once nothing draws on the
+ * registered space.
+ * \param space_cfg      NULL or all-zero: the tier's first space, no limit
+ *                       of its own.
+ * \param interface_cfg  NULL: the defaults (system provider, basic strategy).
+ * \return MMB_OK; MMB_INVALID_ARG for an unknown layer, context or flags, a
+ *         negative index, a bad name; MMB_UNAVAILABLE if the node has no such
+ *         space; MMB_BUSY while an interface draws on the space registered
+ *         with other configs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
+                                        const mmbMemSpaceConfig *space_cfg,
+                                        const mmbMemInterfaceConfig *interface_cfg);
+
+/**
  * Releases a space made by mmb_request_space with a config. Discovered
- * spaces are the library's: releasing one does nothing and returns MMB_OK.
+ * and registered spaces are the library's: releasing one does nothing and
+ * returns MMB_OK.
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while an interface or a
  *         space requested on it lives; MMB_NOT_INITIALIZED.
  */

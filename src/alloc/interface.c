@@ -47,7 +47,8 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   MMB__ARG(!out_interface, __func__, "out_interface is NULL");
-  mmbMemInterfaceConfig c = cfg ? *cfg : (mmbMemInterfaceConfig){0};
+  /* no config: a registered space's own (mmb_register_memory), else defaults */
+  mmbMemInterfaceConfig c = cfg ? *cfg : space->interface_cfg;
   MMB__ARG(c.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown flags 0x%x", c.flags);
   mmbMemInterface *iface = mmb__object_new(MMB__KIND_INTERFACE, sizeof *iface);
   if (!iface) return MMB_OUT_OF_MEMORY;

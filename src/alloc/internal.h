@@ -31,6 +31,13 @@ struct mmbMemSpace {
   _Atomic size_t n_users;   /* interfaces and requested spaces drawing on it */
   size_t throttle;          /* MMB_EMULATE's bw=: bytes/s copies to or from it may take; 0 none */
   mmbMemSpace *next;        /* discovered list, or the requested list */
+  /* mmb_register_memory: the space is the library's (release does nothing),
+     made from reg_cfg (reg_cfg.name points at reg_name), and interfaces asked
+     for with no config on it get interface_cfg. */
+  bool registered;
+  mmbMemSpaceConfig reg_cfg;
+  char reg_name[48];
+  mmbMemInterfaceConfig interface_cfg;
 };
 
 /* The one hook a higher floor may set: called by mmb_space_release before

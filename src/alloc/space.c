@@ -16,6 +16,9 @@ static mmbMemSpace *discovered[MAX_DISCOVERED];
 static size_t n_discovered;
 static pthread_mutex_t requested_lock = PTHREAD_MUTEX_INITIALIZER;
 static mmbMemSpace *requested;   /* list of spaces made by mmb_request_space */
+/* mmb_register_memory's spaces, by layer and resolved context (CPU, GPU_CUDA);
+   each is also on the requested list. Under requested_lock. */
+static mmbMemSpace *registered[MMB_MEMLAYER_MAX][2];
 
 static const char *const layer_names[MMB_MEMLAYER_MAX] = {"DRAM", "HBM", "NVDIMM", "GDRAM"};
 
@@ -76,6 +79,7 @@ mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpa
 }
 
 static void release_requested_all(void) {
+  memset(registered, 0, sizeof registered);
   while (requested) {
     mmbMemSpace *s = requested;
     requested = s->next;
@@ -161,29 +165,28 @@ static mmbMemSpace *find_discovered(mmbMemLayer layer, mmbExecutionContext ctx, 
   return NULL;
 }
 
-mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
-                           const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space) {
-  MMB__REQUIRE_INIT();
-  MMB__ARG(!out_space, __func__, "out_space is NULL");
-  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
-  MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
-  ctx = resolve_context(layer, ctx);
-  int index = 0;
-  if (cfg) {
-    MMB__ARG(cfg->numa_node < 0 || cfg->device < 0, __func__,
-             "numa_node %d / device %d: indices are 0-based", cfg->numa_node, cfg->device);
-    MMB__ARG(cfg->name && (!*cfg->name || strlen(cfg->name) >= sizeof(mmbSpaceInfo){0}.name),
-             __func__, "a space's name has 1 to %zu bytes", sizeof(mmbSpaceInfo){0}.name - 1);
-    index = layer == MMB_GDRAM ? cfg->device : cfg->numa_node;
-  }
+static void (*_Atomic release_hook)(mmbMemSpace *space);
+
+void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space)) {
+  atomic_store(&release_hook, hook);
+}
+
+static mmbError check_space_config(const char *func, const mmbMemSpaceConfig *cfg) {
+  MMB__ARG(cfg->numa_node < 0 || cfg->device < 0, func,
+           "numa_node %d / device %d: indices are 0-based", cfg->numa_node, cfg->device);
+  MMB__ARG(cfg->name && (!*cfg->name || strlen(cfg->name) >= sizeof(mmbSpaceInfo){0}.name),
+           func, "a space's name has 1 to %zu bytes", sizeof(mmbSpaceInfo){0}.name - 1);
+  return MMB_OK;
+}
+
+/* A new space drawing on the configured tier; the caller links it. */
+static mmbError new_space(const char *func, mmbMemLayer layer, mmbExecutionContext ctx,
+                          const mmbMemSpaceConfig *cfg, mmbMemSpace **out) {
+  int index = layer == MMB_GDRAM ? cfg->device : cfg->numa_node;
   mmbMemSpace *base = find_discovered(layer, ctx, index);
   if (!base)
-    return mmb__fail(MMB_UNAVAILABLE, __func__, "no %s space #%d for %s on this node",
+    return mmb__fail(MMB_UNAVAILABLE, func, "no %s space #%d for %s on this node",
                      mmb_layer_name(layer), index, mmb_context_name(ctx));
-  if (!cfg) {
-    *out_space = base;
-    return MMB_OK;
-  }
   mmbMemSpace *s = mmb__object_new(MMB__KIND_SPACE, sizeof *s);
   if (!s) return MMB_OUT_OF_MEMORY;
   s->info = base->info;
@@ -196,18 +199,111 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
   else snprintf(s->info.name, sizeof s->info.name, "%.24s, limited %lu", base->info.name,
                 atomic_fetch_add(&named, 1) + 1);
   atomic_fetch_add(&base->n_users, 1);
-  pthread_mutex_lock(&requested_lock);
+  *out = s;
+  return MMB_OK;
+}
+
+static void link_requested_locked(mmbMemSpace *s) {
   s->next = requested;
   requested = s;
+}
+
+/* Unlinks an unused requested space and frees it; MMB_BUSY if it is used. */
+static mmbError release_locked(const char *func, mmbMemSpace *space) {
+  mmbMemSpace **link = &requested;
+  while (*link && *link != space) link = &(*link)->next;
+  if (!*link) return mmb__fail(MMB_INVALID_ARG, func, "%p is not a live space", (void *)space);
+  if (atomic_load(&space->n_users) > 0)
+    return mmb__fail(MMB_BUSY, func, "%zu interfaces or spaces still draw on it",
+                     atomic_load(&space->n_users));
+  *link = space->next;
+  atomic_fetch_sub(&space->parent->n_users, 1);
+  mmb__object_free(space);
+  return MMB_OK;
+}
+
+mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
+                           const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!out_space, __func__, "out_space is NULL");
+  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
+  MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
+  ctx = resolve_context(layer, ctx);
+  if (!cfg) {
+    pthread_mutex_lock(&requested_lock);
+    mmbMemSpace *reg = registered[layer][ctx == MMB_GPU_CUDA];
+    pthread_mutex_unlock(&requested_lock);
+    *out_space = reg ? reg : find_discovered(layer, ctx, 0);
+    if (!*out_space)
+      return mmb__fail(MMB_UNAVAILABLE, __func__, "no %s space for %s on this node",
+                       mmb_layer_name(layer), mmb_context_name(ctx));
+    return MMB_OK;
+  }
+  mmbError err = check_space_config(__func__, cfg);
+  mmbMemSpace *s;
+  if (err == MMB_OK) err = new_space(__func__, layer, ctx, cfg, &s);
+  if (err != MMB_OK) return err;
+  pthread_mutex_lock(&requested_lock);
+  link_requested_locked(s);
   pthread_mutex_unlock(&requested_lock);
   *out_space = s;
   return MMB_OK;
 }
 
-static void (*_Atomic release_hook)(mmbMemSpace *space);
+static bool same_space_config(const mmbMemSpaceConfig *a, const mmbMemSpaceConfig *b,
+                              mmbMemLayer layer) {
+  bool same_index = layer == MMB_GDRAM ? a->device == b->device : a->numa_node == b->numa_node;
+  return a->size_limit == b->size_limit && same_index && !a->name == !b->name &&
+         (!a->name || !strcmp(a->name, b->name));
+}
 
-void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space)) {
-  atomic_store(&release_hook, hook);
+mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
+                             const mmbMemSpaceConfig *space_cfg,
+                             const mmbMemInterfaceConfig *interface_cfg) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
+  MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
+  ctx = resolve_context(layer, ctx);
+  mmbMemSpaceConfig cfg = space_cfg ? *space_cfg : (mmbMemSpaceConfig){0};
+  mmbMemInterfaceConfig icfg = interface_cfg ? *interface_cfg : (mmbMemInterfaceConfig){0};
+  mmbError err = check_space_config(__func__, &cfg);
+  MMB__ARG(icfg.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown interface flags 0x%x",
+           icfg.flags);
+  if (err != MMB_OK) return err;
+  mmbMemSpace **slot = &registered[layer][ctx == MMB_GPU_CUDA];
+  pthread_mutex_lock(&requested_lock);
+  mmbMemSpace *old = *slot;
+  bool same = old && same_space_config(&old->reg_cfg, &cfg, layer) &&
+              !memcmp(&old->interface_cfg, &icfg, sizeof icfg);
+  pthread_mutex_unlock(&requested_lock);
+  if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
+  void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
+  if (old && hook) hook(old);   /* the duplicates' interface on it, if idle */
+  pthread_mutex_lock(&requested_lock);
+  if (*slot != old) {   /* another thread registered meanwhile */
+    pthread_mutex_unlock(&requested_lock);
+    return mmb__fail(MMB_BUSY, __func__, "%s is being registered by another thread",
+                     mmb_layer_name(layer));
+  }
+  mmbMemSpace *s = NULL;
+  if (old) err = release_locked(__func__, old);
+  if (err == MMB_OK) {
+    *slot = NULL;
+    err = new_space(__func__, layer, ctx, &cfg, &s);
+  }
+  if (err == MMB_OK) {
+    s->registered = true;
+    s->reg_cfg = cfg;
+    if (cfg.name) {
+      snprintf(s->reg_name, sizeof s->reg_name, "%s", cfg.name);
+      s->reg_cfg.name = s->reg_name;
+    }
+    s->interface_cfg = icfg;
+    link_requested_locked(s);
+    *slot = s;
+  }
+  pthread_mutex_unlock(&requested_lock);
+  return err;
 }
 
 static bool is_discovered(const mmbMemSpace *space) {
@@ -219,24 +315,13 @@ static bool is_discovered(const mmbMemSpace *space) {
 mmbError mmb_space_release(mmbMemSpace *space) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
-  if (is_discovered(space)) return MMB_OK;
+  if (is_discovered(space) || space->registered) return MMB_OK;   /* the library's */
   void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
   if (hook) hook(space);   /* the duplicates' interface, if idle */
   pthread_mutex_lock(&requested_lock);
-  mmbMemSpace **link = &requested;
-  while (*link && *link != space) link = &(*link)->next;
-  mmbError err = MMB_OK;
-  if (!*link) err = mmb__fail(MMB_INVALID_ARG, __func__, "%p is not a live space", (void *)space);
-  else if (atomic_load(&space->n_users) > 0)
-    err = mmb__fail(MMB_BUSY, __func__, "%zu interfaces or spaces still draw on it",
-                    atomic_load(&space->n_users));
-  else
-    *link = space->next;
+  mmbError err = release_locked(__func__, space);
   pthread_mutex_unlock(&requested_lock);
-  if (err != MMB_OK) return err;
-  atomic_fetch_sub(&space->parent->n_users, 1);
-  mmb__object_free(space);
-  return MMB_OK;
+  return err;
 }
 
 mmbError mmb_space_count(size_t *count) {
