@@ -103,3 +103,22 @@ Test(layout, needs_init) {
   mmbLayout *l;
   cr_assert_eq(mmb_layout_create_regular_1d(4, (mmbLayoutPadding){0}, &l), MMB_NOT_INITIALIZED);
 }
+
+MMB_TEST(layout, info_says_what_the_layout_was_made_with) {
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_nd(8, 3, MMB_COLMAJOR, (mmbLayoutPadding){.row_alignment = 64}, &l));
+  mmbLayoutInfo info;
+  OK(mmb_layout_get_info(l, &info));
+  cr_assert_eq(info.element_size, 8);
+  cr_assert_eq(info.rank, 3);
+  cr_assert_eq(info.order, MMB_COLMAJOR);
+  cr_assert_eq(info.row_alignment, 64);
+  cr_assert_eq(info.type, MMB_TYPE_BYTES);
+  OK(mmb_layout_set_element_type(l, MMB_TYPE_DOUBLE));
+  OK(mmb_layout_get_info(l, &info));
+  cr_assert_eq(info.type, MMB_TYPE_DOUBLE);
+  FAILS(mmb_layout_get_info(l, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_layout_get_info(NULL, &info), MMB_INVALID_ARG);
+  OK(mmb_layout_destroy(l));
+  FAILS(mmb_layout_get_info(l, &info), MMB_INVALID_ARG);
+}

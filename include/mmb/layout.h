@@ -53,6 +53,19 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_create_regular_nd(size_t element_si
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type);
 
+/** What a layout says (mmb_layout_get_info). */
+typedef struct mmbLayoutInfo {
+  size_t element_size;    /**< bytes per element */
+  size_t rank;            /**< 1..MMB_MAX_DIMS */
+  mmbLayoutOrder order;   /**< MMB_ROWMAJOR or MMB_COLMAJOR */
+  size_t row_alignment;   /**< the padding's row alignment in bytes, 0 for none */
+  mmbElementType type;    /**< MMB_TYPE_BYTES unless mmb_layout_set_element_type said */
+} mmbLayoutInfo;
+
+/** Describes \p layout, for code handed one to check its data against it.
+    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_get_info(const mmbLayout *layout, mmbLayoutInfo *out_info);
+
 /** Frees a layout; arrays made with it keep their own copy.
     \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_layout_destroy(mmbLayout *layout);

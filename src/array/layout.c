@@ -57,6 +57,16 @@ mmbError mmb_layout_set_element_type(mmbLayout *layout, mmbElementType type) {
   return MMB_OK;
 }
 
+mmbError mmb_layout_get_info(const mmbLayout *layout, mmbLayoutInfo *out_info) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(layout, MMB__KIND_LAYOUT, __func__, "layout");
+  MMB__ARG(!out_info, __func__, "out_info is NULL");
+  *out_info = (mmbLayoutInfo){.element_size = layout->element_size, .rank = layout->rank,
+                              .order = layout->order, .row_alignment = layout->row_alignment,
+                              .type = layout->type};
+  return MMB_OK;
+}
+
 mmbError mmb_layout_destroy(mmbLayout *layout) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(layout, MMB__KIND_LAYOUT, __func__, "layout");

@@ -1,0 +1,39 @@
+/* Writes the named constants of module mamba (fortran/mamba.F90 includes
+   the output) from the C headers themselves, so the Fortran values cannot
+   drift from the C ones: every enum value and every #define of the API. */
+#include <mmb/mmb.h>
+
+#include <stdio.h>
+
+#define INT(name) printf("  integer(c_int), parameter :: %s = %lld\n", #name, (long long)(name))
+#define SIZE(name) printf("  integer(c_size_t), parameter :: %s = %lld_c_size_t\n", #name, \
+                          (long long)(name))
+
+int main(void) {
+  printf("  ! written by fortran/constants.c from the C headers: do not edit\n");
+#define ERROR_CONSTANT(name, text) INT(name);
+  MMB_ERROR_MAP(ERROR_CONSTANT)
+#undef ERROR_CONSTANT
+  INT(MMB_VERSION_MAJOR); INT(MMB_VERSION_MINOR); INT(MMB_VERSION_PATCH);
+  INT(MMB_MAX_DIMS);
+  INT(MMB_DRAM); INT(MMB_HBM); INT(MMB_NVDIMM); INT(MMB_GDRAM); INT(MMB_MEMLAYER_MAX);
+  INT(MMB_EXECUTION_CONTEXT_DEFAULT); INT(MMB_CPU); INT(MMB_GPU_CUDA);
+  INT(MMB_PROVIDER_DEFAULT); INT(MMB_PROVIDER_SYSTEM); INT(MMB_PROVIDER_PINNED);
+  INT(MMB_PROVIDER_CUDA); INT(MMB_PROVIDER_USER);
+  INT(MMB_STRATEGY_DEFAULT); INT(MMB_STRATEGY_BASIC); INT(MMB_STRATEGY_POOL);
+  INT(MMB_READ); INT(MMB_WRITE); INT(MMB_READ_WRITE);
+  INT(MMB_ROWMAJOR); INT(MMB_COLMAJOR);
+  INT(MMB_TYPE_BYTES); INT(MMB_TYPE_FLOAT); INT(MMB_TYPE_DOUBLE); INT(MMB_TYPE_INT32);
+  INT(MMB_TYPE_INT64);
+  INT(MMB_MERGE_OVERWRITE); INT(MMB_MERGE_SUM); INT(MMB_MERGE_MIN); INT(MMB_MERGE_MAX);
+  INT(MMB_SCHEDULE_ROWMAJOR); INT(MMB_SCHEDULE_COLMAJOR); INT(MMB_SCHEDULE_MORTON);
+  INT(MMB_QUEUE_AUTO); INT(MMB_QUEUE_THREAD); INT(MMB_QUEUE_CUDA_STREAM);
+  INT(MMB_LOG_DEFAULT); INT(MMB_LOG_OFF); INT(MMB_LOG_ERROR); INT(MMB_LOG_WARN);
+  INT(MMB_LOG_INFO); INT(MMB_LOG_DEBUG);
+  INT(MMB_INTERFACE_THREAD_SAFE); INT(MMB_ALLOC_ZERO);
+  INT(MMB_PROVIDER_ABI_VERSION); INT(MMB_PROVIDER_HOST_ACCESSIBLE);
+  INT(MMB_PROVIDER_DEVICE_ACCESSIBLE); INT(MMB_PROVIDER_PAGE_LOCKED);
+  INT(MMB_PROVIDER_ASYNC_COPY); INT(MMB_PROVIDER_CUDA_MEMORY);
+  SIZE(MMB_DEFAULT_ALIGNMENT); SIZE(MMB_MAX_ALIGNMENT); SIZE(MMB_REGION_DEFAULT_ALIGNMENT);
+  return 0;
+}
