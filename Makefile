@@ -1,5 +1,6 @@
 # mmb: one entry point. Targets: all, test, run, bench, install, clean.
 #   make CUDA=0|1     force the CUDA parts off/on (default: on when nvcc and cudart are found)
+#   make FORTRAN=0|1  module mamba and libfmmb off/on (default: on when $(FC), gfortran, is found)
 #   make SANITIZE=1   AddressSanitizer + UBSan (in build/sanitize); SANITIZE=thread: TSan (build/tsan)
 #   make DEBUG=1      -O0 -DMMB_DEBUG=1 (in build/debug)
 #   make install PREFIX=/opt/mmb
@@ -69,6 +70,20 @@ DEPS_LIB      := $(BUILD)/.deps-lib
 DEPS_EXAMPLES := $(BUILD)/.deps-examples
 DEPS_TEST     := $(BUILD)/.deps-test
 DEPS_BENCH    := $(BUILD)/.deps-bench
+DEPS_FORTRAN  := $(BUILD)/.deps-fortran
+# Module mamba (Fortran): built when $(FC) is found (see fortran/README.md).
+ifeq ($(origin FC),default)
+  FC := gfortran
+endif
+ifeq ($(origin FORTRAN),undefined)
+  FORTRAN := $(if $(shell command -v $(FC) 2>/dev/null),1,0)
+endif
+FMOD      := $(BUILD)/include
+FGEN      := $(BUILD)/fortran
+FFLAGS_ALL = -cpp -std=f2018 $(OPT) -g -Wall -fPIC $(SAN) -J$(FMOD) -I$(FGEN) $(FFLAGS)
+FORTRAN_OBJ  := $(BUILD)/obj/fortran/mamba_c.o $(BUILD)/obj/fortran/mamba.o $(BUILD)/obj/fortran/shim.o
+FORTRAN_LIBS := $(BUILD)/lib/libfmmb.a $(BUILD)/lib/libfmmb.so
+FORTRAN_LINK := -I$(FMOD) -L$(BUILD)/lib -lfmmb -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 # Programs outside the library see only the public API, through libmmb.so.
 APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 
@@ -79,14 +94,15 @@ FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
-        layers-check fuzz
-# The library and its tool: hwloc alone (CUDA when found).
-all: $(STATIC) $(SHARED) $(TOOLS)
+        layers-check fuzz fortran fortran-check
+# The library and its tool: hwloc alone (CUDA when found); module mamba
+# when gfortran is there.
+all: $(STATIC) $(SHARED) $(TOOLS) $(if $(filter 1,$(FORTRAN)),$(FORTRAN_LIBS))
 examples: $(EXAMPLES)
 
 # (a static pattern: each stamp is a target, so pattern rules can rely on it)
 DEPS_DOCS     := $(BUILD)/.deps-docs
-$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS): $(BUILD)/.deps-%:
+$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS) $(DEPS_FORTRAN): $(BUILD)/.deps-%:
 	@scripts/install-deps.sh $*
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_LIB)
@@ -173,6 +189,65 @@ $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
 
+# Module mamba (fortran/README.md): fortran/mamba_c.F90 (the C level) and
+# fortran/mamba.F90 (the procedures), with their constants written from the
+# C headers by fortran/constants.c, and fortran/shim.c (descriptors, tracked
+# iterators), into libfmmb.a and .so over libmmb; mamba.mod in build/include.
+
+$(FGEN)/constants: fortran/constants.c $(wildcard include/mmb/*.h)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -Wall -Iinclude $< -o $@
+$(FGEN)/mamba_constants.inc: $(FGEN)/constants
+	$< > $@
+$(FGEN)/mamba_public.inc: $(FGEN)/constants
+	$< public > $@
+
+$(BUILD)/obj/fortran/mamba_c.o: fortran/mamba_c.F90 $(FGEN)/mamba_constants.inc $(FLAGS_FILE) | $(DEPS_FORTRAN)
+	@mkdir -p $(@D) $(FMOD)
+	$(FC) $(FFLAGS_ALL) -c $< -o $@
+$(BUILD)/obj/fortran/mamba.o: fortran/mamba.F90 $(BUILD)/obj/fortran/mamba_c.o $(FGEN)/mamba_public.inc
+	$(FC) $(FFLAGS_ALL) -c $< -o $@
+# (compiled by gfortran's driver: its ISO_Fortran_binding.h is the one that matches)
+$(BUILD)/obj/fortran/shim.o: fortran/shim.c $(FLAGS_FILE) | $(DEPS_FORTRAN)
+	@mkdir -p $(@D)
+	$(FC) -std=gnu11 $(OPT) -g -Wall -Wextra -fPIC $(SAN) -Iinclude -c $< -o $@
+
+$(BUILD)/lib/libfmmb.a: $(FORTRAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/lib/libfmmb.so: $(FORTRAN_OBJ) $(SHARED)
+	$(FC) -shared $(SAN) -Wl,-soname,libfmmb.so.0 -o $@.0 $(FORTRAN_OBJ) -L$(BUILD)/lib -lmmb \
+	  -Wl,-rpath,'$$ORIGIN'
+	ln -sf libfmmb.so.0 $@
+
+$(BUILD)/test/fortran-tests: test/fortran/test_mamba.F90 $(FORTRAN_LIBS)
+	@mkdir -p $(@D)
+	$(FC) $(FFLAGS_ALL) -Wno-unused-dummy-argument $< -o $@ $(FORTRAN_LINK)
+$(BUILD)/bin/fortran_field: examples/fortran/field.f90 $(FORTRAN_LIBS)
+	@mkdir -p $(@D)
+	$(FC) -std=f2018 $(OPT) -g -Wall $(SAN) $< -o $@ $(FORTRAN_LINK)
+
+ifeq ($(FORTRAN),1)
+fortran: $(FORTRAN_LIBS) $(BUILD)/bin/fortran_field
+# The Fortran tests, the example, and a program written as a Mamba user
+# wrote it, built with pkg-config mamba against a staged install.
+FSTAGE := $(abspath $(BUILD)/stage-fortran)
+fortran-check: $(BUILD)/test/fortran-tests $(BUILD)/bin/fortran_field $(TOOLS)
+	$(BUILD)/test/fortran-tests
+	$(BUILD)/bin/fortran_field >/dev/null
+	@rm -rf $(FSTAGE)
+	@$(MAKE) --no-print-directory install PREFIX=$(FSTAGE) >/dev/null
+	PKG_CONFIG_PATH=$(FSTAGE)/lib/pkgconfig pkg-config --atleast-version=0.1.6 mamba
+	cd $(FSTAGE) && $(FC) $(SAN) $(CURDIR)/test/outside/mamba_user.f90 -o mamba_user \
+	  $$(PKG_CONFIG_PATH=$(FSTAGE)/lib/pkgconfig pkg-config --cflags --libs mamba) -Wl,-rpath,$(FSTAGE)/lib
+	$(FSTAGE)/mamba_user
+	@$(MAKE) --no-print-directory uninstall PREFIX=$(FSTAGE) >/dev/null
+	@left=$$(find $(FSTAGE) -type f -not -name 'mamba_user*'); \
+	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
+else
+fortran fortran-check:
+	@echo "$@: skipped: no Fortran compiler ($(FC)); scripts/install-deps.sh fortran installs gfortran"
+endif
+
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(@D)
@@ -198,6 +273,8 @@ else
 test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
+	@# (a make of its own: it looks for gfortran after install-deps put it there)
+	$(MAKE) --no-print-directory fortran-check
 ifeq ($(SANITIZE),)
 	$(MAKE) --no-print-directory fuzz
 endif
@@ -355,11 +432,23 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 	  $(D)/share/mmb/examples/
 	install -m 644 $(filter examples/cnn/%,$(EXAMPLE_FILES)) $(D)/share/mmb/examples/cnn/
 	install -m 644 examples/Makefile.installed $(D)/share/mmb/examples/Makefile
+ifeq ($(FORTRAN),1)
+	$(MAKE) --no-print-directory $(FORTRAN_LIBS)
+	install -m 644 $(BUILD)/lib/libfmmb.a $(D)/lib/
+	install -m 644 $(FMOD)/mamba.mod $(FMOD)/mamba_c.mod $(D)/include/
+	install -m 755 $(BUILD)/lib/libfmmb.so.0 $(D)/lib/libfmmb.so.0
+	ln -sf libfmmb.so.0 $(D)/lib/libfmmb.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' fortran/mamba.pc.in > $(D)/lib/pkgconfig/mamba.pc
+	install -d $(D)/share/mmb/examples/fortran
+	install -m 644 examples/fortran/field.f90 $(D)/share/mmb/examples/fortran/
+endif
 
 uninstall:
 	rm -f $(addprefix $(D)/include/mmb/,$(notdir $(wildcard include/mmb/*.h)))
 	rm -f $(D)/lib/libmmb.a $(D)/lib/libmmb.so $(D)/lib/libmmb.so.0 $(D)/lib/pkgconfig/mmb.pc
 	rm -f $(D)/lib/cmake/mmb/mmbConfig.cmake $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
+	rm -f $(D)/lib/libfmmb.a $(D)/lib/libfmmb.so $(D)/lib/libfmmb.so.0 $(D)/lib/pkgconfig/mamba.pc
+	rm -f $(D)/include/mamba.mod $(D)/include/mamba_c.mod
 	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot
 	rm -f $(DESTDIR)$(MANDIR)/man1/mmb-info.1 $(DESTDIR)$(MANDIR)/man7/mmb.7
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard build/docs/man/man3/*.3)))

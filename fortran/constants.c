@@ -1,15 +1,24 @@
-/* Writes the named constants of module mamba (fortran/mamba.F90 includes
-   the output) from the C headers themselves, so the Fortran values cannot
-   drift from the C ones: every enum value and every #define of the API. */
+/* Writes the named constants of module mamba from the C headers themselves,
+   so the Fortran values cannot drift from the C ones: every enum value and
+   every #define of the API. `constants` writes their declarations (included
+   by fortran/mamba_c.F90), `constants public` the statements that make
+   module mamba export them (included by fortran/mamba.F90). */
 #include <mmb/mmb.h>
 
 #include <stdio.h>
+#include <string.h>
 
-#define INT(name) printf("  integer(c_int), parameter :: %s = %lld\n", #name, (long long)(name))
-#define SIZE(name) printf("  integer(c_size_t), parameter :: %s = %lld_c_size_t\n", #name, \
-                          (long long)(name))
+static int exports;   /* write `public :: NAME` rather than the declaration */
 
-int main(void) {
+static void constant(const char *type, const char *name, long long value, const char *suffix) {
+  if (exports) printf("  public :: %s\n", name);
+  else printf("  %s, parameter :: %s = %lld%s\n", type, name, value, suffix);
+}
+#define INT(name) constant("integer(c_int)", #name, (long long)(name), "")
+#define SIZE(name) constant("integer(c_size_t)", #name, (long long)(name), "_c_size_t")
+
+int main(int argc, char **argv) {
+  exports = argc > 1 && !strcmp(argv[1], "public");
   printf("  ! written by fortran/constants.c from the C headers: do not edit\n");
 #define ERROR_CONSTANT(name, text) INT(name);
   MMB_ERROR_MAP(ERROR_CONSTANT)

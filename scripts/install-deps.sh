@@ -3,9 +3,10 @@
 # Makefile calls it per target, so building the library asks for hwloc alone:
 #   scripts/install-deps.sh lib        the library and mmb-info: hwloc, pkg-config
 #   scripts/install-deps.sh examples   + OpenBLAS (the CNN's kernels)
+#   scripts/install-deps.sh fortran    + gfortran (module mamba, libfmmb)
 #   scripts/install-deps.sh test       + Criterion, OpenBLAS, gnuplot, python3 (tools/mmb-plot,
 #                                      the trace checks), cmake (the find_package check),
-#                                      clang and libclang-rt-14-dev (make fuzz)
+#                                      clang and libclang-rt-14-dev (make fuzz), gfortran
 #   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
 #   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
 #   scripts/install-deps.sh docs       + doxygen (make docs)
@@ -35,6 +36,7 @@ want_fuzz()     { command -v clang >/dev/null 2>&1 || need+=(clang)
                     need+=(libclang-rt-14-dev); }
 want_allocators() { have_header mimalloc.h || need+=(libmimalloc-dev)
                     have_header jemalloc/jemalloc.h || need+=(libjemalloc-dev); }
+want_fortran()  { command -v gfortran >/dev/null 2>&1 || need+=(gfortran); }
 want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
 want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
 
@@ -45,13 +47,15 @@ want_hwloc
 case "$set_name" in
   lib) ;;
   examples) want_openblas ;;
-  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz ;;
+  fortran) want_fortran ;;
+  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran ;;
   bench) want_openblas; want_allocators ;;
   fuzz) want_fuzz ;;
   docs) want_doxygen ;;
   torch) want_torch ;;
-  all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen ;;
-  *) echo "install-deps: unknown set '$set_name' (lib, examples, test, bench, fuzz, docs, torch, all)" >&2
+  all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen
+       want_fortran ;;
+  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, test, bench, fuzz, docs, torch, all)" >&2
      exit 2 ;;
 esac
 }

@@ -273,8 +273,10 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
   mmbMemSpace **slot = &registered[layer][ctx == MMB_GPU_CUDA];
   pthread_mutex_lock(&requested_lock);
   mmbMemSpace *old = *slot;
+  const mmbMemInterfaceConfig *had = old ? &old->interface_cfg : NULL;
   bool same = old && same_space_config(&old->reg_cfg, &cfg, layer) &&
-              !memcmp(&old->interface_cfg, &icfg, sizeof icfg);
+              had->provider == icfg.provider && had->strategy == icfg.strategy &&
+              had->flags == icfg.flags && had->release_threshold == icfg.release_threshold;
   pthread_mutex_unlock(&requested_lock);
   if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
   void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
