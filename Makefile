@@ -232,16 +232,18 @@ fortran: $(FORTRAN_LIBS) $(BUILD)/bin/fortran_field
 # wrote it, built with pkg-config mamba against a staged install.
 FSTAGE := $(abspath $(BUILD)/stage-fortran)
 fortran-check: $(BUILD)/test/fortran-tests $(BUILD)/bin/fortran_field $(TOOLS)
+	tools/check-fortran-twins $(SHARED)
 	$(BUILD)/test/fortran-tests
 	$(BUILD)/bin/fortran_field >/dev/null
 	@rm -rf $(FSTAGE)
 	@$(MAKE) --no-print-directory install PREFIX=$(FSTAGE) >/dev/null
 	PKG_CONFIG_PATH=$(FSTAGE)/lib/pkgconfig pkg-config --atleast-version=0.1.6 mamba
-	cd $(FSTAGE) && $(FC) $(SAN) $(CURDIR)/test/outside/mamba_user.f90 -o mamba_user \
-	  $$(PKG_CONFIG_PATH=$(FSTAGE)/lib/pkgconfig pkg-config --cflags --libs mamba) -Wl,-rpath,$(FSTAGE)/lib
-	$(FSTAGE)/mamba_user
+	mkdir -p $(FSTAGE)/user && cd $(FSTAGE)/user && $(FC) $(SAN) $(CURDIR)/test/outside/mamba_user.f90 \
+	  -o mamba_user $$(PKG_CONFIG_PATH=$(FSTAGE)/lib/pkgconfig pkg-config --cflags --libs mamba) \
+	  -Wl,-rpath,$(FSTAGE)/lib
+	$(FSTAGE)/user/mamba_user
 	@$(MAKE) --no-print-directory uninstall PREFIX=$(FSTAGE) >/dev/null
-	@left=$$(find $(FSTAGE) -type f -not -name 'mamba_user*'); \
+	@left=$$(find $(FSTAGE) -type f -not -path '*/user/*'); \
 	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 else
 fortran fortran-check:

@@ -1146,14 +1146,15 @@ contains
     type(mmbTileIterator), intent(in) :: iterator
     type(mmbArrayTile), intent(inout) :: tile
     integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_size_t) :: n
+    integer(c_int) :: rc
     tile%ptr = c_mmb_tile_iterator_tile(iterator%ptr)
-    if (c_associated(tile%ptr)) then
-      call set_err(err, MMB_OK)
-    else if (c_associated(iterator%ptr) .and. mmb_is_initialized()) then
-      call set_err(err, MMB_INVALID_STATE)
-    else
-      call set_err(err, MMB_INVALID_ARG)
+    rc = MMB_OK
+    if (.not. c_associated(tile%ptr)) then
+      rc = c_mmb_tile_iterator_count(iterator%ptr, n)   ! a bad handle says why
+      if (rc == MMB_OK) rc = MMB_INVALID_STATE
     end if
+    call set_err(err, rc)
   end subroutine
 
   subroutine mmb_tile_iterator_index(iterator, index, err)

@@ -61,6 +61,12 @@ MMB_TEST(array, a_wrapped_buffer_is_used_in_place_and_never_freed) {
   OK(mmb_array_create_wrapped(buf, &(mmbDimensions){2, {2, 3}}, l, iface, MMB_READ_WRITE, &a));
   cr_assert_eq(mmb_array_ptr(a), buf);
   cr_assert_eq(*array_at(a, (size_t[]){1, 2}), 5.0);
+  /* the array names its interface: destroying that first would leave it dangling */
+  FAILS(mmb_interface_destroy(iface), MMB_BUSY);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {1, 3}}));
+  mmbArrayTile *t;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 0}}, &t));
+  cr_assert_eq(MMB_TILE_AT_2D(t, double, 1, 2), 5.0);
   OK(mmb_array_destroy(a));
   cr_assert_eq(buf[5], 5.0);
   OK(mmb_layout_destroy(l));

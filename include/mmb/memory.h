@@ -165,8 +165,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_interface(mmbMemSpace *space, cons
                                           mmbMemInterface **out_interface);
 
 /**
- * Destroys an interface that holds no live allocation.
- * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while allocations live
+ * Destroys an interface that holds no live allocation, region or wrapped array.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while allocations
+ *         (arrays' homes among them), regions or arrays wrapped on it live
  *         (nothing changes); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_destroy(mmbMemInterface *interface);

@@ -98,6 +98,8 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   size_t regions = atomic_load(&iface->n_regions);
   if (regions) return mmb__fail(MMB_BUSY, __func__, "%zu regions still live", regions);
+  size_t wrapped = atomic_load(&iface->n_wrapped);
+  if (wrapped) return mmb__fail(MMB_BUSY, __func__, "%zu wrapped arrays still live", wrapped);
   mmb__deferred_sweep(iface, true);   /* freed, waiting on queues: wait for them */
   mmb__iface_lock(iface);
   unsigned long long live = live_allocations(iface);

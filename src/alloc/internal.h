@@ -210,6 +210,7 @@ struct mmbMemInterface {
   _Atomic size_t reserved, reserved_high;    /* written under the lock */
   _Atomic unsigned long long n_provider_allocs, n_provider_frees, n_failed;
   _Atomic size_t n_regions;
+  _Atomic size_t n_wrapped;                  /* live wrapped arrays made on it */
   mmb__region_cache *region_cache;           /* NULL until a region uses it */
   mmb__handle_cache handles;                 /* guarded like c */
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */

@@ -114,6 +114,8 @@ mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims, const m
   err = mmb__array_new(__func__, dims->d, dims->size, layout, interface, access, &a);
   if (err != MMB_OK) return err;
   a->data = data;
+  a->wrapped_on = interface;
+  atomic_fetch_add(&interface->n_wrapped, 1);
   *out_array = a;
   return MMB_OK;
 }
@@ -129,6 +131,7 @@ mmbError mmb_array_destroy(mmbArray *array) {
   if (array->tiling_release) array->tiling_release(array);
   if (array->origin) array->origin->n_array_dups--;
   mmb__array_free_home(array);
+  if (array->wrapped_on) atomic_fetch_sub(&array->wrapped_on->n_wrapped, 1);
   mmb__object_free(array);
   return MMB_OK;
 }

@@ -42,6 +42,8 @@ struct mmbArray {
   mmbMemInterface *iface;        /* holds the home storage */
   mmbAllocation *home;           /* owned storage; NULL when wrapped or in a region */
   mmbRegion *region;             /* the region holding the home, if any */
+  mmbMemInterface *wrapped_on;   /* wrapped: the interface it was made on, kept busy (its
+                                    n_wrapped) until the array is destroyed */
   char *data;                    /* the home storage */
   mmbAccessType access;
   /* coherence: every write mmb makes bumps version; whole-array writes also
