@@ -71,7 +71,7 @@ DEPS_EXAMPLES := $(BUILD)/.deps-examples
 DEPS_TEST     := $(BUILD)/.deps-test
 DEPS_BENCH    := $(BUILD)/.deps-bench
 DEPS_FORTRAN  := $(BUILD)/.deps-fortran
-# Module mamba (Fortran): built when $(FC) is found (see fortran/README.md).
+# Module mamba (Fortran): built when $(FC) is found (see docs/fortran.md).
 ifeq ($(origin FC),default)
   FC := gfortran
 endif
@@ -189,7 +189,7 @@ $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
 
-# Module mamba (fortran/README.md): fortran/mamba_c.F90 (the C level) and
+# Module mamba (docs/fortran.md): fortran/mamba_c.F90 (the C level) and
 # fortran/mamba.F90 (the procedures), with their constants written from the
 # C headers by fortran/constants.c, and fortran/shim.c (descriptors, tracked
 # iterators), into libfmmb.a and .so over libmmb; mamba.mod in build/include.

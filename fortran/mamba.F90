@@ -7,7 +7,7 @@
 ! when it succeeds. Wrapped data of any type and rank is checked against its
 ! layout (rank, element size, contiguity, extent) through its descriptor, and
 ! mmb_tile_get_pointer hands a tile's elements to Fortran as a pointer array
-! with the tile's bounds. See fortran/README.md.
+! with the tile's bounds. See docs/fortran.md.
 module mamba
   use, intrinsic :: iso_c_binding
   use mamba_c

@@ -99,6 +99,7 @@ program field
   call mmb_space_release(fast, err)
   call mmb_finalize(err)
   call check(err, 'mmb_finalize')
+  deallocate(u)
 contains
   subroutine check(code, what)
     integer, intent(in) :: code

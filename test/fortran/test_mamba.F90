@@ -242,7 +242,7 @@ contains
     call finalize_checked()
   end subroutine
 
-  ! Written as a spectral-element code wraps its fields (fortran/README.md).
+  ! Written as a spectral-element code wraps its fields (docs/fortran.md).
   subroutine test_mamba_user_sequence()
     integer(mmbErrorKind) :: err
     type(mmbMemSpace) :: dram_space, again

@@ -88,4 +88,5 @@ program mamba_user
   if (err .ne. MMB_OK) error stop 'destroy with forgotten iterators'
   if (any(u /= 1) .or. any(v /= 2)) error stop 'the fields changed'
   print '(a)', 'mamba_user: ok'
+  deallocate(u, v, w)
 end program                                       ! no mmb_finalize, as such codes do
