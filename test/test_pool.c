@@ -1,9 +1,10 @@
-/* The pool strategy: reuse, size classes, split and coalesce against a
-   reference model, release threshold and trim, exact stats, limits, thread
+/* The pool strategy: reuse, size classes, slabs, split and coalesce against
+   a reference model, release threshold and trim, exact stats, limits, thread
    caches, and ASan poisoning of freed blocks. */
 #include "common.h"
 
 #include "poison_child.h"
+#include "alloc/pool.h"   /* the slab classes */
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -196,6 +197,10 @@ MMB_TEST(pool, split_and_coalesce_against_a_reference_model) {
   cr_assert_eq(st.used_current, 0);
   cr_assert_eq(st.n_allocs, st.n_frees);
   cr_assert_gt(st.n_provider_allocs, 0);
+  /* the blocks the quick bins park, and the slabs' spares, go back (keeping
+     every segment): then what was freed has coalesced into large blocks */
+  OK(mmb_interface_trim(iface, SIZE_MAX));
+  cr_assert_eq(stats_of(iface).reserved_current, st.reserved_current, "trim kept the segments");
   mmbAllocation *whole;
   OK(mmb_allocate(MiB, iface, &whole));   /* the largest small request */
   cr_assert_eq(stats_of(iface).n_provider_allocs, st.n_provider_allocs,
@@ -490,3 +495,91 @@ MMB_TEST(pool, parked_blocks_come_back_before_a_refusal_thread_caches) {
 }
 
 MMB_TEST(pool, parked_blocks_come_back_before_a_refusal_one_cache) { parked_blocks_come_back(0); }
+
+/* ---- slabs ------------------------------------------------------------------ */
+
+MMB_TEST(pool, slab_classes_are_64_byte_multiples_no_more_than_25_percent_apart) {
+  size_t last = 0;
+  for (size_t n = 1; n <= SLAB_MAX; n++) {
+    size_t c = slab_round(n), cls = slab_class(c);
+    cr_assert_geq(c, n);
+    cr_assert_eq(c % 64, 0, "%zu bytes: class %zu", n, c);
+    cr_assert_lt(cls, SLAB_CLASSES);
+    cr_assert_eq(slab_class_size(cls), c);
+    if (n > 512) cr_assert_leq(4 * (c - n), n, "%zu bytes in a %zu-byte block", n, c);
+    if (c != last) {
+      if (last >= 512) cr_assert_leq(c - last, last / 4, "classes %zu and %zu", last, c);
+      cr_assert(last == 0 || cls == slab_class(last) + 1);
+      last = c;
+    }
+  }
+  cr_assert_eq(last, SLAB_MAX);
+}
+
+/* 64-320 B blocks, as bench/alloc's mix: once warm, at most 1.25 bytes held
+   per byte asked (a 512 B granule each held 2.7). */
+MMB_TEST(pool, small_blocks_hold_at_most_a_quarter_more_than_asked) {
+  mmbMemInterface *iface = pool_interface(0, 0);
+  enum { N = 100000 };
+  static mmbAllocation *a[N];
+  uint64_t rng = 1414;
+  size_t asked = 0;
+  for (int i = 0; i < N; i++) {
+    size_t n = 64 + test_rand(&rng) % 257;
+    OK(mmb_allocate(n, iface, &a[i]));
+    cr_assert_eq((uintptr_t)mmb_allocation_ptr(a[i]) % 64, 0);
+    asked += n;
+  }
+  for (int i = 0; i < N; i += 7) memset(mmb_allocation_ptr(a[i]), i & 0xff, mmb_allocation_size(a[i]));
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, asked);
+  cr_assert_leq((double)st.reserved_current / (double)asked, 1.25, "%zu held for %zu asked",
+                st.reserved_current, asked);
+  for (int i = 0; i < N; i += 7)
+    cr_assert_eq(*(unsigned char *)mmb_allocation_ptr(a[i]), i & 0xff, "block %d kept its bytes", i);
+  for (int i = 0; i < N; i++) OK(mmb_free(a[i]));
+  FAILS(mmb_free(a[N / 2]), MMB_INVALID_ARG);   /* a slab block freed twice: caught */
+  OK(mmb_interface_trim(iface, 0));
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 0, "every slab went back, with its segment");
+  cr_assert_eq(st.n_provider_frees, st.n_provider_allocs);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* Past the release threshold a wholly free slab is not kept as a spare. */
+MMB_TEST(pool, slabs_respect_the_release_threshold) {
+  mmbMemInterface *lean = pool_interface(0, 1);   /* keep nothing */
+  static mmbAllocation *a[3000];
+  for (int i = 0; i < 3000; i++) OK(mmb_allocate(1000, lean, &a[i]));   /* 47 slabs */
+  cr_assert_gt(stats_of(lean).reserved_current, 2 * MiB);
+  for (int i = 0; i < 3000; i++) OK(mmb_free(a[i]));
+  cr_assert_eq(stats_of(lean).reserved_current, 0, "slabs and segments went as they emptied");
+  OK(mmb_interface_destroy(lean));
+}
+
+/* A device-like provider: slab records live on the host, so small blocks of
+   memory the host cannot touch are pooled too (the provider maps PROT_NONE). */
+MMB_TEST(pool, slabs_of_memory_the_host_cannot_touch) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&dev_ops, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface = pool_on(dram, type, 0, 0);
+  dev_allocs = 0;
+  enum { N = 3000 };
+  static mmbAllocation *a[N];
+  static uintptr_t seen[N];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      OK(mmb_allocate(1 + (size_t)i % 700, iface, &a[i]));
+      seen[i] = (uintptr_t)mmb_allocation_ptr(a[i]);
+    }
+    for (int i = 0; i < N; i++)
+      for (int j = i + 1; j < N && j < i + 64; j++)
+        cr_assert(seen[i] + mmb_allocation_size(a[i]) <= seen[j] ||
+                  seen[j] + mmb_allocation_size(a[j]) <= seen[i], "blocks %d and %d overlap", i, j);
+    for (int i = 0; i < N; i++) OK(mmb_free(a[i]));
+  }
+  cr_assert_eq(dev_allocs, 1, "one segment, its slabs reused");
+  OK(mmb_interface_destroy(iface));
+}

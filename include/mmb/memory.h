@@ -142,7 +142,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_stats(const mmbMemSpace *space, 
  * strategy.
  *
  * MMB_STRATEGY_POOL caches what is freed (on any provider: a pooled device
- * interface stops calling cudaMalloc/cudaFree once warm). Sizes round up to
+ * interface stops calling cudaMalloc/cudaFree once warm). Blocks up to 2 KiB
+ * (alignment up to 64) come from 64 KiB slabs of one size class (64 B apart
+ * up to 512 B, then no more than 25% apart); larger sizes round up to
  * 512 B; requests up to 1 MiB share 2 MiB segments, larger ones 20 MiB
  * segments, and from 10 MiB each has a segment of its own; the best fitting
  * free block is split, and freed neighbours coalesce. Wholly free segments go
@@ -152,7 +154,8 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_stats(const mmbMemSpace *space, 
  * Without MMB_INTERFACE_THREAD_SAFE an interface belongs to one thread at a
  * time. With it, any thread may allocate and free; a pool then gives every
  * thread a small cache of freed blocks up to 32 KiB (at most 64 KiB per size,
- * kept when the thread exits for the next thread to adopt).
+ * 256 KiB per small size class, kept when the thread exits for the next
+ * thread to adopt).
  * \param cfg  NULL or zeroed: the space's default provider (system for CPU
  *             host spaces, pinned for (DRAM, GPU_CUDA), cuda for GDRAM), basic
  *             strategy, one thread at a time.

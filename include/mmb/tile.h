@@ -188,8 +188,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_create(mmbArray *in_array,
  * Bytes of opts->space that a prefetching iterator over \p in_array with
  * \p opts always has enough with: depth + 2 duplicates of the array's
  * largest tile (at most one per tile), as the pool mmb keeps for the space
- * carves them (512-byte granules; 2 MiB segments for tiles up to 1 MiB,
- * 20 MiB segments up to 10 MiB, a segment each beyond). Several iterators
+ * carves them (tiles up to 2 KiB from 64 KiB slabs, 16 tiles to a 2 MiB
+ * segment; larger ones in 512-byte granules, from 2 MiB segments up to
+ * 1 MiB, 20 MiB segments up to 10 MiB, a segment each beyond). Several iterators
  * drawing on one space need at most the sum of their footprints; if their
  * tiles have one size and each array has at least as many tiles as all of
  * them hold together, at most the footprint of one iterator whose depth + 2

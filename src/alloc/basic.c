@@ -20,7 +20,7 @@ static mmbError basic_allocate(mmbMemInterface *iface, size_t n, size_t alignmen
 
 static void basic_release(mmbMemInterface *iface, mmbAllocation *a, unsigned flags) {
   mmb__iface_lock(iface);
-  mmb__provider_free(iface, a->ptr, a->reserved, a->alignment);
+  mmb__provider_free(iface, a->ptr, a->reserved, mmb__handle_alignment(a));
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(&iface->c, a->size);
   mmb__handle_give(&iface->handles, a);
   mmb__iface_unlock(iface);

@@ -118,11 +118,12 @@ mmbError mmb_free(mmbAllocation *allocation) {
   }
   mmbMemInterface *iface = allocation->interface;
   mmb__deferred_poll(iface);   /* what earlier frees left behind fences that have passed */
-  if (MMB__UNLIKELY(allocation->fences != NULL)) {   /* queue work may still use it */
+  if (MMB__UNLIKELY(!(allocation->flags & MMB__IN_REGION) && allocation->fences != NULL)) {
+    /* queue work may still use it */
     mmb__allocation_defer(allocation);
     return MMB_OK;
   }
-  if (MMB__LIKELY(allocation->flags == MMB__QUICK && !mmb__trace_active() &&
+  if (MMB__LIKELY((allocation->flags & ~MMB__SLAB) == MMB__QUICK && !mmb__trace_active() &&
                   mmb__pool_free_quick(iface, allocation)))
     return MMB_OK;
   mmb__allocation_release(allocation);

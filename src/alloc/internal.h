@@ -84,20 +84,32 @@ enum {
   MMB__HANDLE_INTERNAL = 0x1b10,  /* a region's block: never a caller's */
 };
 
+/* One cache line, aligned (the registry's range is page aligned): freeing a
+   block touches one line of its handle, not two. */
 struct mmbAllocation {
   _Atomic uint32_t state;
-  uint32_t flags;
+  uint16_t flags;
+  uint8_t align_log2;       /* log2 of the alignment asked for */
+  uint8_t unused;
   mmbMemInterface *interface;
   void *ptr;
   size_t size;              /* bytes asked for */
-  size_t alignment;
   size_t reserved;          /* bytes held for it (a pool block's size) */
   void *block;              /* the strategy's record; a region for region allocations */
   mmbAllocation *next;      /* free-handle list; a region's list of live handles;
                                the interface's deferred list */
-  mmbAllocation *prev;
-  struct mmb__fence *fences; /* queue work it must outlast (free.c) */
+  union {
+    struct mmb__fence *fences;   /* queue work it must outlast (free.c); a region's
+                                    allocations have none */
+    mmbAllocation *prev;         /* MMB__IN_REGION: the region's list of live handles */
+  };
 };
+_Static_assert(sizeof(mmbAllocation) == 64, "a handle is one cache line");
+
+static inline size_t mmb__handle_alignment(const mmbAllocation *a) {
+  return (size_t)1 << a->align_log2;
+}
+static inline uint8_t mmb__log2(size_t pow2) { return (uint8_t)__builtin_ctzll(pow2); }
 
 typedef struct mmb__handle_cache {
   mmbAllocation *head;
@@ -115,7 +127,7 @@ static inline void mmb__handle_fill(mmbAllocation *a, mmbMemInterface *iface, si
   a->interface = iface;
   a->flags = 0;
   a->size = size;
-  a->alignment = alignment;
+  a->align_log2 = mmb__log2(alignment ? alignment : 1);
   a->reserved = reserved;
   a->block = block;
 }
@@ -255,6 +267,7 @@ void mmb__count_failure(mmbMemInterface *iface);
 void mmb__allocation_release(mmbAllocation *a);
 #define MMB__IN_REGION 0x1u   /* mmbAllocation.flags: placed in a region */
 #define MMB__QUICK 0x2u       /* a pool block that fits a quick bin as it is */
+#define MMB__SLAB 0x4u        /* with MMB__QUICK: a block of a slab (a->block is the slab) */
 
 /* ---- regions (region.c) -------------------------------------------------- */
 /* Places an allocation in a region: the handle is retired when the region is

@@ -175,7 +175,8 @@ static size_t segment_align(const pool *p, size_t size) {
   return size % POOL_HUGE_ROUND == 0 ? POOL_HUGE_ROUND : 4096;
 }
 
-static pool_block *segment_for(pool *p, size_t need, bool large) {
+/* exact: under a tight limit, a segment of just `need` rather than none. */
+static pool_block *segment_for(pool *p, size_t need, bool large, bool exact) {
   size_t size = !large ? POOL_SMALL_SEGMENT
                 : need < POOL_HUGE_REQUEST ? POOL_LARGE_SEGMENT
                 : (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1);
@@ -184,7 +185,7 @@ static pool_block *segment_for(pool *p, size_t need, bool large) {
     mmb__pool_release_free(p, 0);
     b = segment_new(p, size, segment_align(p, size), large, false);
   }
-  if (!b && size > need)          /* a tight limit: exactly what was asked */
+  if (!b && exact && size > need)   /* a tight limit: exactly what was asked */
     b = segment_new(p, need, segment_align(p, need), large, false);
   return b;
 }
@@ -215,8 +216,17 @@ pool_block *mmb__pool_take(pool *p, size_t need, size_t align) {
   }
   pool_block *b = mmb__pool_take_held(p, need);
   if (b) return b;
-  if (!(b = segment_for(p, need, need > POOL_SMALL_MAX))) return NULL;
+  if (!(b = segment_for(p, need, need > POOL_SMALL_MAX, true))) return NULL;
   split(p, b, need);
+  b->free = false;
+  return b;
+}
+
+pool_block *mmb__pool_take_slab(pool *p) {
+  pool_block *b = mmb__pool_take_held(p, SLAB_BYTES);
+  if (b) return b;
+  if (!(b = segment_for(p, SLAB_BYTES, false, false))) return NULL;
+  split(p, b, SLAB_BYTES);
   b->free = false;
   return b;
 }
@@ -278,6 +288,13 @@ size_t mmb__pool_footprint(size_t bytes, size_t count) {
                  : (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1);
     return count > SIZE_MAX / seg ? SIZE_MAX : count * seg;
   }
+  /* Slab blocks: blocks of one class share a slab, and a class holds at
+     most one slab more than its live blocks need (its spare); so at most two
+     64 KiB slabs per block, 16 blocks to a small segment. */
+  if (bytes <= SLAB_MAX) {
+    size_t per = POOL_SMALL_SEGMENT / (2 * SLAB_BYTES), segs = count / per + (count % per != 0);
+    return segs * POOL_SMALL_SEGMENT;
+  }
   /* Carved from full segments: never more than this, since a segment cut
      to fit a tight limit holds fewer bytes than a full one would. */
   size_t seg = need > POOL_SMALL_MAX ? POOL_LARGE_SEGMENT : POOL_SMALL_SEGMENT;
@@ -305,6 +322,7 @@ mmbError mmb__pool_init(pool *p, mmbMemInterface *iface) {
   p->iface = iface;
   p->id = atomic_fetch_add(&next_pool_id, 1);
   p->block_align = mmb__iface_host_accessible(iface) ? POOL_GRANULE : 256;
+  mmb__pool_cache_init(&p->own);
   p->own.c = &iface->c;
   p->own.handles = &iface->handles;
   p->thread_caches = mmb__iface_ts(iface) && caches;

@@ -1,5 +1,6 @@
 /* Internal: the caching pool (pool.c: segments, bins, split and coalesce;
-   pool_cache.c: the quick bins, per-thread caches and the strategy ops). */
+   slab.c: slabs of small blocks; pool_cache.c: the quick bins, per-thread
+   caches and the strategy ops). */
 #ifndef MMB_POOL_INTERNAL_H
 #define MMB_POOL_INTERNAL_H
 
@@ -24,6 +25,50 @@
 /* Quick classes: blocks up to 32 KiB, one class per granule. */
 #define POOL_QUICK_MAX ((size_t)32 << 10)
 #define POOL_QUICK_CLASSES (POOL_QUICK_MAX / POOL_GRANULE)
+
+/* Small blocks (up to 2 KiB, alignment up to 64) come from slabs: 64 KiB
+   runs of one size class carved from the pool, with a free list of their
+   own (slab.c). The classes are 64 B apart up to 512 B, then four per power
+   of two (no more than 25% apart): 64, 128, ..., 512, 640, 768, 896, 1024,
+   1280, ..., 2048. Every block is 64-byte aligned. */
+#define SLAB_MAX ((size_t)2048)
+#define SLAB_ALIGN ((size_t)64)
+#define SLAB_CLASSES 16
+#define SLAB_BYTES ((size_t)64 << 10)
+/* The quick bins: the slab classes first, then the granule classes. */
+#define POOL_QUICK_BINS (SLAB_CLASSES + POOL_QUICK_CLASSES)
+
+/* The size of the class that serves n (1..SLAB_MAX) bytes. */
+static inline size_t slab_round(size_t n) {
+  if (n <= 512) return (n + 63) & ~(size_t)63;
+  unsigned l = 63u - (unsigned)__builtin_clzll(n - 1);   /* 2^l < n <= 2^(l+1) */
+  size_t step = (size_t)1 << (l - 2);
+  return (n + step - 1) & ~(step - 1);
+}
+/* The class index of a class size. */
+static inline size_t slab_class(size_t size) {
+  if (size <= 512) return size / 64 - 1;
+  unsigned l = 63u - (unsigned)__builtin_clzll(size);
+  return 7 + (l - 9) * 4 + ((size >> (l - 2)) & 3);
+}
+static inline size_t slab_class_size(size_t cls) {
+  if (cls < 8) return (cls + 1) * 64;
+  size_t l = 9 + (cls - 7) / 4, q = (cls - 7) % 4;
+  return ((size_t)1 << l) + q * ((size_t)1 << (l - 2));
+}
+
+/* A slab: its blocks, and the indices of the free ones (a stack). The
+   record lives in host memory, never in the slab: the slab may be device
+   memory. */
+typedef struct pool_slab {
+  struct pool_block *block;           /* the pool block it is carved from */
+  char *base;
+  uint32_t cls, n_blocks, n_free;
+  struct pool_slab *prev, *next;      /* its class's slabs with free blocks, or none */
+  struct pool_slab *all_prev, *all_next;   /* every slab of the pool */
+  bool listed;                        /* on that list */
+  uint16_t free[];                    /* n_free indices of free blocks */
+} pool_slab;
 
 typedef struct pool_segment pool_segment;
 
@@ -54,13 +99,22 @@ typedef struct pool_bins {
 } pool_bins;
 
 /* A cache of freed quick-class blocks, each parked on its (FREE) handle:
-   the interface's own when not thread-safe, else one per thread. */
+   the interface's own when not thread-safe, else one per thread. A slab
+   class's cap adapts: every miss doubles it (up to slab_cap_max), so a code
+   that holds many blocks of a class refills and flushes in larger batches. */
 typedef struct pool_cache {
-  mmbAllocation *bin[POOL_QUICK_CLASSES];
-  uint16_t count[POOL_QUICK_CLASSES];
+  mmbAllocation *bin[POOL_QUICK_BINS];
+  uint16_t count[POOL_QUICK_BINS];
+  uint16_t cap[POOL_QUICK_BINS];
   mmb__counters *c;
   mmb__handle_cache *handles;
 } pool_cache;
+#define SLAB_CAP_MIN 16
+/* the most blocks a slab class's bin may hold: 1024, and 256 KiB */
+static inline uint16_t slab_cap_max(size_t cls) {
+  size_t n = ((size_t)256 << 10) / slab_class_size(cls);
+  return (uint16_t)(n < 1024 ? n : 1024);
+}
 
 typedef struct pool_tcache pool_tcache;
 
@@ -69,6 +123,9 @@ typedef struct pool {
   uint64_t id;                       /* never reused: thread caches find their pool by it */
   size_t block_align;                /* every block's pointer is aligned to this */
   pool_bins small, large;
+  pool_slab *partial[SLAB_CLASSES];  /* slabs with free blocks, by class */
+  pool_slab *spare[SLAB_CLASSES];    /* one wholly free slab kept per class */
+  pool_slab *slabs;                  /* every slab */
   pool_segment *segments, *free_segments;
   pool_block *spare_blocks;          /* block records to reuse */
   void *record_chunks;               /* every chunk of block records, for finalize */
@@ -80,14 +137,22 @@ typedef struct pool {
 
 static inline size_t pool_round(size_t n) { return (n + POOL_GRANULE - 1) & ~(POOL_GRANULE - 1); }
 static inline size_t pool_quick_class(size_t block_size) { return block_size / POOL_GRANULE - 1; }
-/* How many freed blocks a quick bin keeps: 64 KiB worth, from 4 to 64. */
+/* How many freed blocks a granule class's quick bin keeps: 64 KiB worth,
+   from 4 to 64 (a slab class's cap is in its cache: it adapts). */
 #define POOL_CAP(c) ((65536 / (((c) + 1) * 512)) < 4 ? 4 : (65536 / (((c) + 1) * 512)) > 64 ? 64 : (65536 / (((c) + 1) * 512)))
-#define POOL_CAP8(c) POOL_CAP(c), POOL_CAP(c + 1), POOL_CAP(c + 2), POOL_CAP(c + 3), \
-                     POOL_CAP(c + 4), POOL_CAP(c + 5), POOL_CAP(c + 6), POOL_CAP(c + 7)
-static const uint8_t pool_quick_caps[POOL_QUICK_CLASSES] = {
-    POOL_CAP8(0), POOL_CAP8(8), POOL_CAP8(16), POOL_CAP8(24),
-    POOL_CAP8(32), POOL_CAP8(40), POOL_CAP8(48), POOL_CAP8(56)};
-static inline size_t pool_quick_cap(size_t cls) { return pool_quick_caps[cls]; }
+/* A cache's caps as they start. */
+void mmb__pool_cache_init(pool_cache *cache);
+
+static inline bool slab_fits(size_t n, size_t align) { return n <= SLAB_MAX && align <= SLAB_ALIGN; }
+/* The quick bin of a request, and of a block parked on its handle. */
+static inline size_t quick_bin_of_request(size_t n, size_t align) {
+  return slab_fits(n, align) ? slab_class(slab_round(n))
+                             : SLAB_CLASSES + pool_quick_class(pool_round(n));
+}
+static inline size_t quick_bin_of(const mmbAllocation *a) {
+  return a->flags & MMB__SLAB ? slab_class(a->reserved)
+                              : SLAB_CLASSES + pool_quick_class(a->reserved);
+}
 
 /* ---- thread caches (pool_cache.c) --------------------------------------- */
 struct pool_tcache {
@@ -135,14 +200,13 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
   bool locked = mmb__iface_ts(iface) && !p->thread_caches;
   if (locked) pthread_mutex_lock(&iface->lock);
   pool_cache *cache = pool_cache_of(p);
-  size_t cls = pool_quick_class(pool_round(n));
+  size_t cls = quick_bin_of_request(n, align);
   mmbAllocation *a = cache ? cache->bin[cls] : NULL;
   if (MMB__LIKELY(a != NULL)) {
     cache->bin[cls] = a->next;
     cache->count[cls]--;
     a->size = n;
-    a->alignment = align;
-    a->flags = MMB__QUICK;
+    a->align_log2 = mmb__log2(align);
     mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
     mmb__count_alloc(cache->c, n);
     *out = a;
@@ -151,15 +215,16 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
   return a != NULL;
 }
 
-/* a->flags says MMB__QUICK: a->reserved is the block's size, a->ptr its start. */
+/* a->flags says MMB__QUICK (and MMB__SLAB for a slab's): a->reserved is the
+   block's size, a->ptr its start. */
 static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
   pool *p = iface->strategy_state;
   if (MMB__UNLIKELY(!pool_under_threshold(iface))) return false;
   bool locked = mmb__iface_ts(iface) && !p->thread_caches;
   if (locked) pthread_mutex_lock(&iface->lock);
   pool_cache *cache = pool_cache_of(p);
-  size_t cls = pool_quick_class(a->reserved);
-  bool hit = cache && cache->count[cls] < pool_quick_cap(cls);
+  size_t cls = quick_bin_of(a);
+  bool hit = cache && cache->count[cls] < cache->cap[cls];
   if (MMB__LIKELY(hit)) {
     mmb__count_free(cache->c, a->size);
     mmb__poison(mmb__iface_host_accessible(iface), a->ptr, a->reserved);
@@ -178,11 +243,33 @@ void mmb__pool_finalize(pool *p);
 /* A block of at least `need` bytes (a granule multiple) aligned to `align`;
    may call the provider. NULL: out of memory. */
 pool_block *mmb__pool_take(pool *p, size_t need, size_t align);
+/* A slab's 64 KiB: from what the pool holds, else a full small segment
+   (never a segment cut to a tight limit: small requests then take granule
+   blocks, as they would without slabs). */
+pool_block *mmb__pool_take_slab(pool *p);
 /* The same from the free blocks the pool already holds: never the provider. */
 pool_block *mmb__pool_take_held(pool *p, size_t need);
 void mmb__pool_put(pool *p, pool_block *b);
+
+/* ---- slab.c: the slabs; the caller holds the interface lock ------------- */
+/* A free block of slab class cls, from a slab with free blocks, the spare,
+   or a new slab (from what the pool holds; with `provider`, also from the
+   provider). NULL: none could be had. *out_slab: its slab. */
+char *mmb__slab_take(pool *p, size_t cls, bool provider, pool_slab **out_slab);
+/* Gives a block back to its slab; a slab wholly free becomes its class's
+   spare, or goes back to the pool. */
+void mmb__slab_put(pool *p, pool_slab *s, char *ptr);
+/* Every spare slab back to the pool (trim, the release threshold). */
+void mmb__slab_release_spares(pool *p);
+void mmb__slab_finalize(pool *p);
 /* Gives wholly free segments back while reserved bytes exceed keep. */
 void mmb__pool_release_free(pool *p, size_t keep);
+
+/* The handle's block back where it came from: its slab, or the pool. */
+static inline void pool_give_block(pool *p, mmbAllocation *a) {
+  if (a->flags & MMB__SLAB) mmb__slab_put(p, a->block, a->ptr);
+  else mmb__pool_put(p, a->block);
+}
 
 /* ---- pool_cache.c -------------------------------------------------------- */
 /* Returns every block of a cache to the shared pool (interface lock held). */

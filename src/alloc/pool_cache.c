@@ -1,6 +1,10 @@
 /* The pool strategy's front: quick bins of freed blocks up to 32 KiB, each
    parked on its handle, so that the common allocate/free pair is a list pop
-   and push with no lock and no provider trip.
+   and push with no lock and no provider trip. Blocks up to 2 KiB come from
+   slabs (slab.c), in batches: a miss brings half a bin's cap at once, an
+   overflow gives half of it back, and each miss doubles the class's cap, so
+   a code that keeps thousands of small blocks live pays the shared part
+   once per batch, not once per block.
 
    Without MMB_INTERFACE_THREAD_SAFE the interface has one set of quick bins.
    With it, every thread gets its own (a thread cache, found through a few
@@ -49,6 +53,7 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
   }
   pool_tcache *tc = mmb__calloc(1, sizeof *tc);
   if (!tc) return NULL;
+  mmb__pool_cache_init(&tc->cache);
   tc->cache.c = &tc->c;
   tc->cache.handles = &tc->handles;
   atomic_init(&tc->owned, 1);
@@ -81,25 +86,32 @@ pool_cache *mmb__pool_tcache_find(pool *p) {
   return &tc->cache;
 }
 
-/* ---- flushing ------------------------------------------------------------ */
+/* ---- caps and flushing ---------------------------------------------------- */
+
+void mmb__pool_cache_init(pool_cache *cache) {
+  for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++)
+    cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
+}
 
 static void flush_class(pool *p, pool_cache *cache, size_t cls, size_t keep) {
   while (cache->count[cls] > keep) {
     mmbAllocation *a = cache->bin[cls];
     cache->bin[cls] = a->next;
     cache->count[cls]--;
-    mmb__pool_put(p, a->block);
+    pool_give_block(p, a);
     mmb__handle_give(cache->handles, a);
   }
 }
 
+/* Everything back, and the caps start over. */
 void mmb__pool_cache_flush(pool *p, pool_cache *cache) {
-  for (size_t cls = 0; cls < POOL_QUICK_CLASSES; cls++) flush_class(p, cache, cls, 0);
+  for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) flush_class(p, cache, cls, 0);
+  mmb__pool_cache_init(cache);
 }
 
 /* Returns parked handles to the registry; their blocks go with the segments. */
 static void cache_drop(pool_cache *cache) {
-  for (size_t cls = 0; cls < POOL_QUICK_CLASSES; cls++) {
+  for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) {
     while (cache->bin[cls]) {
       mmbAllocation *a = cache->bin[cls];
       cache->bin[cls] = a->next;
@@ -111,30 +123,56 @@ static void cache_drop(pool_cache *cache) {
 
 /* ---- allocate ------------------------------------------------------------ */
 
-/* With thread caches, a miss brings a few more blocks of its class, from
+/* One more block for a quick bin, parked on a handle of the cache's, from
    what the pool already holds: a refill never takes memory from the
    provider, so on a size-limited space it cannot refuse another thread. */
-static void refill(pool *p, pool_cache *cache, size_t need) {
-  size_t cls = pool_quick_class(need), want = pool_quick_cap(cls) / 4;
-  while (cache->count[cls] < want) {
-    mmbAllocation *a = mmb__handle_take(cache->handles);
-    pool_block *b = a ? mmb__pool_take_held(p, need) : NULL;
-    if (!b) {
-      if (a) mmb__handle_give(cache->handles, a);
-      return;
-    }
+static bool park_one(pool *p, pool_cache *cache, size_t bin) {
+  mmbAllocation *a = mmb__handle_take(cache->handles);
+  if (!a) return false;
+  if (bin < SLAB_CLASSES) {
+    pool_slab *s;
+    char *ptr = mmb__slab_take(p, bin, false, &s);
+    if (!ptr) goto none;
+    mmb__handle_fill(a, p->iface, 0, 0, slab_class_size(bin), s);
+    a->ptr = ptr;
+    a->flags = MMB__QUICK | MMB__SLAB;
+  } else {
+    pool_block *b = mmb__pool_take_held(p, (bin - SLAB_CLASSES + 1) * POOL_GRANULE);
+    if (!b) goto none;
     mmb__handle_fill(a, p->iface, 0, 0, b->size, b);
     a->ptr = b->ptr;
-    a->next = cache->bin[cls];
-    cache->bin[cls] = a;
-    cache->count[cls]++;
+    a->flags = MMB__QUICK;
+  }
+  a->next = cache->bin[bin];
+  cache->bin[bin] = a;
+  cache->count[bin]++;
+  return true;
+none:
+  mmb__handle_give(cache->handles, a);
+  return false;
+}
+
+/* A miss brings more blocks of its class: half the (doubled, up to
+   slab_cap_max) cap of a slab class, a quarter of a granule class's cap
+   with thread caches. */
+static void refill(pool *p, pool_cache *cache, size_t bin) {
+  size_t want;
+  if (bin < SLAB_CLASSES) {
+    cache->cap[bin] = (uint16_t)mmb__min(2u * cache->cap[bin], slab_cap_max(bin));
+    want = cache->cap[bin] / 2;
+  } else if (p->thread_caches) {
+    want = cache->cap[bin] / 4;
+  } else {
+    return;
+  }
+  while (cache->count[bin] < want && park_one(p, cache, bin)) {
   }
 }
 
 /* Before refusing memory: the blocks parked in the calling thread's cache
-   and in those of exited threads go back to the pool (a live thread's cache
-   is its own; it gives back beyond its caps, and all at mmb_interface_trim).
-   Interface lock held. */
+   and in those of exited threads go back to the pool, and so do the spare
+   slabs (a live thread's cache is its own; it gives back beyond its caps,
+   and all at mmb_interface_trim). Interface lock held. */
 static void flush_parked(pool *p, pool_cache *mine) {
   if (mine) mmb__pool_cache_flush(p, mine);
   for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
@@ -143,6 +181,7 @@ static void flush_parked(pool *p, pool_cache *mine) {
     mmb__pool_cache_flush(p, &tc->cache);
     atomic_store(&tc->owned, 0);
   }
+  mmb__slab_release_spares(p);
 }
 
 static void sample_high(pool *p) {
@@ -151,41 +190,57 @@ static void sample_high(pool *p) {
   mmb__raise_high(&p->iface->used_high_sampled, m.used);
 }
 
+/* A block for the handle: from a slab when the request fits one (and a slab
+   can be had), else from the pool. */
+static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
+  if (slab_fits(n, align)) {
+    size_t cls = slab_class(slab_round(n));
+    pool_slab *s;
+    char *ptr = mmb__slab_take(p, cls, true, &s);
+    if (ptr) {
+      mmb__handle_fill(a, p->iface, n, align, slab_class_size(cls), s);
+      a->ptr = ptr;
+      a->flags = MMB__QUICK | MMB__SLAB;
+      return true;
+    }
+  }
+  size_t pad = align > p->block_align && align <= POOL_PAD_MAX ? align - p->block_align : 0;
+  pool_block *b = mmb__pool_take(p, pool_round(n + pad), align);
+  if (!b) return false;
+  mmb__handle_fill(a, p->iface, n, align, b->size, b);
+  a->ptr = (void *)(((uintptr_t)b->ptr + align - 1) & ~(uintptr_t)(align - 1));
+  if (b->size <= POOL_QUICK_MAX && a->ptr == (void *)b->ptr && !b->seg->dedicated)
+    a->flags = MMB__QUICK;
+  return true;
+}
+
 static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
                               mmbAllocation **out) {
   mmbMemInterface *iface = p->iface;
   pool_cache *cache = pool_cache_of(p);
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
-  size_t pad = align > p->block_align && align <= POOL_PAD_MAX ? align - p->block_align : 0;
-  size_t need = pool_round(n + pad);
 
   mmb__iface_lock(iface);
   mmbAllocation *a = mmb__handle_take(handles);
-  pool_block *b = a ? mmb__pool_take(p, need, align) : NULL;
-  if (!b && a) {   /* blocks parked in quick bins: back, and once more */
+  bool got = a && take_block(p, a, n, align);
+  if (!got && a) {   /* blocks parked in quick bins: back, and once more */
     mmb__iface_unlock(iface);
     mmb__deferred_sweep(iface, false);
     mmb__iface_lock(iface);
     flush_parked(p, cache);
-    b = mmb__pool_take(p, need, align);
+    got = take_block(p, a, n, align);
   }
-  if (!b) {
+  if (!got) {
     if (a) mmb__handle_give(handles, a);
     mmb__iface_unlock(iface);
     return MMB_OUT_OF_MEMORY;
   }
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_alloc(c, n);
-  if (p->thread_caches) {
-    if (cache && pool_quick(p, n, align)) refill(p, cache, need);
-    sample_high(p);
-  }
+  if (cache && a->flags & MMB__QUICK) refill(p, cache, quick_bin_of(a));
+  if (p->thread_caches) sample_high(p);
   mmb__iface_unlock(iface);
 
-  mmb__handle_fill(a, iface, n, align, b->size, b);
-  a->ptr = (void *)(((uintptr_t)b->ptr + align - 1) & ~(uintptr_t)(align - 1));
-  if (b->size <= POOL_QUICK_MAX && a->ptr == (void *)b->ptr && !b->seg->dedicated)
-    a->flags = MMB__QUICK;
   mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
   if (flags & MMB_ALLOC_ZERO) {
     mmbError err = mmb__provider_zero(iface, a->ptr, n);
@@ -211,24 +266,25 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   pool_cache *cache = pool_cache_of(p);
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
-  pool_block *b = a->block;
 
   mmb__iface_lock(iface);
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(c, a->size);
   if (cache && !pool_under_threshold(iface)) {
-    mmb__pool_cache_flush(p, cache);   /* parked blocks may hold segments */
-  } else if (cache && p->thread_caches && b->size <= POOL_QUICK_MAX) {
-    size_t cls = pool_quick_class(b->size);
-    flush_class(p, cache, cls, pool_quick_cap(cls) / 2);
+    mmb__pool_cache_flush(p, cache);   /* parked blocks and spare slabs may hold segments */
+    mmb__slab_release_spares(p);
+  } else if (cache && (a->flags & MMB__SLAB || (p->thread_caches && a->flags & MMB__QUICK))) {
+    size_t bin = quick_bin_of(a);   /* an overflowing quick bin: half of it back */
+    flush_class(p, cache, bin, cache->cap[bin] / 2);
   }
-  mmb__pool_put(p, b);
+  pool_give_block(p, a);
   mmb__handle_give(handles, a);
   if (p->thread_caches) sample_high(p);
   mmb__iface_unlock(iface);
 }
 
 static void pool_release(mmbMemInterface *iface, mmbAllocation *a, unsigned flags) {
-  if (MMB__LIKELY(!flags && a->flags == MMB__QUICK) && mmb__pool_free_quick(iface, a)) return;
+  if (MMB__LIKELY(!flags && (a->flags & ~MMB__SLAB) == MMB__QUICK) && mmb__pool_free_quick(iface, a))
+    return;
   release_slow(iface->strategy_state, a, flags);
 }
 
@@ -239,6 +295,7 @@ static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
   flush_parked(p, mine);
+  mmb__slab_release_spares(p);
   mmb__pool_release_free(p, keep);
   mmb__iface_unlock(iface);
 }
@@ -288,6 +345,7 @@ static void pool_finalize(mmbMemInterface *iface) {
     mmb__free(tc);
     tc = next;
   }
+  mmb__slab_finalize(p);
   mmb__pool_finalize(p);
   mmb__free(p);
 }

@@ -39,6 +39,7 @@ static bool grow_locked(void) {
   size_t n = atomic_load_explicit(&usable, memory_order_relaxed);
   size_t count = mmb__min(next_chunk, MAX_HANDLES - n);
   if (!count || mprotect(b + n, count * sizeof *b, PROT_READ | PROT_WRITE) != 0) return false;
+  madvise(b + n, count * sizeof *b, MADV_HUGEPAGE);   /* fewer TLB misses over many handles */
   for (size_t i = 0; i < count; i++) {
     mmbAllocation *h = &b[n + i];
     atomic_init(&h->state, MMB__HANDLE_FREE);
@@ -93,6 +94,7 @@ void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a) {
   atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
   a->ptr = NULL;
   a->interface = NULL;
+  a->fences = NULL;   /* (a region's handle: its prev) */
   a->next = cache->head;
   cache->head = a;
   if (MMB__UNLIKELY(++cache->count > CACHE_MAX_HANDLES)) spill(cache, CACHE_MAX_HANDLES / 2);

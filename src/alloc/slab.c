@@ -1,0 +1,101 @@
+/* The pool's small blocks: slabs, as mimalloc's pages and jemalloc's slabs.
+   A slab is a 64 KiB block of the pool cut into blocks of one size class;
+   taking and giving back a block is a push or a pop on the slab's stack of
+   free indices, with no split, no coalescing and no search. The records
+   (this stack included) live in host memory, so a slab may be memory the
+   host cannot touch.
+
+   Each class keeps the slabs that have free blocks on a list, and one wholly
+   free slab as a spare; further wholly free slabs go back to the pool
+   (where they coalesce and may leave with their segment), as do spares at
+   mmb_interface_trim and past the release threshold. A slab the pool cannot
+   give (a space whose limit leaves no 64 KiB) is no error: the caller takes
+   a granule block instead.
+
+   Everything here runs under the interface lock (or on the one thread that
+   owns a non-thread-safe interface). */
+#include "alloc/pool.h"
+
+static bool host(const pool *p) { return mmb__iface_host_accessible(p->iface); }
+
+static void list_add(pool *p, pool_slab *s) {
+  s->prev = NULL;
+  s->next = p->partial[s->cls];
+  if (s->next) s->next->prev = s;
+  p->partial[s->cls] = s;
+  s->listed = true;
+}
+
+static void list_remove(pool *p, pool_slab *s) {
+  if (s->prev) s->prev->next = s->next;
+  else p->partial[s->cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->listed = false;
+}
+
+static pool_slab *slab_new(pool *p, size_t cls, bool provider) {
+  size_t size = slab_class_size(cls), n = SLAB_BYTES / size;
+  pool_slab *s = mmb__malloc(sizeof *s + n * sizeof s->free[0]);
+  if (!s) return NULL;
+  pool_block *b = provider ? mmb__pool_take_slab(p) : mmb__pool_take_held(p, SLAB_BYTES);
+  if (!b) {
+    mmb__free(s);
+    return NULL;
+  }
+  *s = (pool_slab){.block = b, .base = b->ptr, .cls = (uint32_t)cls, .n_blocks = (uint32_t)n,
+                   .n_free = (uint32_t)n};
+  for (size_t i = 0; i < n; i++) s->free[i] = (uint16_t)(n - 1 - i);   /* low addresses first */
+  s->all_next = p->slabs;
+  if (s->all_next) s->all_next->all_prev = s;
+  p->slabs = s;
+  mmb__poison(host(p), b->ptr, b->size);
+  return s;
+}
+
+static void slab_release(pool *p, pool_slab *s) {
+  if (s->all_prev) s->all_prev->all_next = s->all_next;
+  else p->slabs = s->all_next;
+  if (s->all_next) s->all_next->all_prev = s->all_prev;
+  mmb__pool_put(p, s->block);
+  mmb__free(s);
+}
+
+char *mmb__slab_take(pool *p, size_t cls, bool provider, pool_slab **out_slab) {
+  pool_slab *s = p->partial[cls];
+  if (!s) {
+    if ((s = p->spare[cls])) p->spare[cls] = NULL;
+    else if (!(s = slab_new(p, cls, provider))) return NULL;
+    list_add(p, s);
+  }
+  uint16_t i = s->free[--s->n_free];
+  if (!s->n_free) list_remove(p, s);
+  *out_slab = s;
+  return s->base + (size_t)i * slab_class_size(cls);
+}
+
+void mmb__slab_put(pool *p, pool_slab *s, char *ptr) {
+  s->free[s->n_free++] = (uint16_t)((size_t)(ptr - s->base) / slab_class_size(s->cls));
+  if (s->n_free == 1) list_add(p, s);
+  if (s->n_free < s->n_blocks) return;
+  list_remove(p, s);   /* wholly free */
+  const mmbMemInterface *iface = p->iface;
+  bool keep = !iface->release_threshold || MMB__GET(iface->reserved) <= iface->release_threshold;
+  if (keep && !p->spare[s->cls]) p->spare[s->cls] = s;
+  else slab_release(p, s);
+}
+
+void mmb__slab_release_spares(pool *p) {
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) {
+    if (p->spare[cls]) slab_release(p, p->spare[cls]);
+    p->spare[cls] = NULL;
+  }
+}
+
+/* The slabs' bytes go with the pool's segments; only the records are freed. */
+void mmb__slab_finalize(pool *p) {
+  while (p->slabs) {
+    pool_slab *s = p->slabs;
+    p->slabs = s->all_next;
+    mmb__free(s);
+  }
+}
