@@ -398,17 +398,19 @@ static double region_run(mmbRegion *r) {
   return (now() - t) * 1e9 / n;
 }
 
+/* The same loop as region_run's, over a bump allocator written in place:
+   the last pointer of each batch escapes, as there. */
 static double bump_run(char *arena, size_t bytes) {
   size_t n = ops(4000000);
   double t = now();
   for (size_t done = 0; done < n; done += SIZES) {
-    uintptr_t at = (uintptr_t)arena, end = at + bytes;
+    uintptr_t at = (uintptr_t)arena, end = at + bytes, p = 0;
     for (int i = 0; i < SIZES; i++) {
-      uintptr_t p = (at + 15) & ~(uintptr_t)15;
+      p = (at + 15) & ~(uintptr_t)15;
       if (p + sizes[i] > end) abort();
       at = p + sizes[i];
-      *sink = (void *)p;
     }
+    *sink = (void *)p;
   }
   return (now() - t) * 1e9 / n;
 }

@@ -88,8 +88,9 @@ MMB_NODISCARD static inline mmbError mmb__region_alloc_inline(mmbRegion *region,
       !(alignment & (alignment - 1))) {
     mmb__region_cursor *c = (mmb__region_cursor *)(void *)region;
     uintptr_t a = alignment ? alignment : MMB_REGION_DEFAULT_ALIGNMENT;
+    /* bump <= limit, both addresses, and a <= 4096, n_bytes < 2^40: no sum wraps */
     uintptr_t p = (c->bump + a - 1) & ~(a - 1);
-    if (p >= c->bump && p <= c->limit && n_bytes <= c->limit - p) {
+    if (p + n_bytes <= c->limit) {
       c->bump = p + n_bytes;
       *out_ptr = (void *)p;
       return MMB_OK;
