@@ -506,6 +506,7 @@ MMB_TEST(pool, slab_classes_are_64_byte_multiples_no_more_than_25_percent_apart)
     cr_assert_eq(c % 64, 0, "%zu bytes: class %zu", n, c);
     cr_assert_lt(cls, SLAB_CLASSES);
     cr_assert_eq(slab_class_size(cls), c);
+    cr_assert_eq(quick_bin_of_request(n, 64), cls, "%zu bytes: the table's bin", n);
     if (n > 512) cr_assert_leq(4 * (c - n), n, "%zu bytes in a %zu-byte block", n, c);
     if (c != last) {
       if (last >= 512) cr_assert_leq(c - last, last / 4, "classes %zu and %zu", last, c);

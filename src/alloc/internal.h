@@ -90,7 +90,7 @@ struct mmbAllocation {
   _Atomic uint32_t state;
   uint16_t flags;
   uint8_t align_log2;       /* log2 of the alignment asked for */
-  uint8_t unused;
+  uint8_t bin;              /* MMB__QUICK: the pool's quick bin of its block */
   mmbMemInterface *interface;
   void *ptr;
   size_t size;              /* bytes asked for */

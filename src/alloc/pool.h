@@ -144,15 +144,19 @@ static inline size_t pool_quick_class(size_t block_size) { return block_size / P
 void mmb__pool_cache_init(pool_cache *cache);
 
 static inline bool slab_fits(size_t n, size_t align) { return n <= SLAB_MAX && align <= SLAB_ALIGN; }
-/* The quick bin of a request, and of a block parked on its handle. */
+/* slab_class(slab_round(n)) for n in (16 i, 16 i + 16] (test_pool checks it). */
+static const uint8_t slab_bins[128] = {
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
+    8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
+    12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
+    14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+/* The quick bin of a request, and of a block parked on its handle (which
+   says it: mmbAllocation.bin). */
 static inline size_t quick_bin_of_request(size_t n, size_t align) {
-  return slab_fits(n, align) ? slab_class(slab_round(n))
+  return slab_fits(n, align) ? slab_bins[(n - 1) >> 4]
                              : SLAB_CLASSES + pool_quick_class(pool_round(n));
 }
-static inline size_t quick_bin_of(const mmbAllocation *a) {
-  return a->flags & MMB__SLAB ? slab_class(a->reserved)
-                              : SLAB_CLASSES + pool_quick_class(a->reserved);
-}
+static inline size_t quick_bin_of(const mmbAllocation *a) { return a->bin; }
 
 /* ---- thread caches (pool_cache.c) --------------------------------------- */
 struct pool_tcache {

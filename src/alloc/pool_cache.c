@@ -51,7 +51,7 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
     int idle = 0;
     if (atomic_compare_exchange_strong(&tc->owned, &idle, 1)) return tc;
   }
-  pool_tcache *tc = mmb__calloc(1, sizeof *tc);
+  pool_tcache *tc = mmb__calloc_lines(sizeof *tc);   /* no line shared with another thread's */
   if (!tc) return NULL;
   mmb__pool_cache_init(&tc->cache);
   tc->cache.c = &tc->c;
@@ -136,12 +136,14 @@ static bool park_one(pool *p, pool_cache *cache, size_t bin) {
     mmb__handle_fill(a, p->iface, 0, 0, slab_class_size(bin), s);
     a->ptr = ptr;
     a->flags = MMB__QUICK | MMB__SLAB;
+    a->bin = (uint8_t)bin;
   } else {
     pool_block *b = mmb__pool_take_held(p, (bin - SLAB_CLASSES + 1) * POOL_GRANULE);
     if (!b) goto none;
     mmb__handle_fill(a, p->iface, 0, 0, b->size, b);
     a->ptr = b->ptr;
     a->flags = MMB__QUICK;
+    a->bin = (uint8_t)bin;
   }
   a->next = cache->bin[bin];
   cache->bin[bin] = a;
@@ -201,6 +203,7 @@ static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
       mmb__handle_fill(a, p->iface, n, align, slab_class_size(cls), s);
       a->ptr = ptr;
       a->flags = MMB__QUICK | MMB__SLAB;
+      a->bin = (uint8_t)cls;
       return true;
     }
   }
@@ -209,8 +212,10 @@ static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
   if (!b) return false;
   mmb__handle_fill(a, p->iface, n, align, b->size, b);
   a->ptr = (void *)(((uintptr_t)b->ptr + align - 1) & ~(uintptr_t)(align - 1));
-  if (b->size <= POOL_QUICK_MAX && a->ptr == (void *)b->ptr && !b->seg->dedicated)
+  if (b->size <= POOL_QUICK_MAX && a->ptr == (void *)b->ptr && !b->seg->dedicated) {
     a->flags = MMB__QUICK;
+    a->bin = (uint8_t)(SLAB_CLASSES + pool_quick_class(b->size));
+  }
   return true;
 }
 

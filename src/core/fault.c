@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_bool armed;
 static _Atomic unsigned long skip_left, fail_left, failures;
@@ -40,5 +41,11 @@ bool mmb__fault_hit(void) {
 void *mmb__malloc(size_t n) { return mmb__fault_hit() ? NULL : malloc(n); }
 void *mmb__calloc(size_t count, size_t size) {
   return mmb__fault_hit() ? NULL : calloc(count, size);
+}
+void *mmb__calloc_lines(size_t size) {
+  size_t n = (size + 127) & ~(size_t)127;
+  void *p = mmb__fault_hit() ? NULL : aligned_alloc(128, n);
+  if (p) memset(p, 0, n);
+  return p;
 }
 void mmb__free(void *p) { free(p); }

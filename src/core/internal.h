@@ -63,6 +63,10 @@ static inline size_t mmb__min(size_t a, size_t b) { return a < b ? a : b; }
 void *mmb__malloc(size_t n);
 void *mmb__calloc(size_t count, size_t size);
 void mmb__free(void *p);
+/* Zeroed, on cache lines of its own (128-byte aligned and padded: the
+   adjacent-line prefetcher pairs lines), for what one thread writes while
+   others write their own. Freed with mmb__free. */
+void *mmb__calloc_lines(size_t size);
 
 /* Internal records the library makes and drops at a high rate (requests,
    work items, fences) come from shared free lists (recycle.c); free needs
