@@ -245,7 +245,7 @@ static void use_after_reset(void) {
   void *p;
   if (mmb_region_create(iface, NULL, &r) != MMB_OK || mmb_region_alloc(r, 64, 0, &p) != MMB_OK)
     _exit(0);
-  mmb_region_reset(r);
+  if (mmb_region_reset(r) != MMB_OK) _exit(0);
   ((volatile char *)p)[3] = 1;
 }
 #endif

@@ -62,7 +62,13 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     mmb__object_free(iface);
     return err;
   }
-  pthread_mutex_init(&iface->lock, NULL);
+  /* adaptive: held for a batch of list operations, so a waiter spins a
+     little before it sleeps (a futex sleep costs more than the batch) */
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+  pthread_mutex_init(&iface->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   if (iface->strategy->init && (err = iface->strategy->init(iface)) != MMB_OK) {
     pthread_mutex_destroy(&iface->lock);
     provider_stop(iface);

@@ -126,6 +126,12 @@ typedef struct pool {
   pool_slab *partial[SLAB_CLASSES];  /* slabs with free blocks, by class */
   pool_slab *spare[SLAB_CLASSES];    /* one wholly free slab kept per class */
   pool_slab *slabs;                  /* every slab */
+  /* With thread caches: blocks one thread's bins gave up, still parked on
+     their handles, for another thread's refill (a transfer cache: a block
+     freed by the thread that did not allocate it travels back in a batch,
+     with no trip through its slab and no handle given up and retaken). */
+  mmbAllocation *depot[POOL_QUICK_BINS];
+  uint32_t depot_count[POOL_QUICK_BINS];
   pool_segment *segments, *free_segments;
   pool_block *spare_blocks;          /* block records to reuse */
   void *record_chunks;               /* every chunk of block records, for finalize */

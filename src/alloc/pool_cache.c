@@ -93,13 +93,43 @@ void mmb__pool_cache_init(pool_cache *cache) {
     cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
 }
 
+/* The most a bin's depot holds: two full bins. */
+static uint32_t depot_max(const pool_cache *cache, size_t bin) {
+  return bin < SLAB_CLASSES ? 2u * slab_cap_max(bin) : 2u * cache->cap[bin];
+}
+
+/* A bin's blocks beyond `keep` go to the depot (with thread caches, while it
+   has room), else back to their slabs or the pool. */
 static void flush_class(pool *p, pool_cache *cache, size_t cls, size_t keep) {
+  uint32_t room = p->thread_caches ? depot_max(cache, cls) - mmb__min(p->depot_count[cls],
+                                                                      depot_max(cache, cls)) : 0;
   while (cache->count[cls] > keep) {
     mmbAllocation *a = cache->bin[cls];
     cache->bin[cls] = a->next;
     cache->count[cls]--;
+    if (room) {
+      room--;
+      a->next = p->depot[cls];
+      p->depot[cls] = a;
+      p->depot_count[cls]++;
+      continue;
+    }
     pool_give_block(p, a);
     mmb__handle_give(cache->handles, a);
+  }
+}
+
+/* Every depot's blocks back to their slabs or the pool (trim, a refusal,
+   the release threshold, finalize); their handles to the interface's cache. */
+static void depot_drain(pool *p) {
+  for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++) {
+    while (p->depot[bin]) {
+      mmbAllocation *a = p->depot[bin];
+      p->depot[bin] = a->next;
+      pool_give_block(p, a);
+      mmb__handle_give(&p->iface->handles, a);
+    }
+    p->depot_count[bin] = 0;
   }
 }
 
@@ -127,7 +157,16 @@ static void cache_drop(pool_cache *cache) {
    what the pool already holds: a refill never takes memory from the
    provider, so on a size-limited space it cannot refuse another thread. */
 static bool park_one(pool *p, pool_cache *cache, size_t bin) {
-  mmbAllocation *a = mmb__handle_take(cache->handles);
+  mmbAllocation *a = p->depot[bin];
+  if (a) {   /* a block another thread gave up, with its handle */
+    p->depot[bin] = a->next;
+    p->depot_count[bin]--;
+    a->next = cache->bin[bin];
+    cache->bin[bin] = a;
+    cache->count[bin]++;
+    return true;
+  }
+  a = mmb__handle_take(cache->handles);
   if (!a) return false;
   if (bin < SLAB_CLASSES) {
     pool_slab *s;
@@ -183,6 +222,7 @@ static void flush_parked(pool *p, pool_cache *mine) {
     mmb__pool_cache_flush(p, &tc->cache);
     atomic_store(&tc->owned, 0);
   }
+  depot_drain(p);
   mmb__slab_release_spares(p);
 }
 
@@ -276,6 +316,7 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(c, a->size);
   if (cache && !pool_under_threshold(iface)) {
     mmb__pool_cache_flush(p, cache);   /* parked blocks and spare slabs may hold segments */
+    depot_drain(p);
     mmb__slab_release_spares(p);
   } else if (cache && (a->flags & MMB__SLAB || (p->thread_caches && a->flags & MMB__QUICK))) {
     size_t bin = quick_bin_of(a);   /* an overflowing quick bin: half of it back */
@@ -300,7 +341,6 @@ static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
   flush_parked(p, mine);
-  mmb__slab_release_spares(p);
   mmb__pool_release_free(p, keep);
   mmb__iface_unlock(iface);
 }
@@ -342,6 +382,7 @@ static void pool_finalize(mmbMemInterface *iface) {
   *link = p->next_live;
   pthread_mutex_unlock(&tc_lock);
   cache_drop(&p->own);
+  depot_drain(p);
   pool_tcache *tc = atomic_load(&p->tcaches);
   while (tc) {
     pool_tcache *next = atomic_load(&tc->next);
