@@ -60,9 +60,10 @@ module mamba_c
     integer(c_int) :: strategy = MMB_STRATEGY_DEFAULT
     integer(c_int) :: flags = 0              ! MMB_INTERFACE_THREAD_SAFE
     integer(c_size_t) :: release_threshold = 0
+    integer(c_int) :: copy_threads = 0       ! host copies from 4 MiB split over this many threads
   end type
   type(mmbMemInterfaceConfig), parameter :: MMB_MEMINTERFACE_CONFIG_DEFAULT = &
-    mmbMemInterfaceConfig(MMB_PROVIDER_DEFAULT, MMB_STRATEGY_DEFAULT, 0, 0_c_size_t)
+    mmbMemInterfaceConfig(MMB_PROVIDER_DEFAULT, MMB_STRATEGY_DEFAULT, 0, 0_c_size_t, 0)
   type :: mmbMemSpaceConfig
     type(mmbSizeConfig) :: size_config = mmbSizeConfig()
     type(mmbMemInterfaceConfig) :: interface_config = MMB_MEMINTERFACE_CONFIG_DEFAULT

@@ -36,6 +36,7 @@ static void bring_down(void) {
   mmb__space_set_release_hook(NULL);
   mmb__dup_interfaces_forget();
   mmb__interfaces_finalize();
+  mmb__engine_finalize();
   mmb__trace_finalize();
   mmb__registry_finalize();
   mmb__spaces_finalize();
@@ -51,7 +52,8 @@ static mmbError bring_up(const mmbOptions *opts) {
   if (err != MMB_OK) return err;
   if ((err = mmb__os_init()) != MMB_OK) return err;
   install_providers();
-  if ((err = mmb__pool_check_env()) == MMB_OK && (err = mmb__spaces_init()) == MMB_OK &&
+  if ((err = mmb__pool_check_env()) == MMB_OK && (err = mmb__engine_init()) == MMB_OK &&
+      (err = mmb__spaces_init()) == MMB_OK &&
       (err = mmb__spaces_discover()) == MMB_OK)
     err = mmb__trace_init();
   if (err == MMB_OK) mmb__space_set_release_hook(mmb__dup_interface_released);

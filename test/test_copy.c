@@ -259,3 +259,85 @@ MMB_TEST(copy, between_providers_and_spaces) {
   OK(mmb_interface_destroy(pin));
   OK(mmb_interface_destroy(small));
 }
+
+/* ---- the host engine: streaming stores and split copies -------------------- */
+
+/* Streams from the first byte (MMB_COPY_NT_BYTES=1) and splits from 4 MiB
+   over 3 threads: every shape, offset and width lands exactly as memmove
+   would put it, and nothing outside the destination changes. */
+Test(copy_engine, streamed_and_split_copies_land_exactly) {
+  setenv("MMB_COPY_NT_BYTES", "1", 1);
+  setenv("MMB_COPY_THREADS", "3", 1);
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  cr_assert_eq(mmb_init(&quiet), MMB_OK);
+  mmbMemSpace *dram;
+  mmbMemInterface *iface;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  OK(mmb_request_interface(dram, NULL, &iface));
+  size_t span = (size_t)12 << 20;
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(span, iface, &a));
+  OK(mmb_allocate(span, iface, &b));
+  unsigned char *s = mmb_allocation_ptr(a), *d = mmb_allocation_ptr(b);
+  unsigned char *want = malloc(span);
+  cr_assert_not_null(want);
+  for (size_t i = 0; i < span; i++) s[i] = (unsigned char)(i * 131 + 7);
+  /* (width, pitch, rows, dst offset, src offset): rows narrower and wider than
+     the streaming minimum, misaligned both sides, and past 4 MiB to split */
+  const size_t shapes[][5] = {
+      {1, 1, 1, 0, 0},           {255, 300, 7, 3, 1},      {256, 320, 1000, 5, 9},
+      {4097, 5000, 33, 17, 63},  {64 << 10, 80 << 10, 70, 1, 2},
+      {(5 << 20) + 3, 0, 1, 13, 29},   {1000, 1024, 6000, 24, 0},
+  };
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    size_t w = shapes[k][0], p = shapes[k][1] ? shapes[k][1] : w, rows = shapes[k][2];
+    size_t doff = shapes[k][3], soff = shapes[k][4];
+    memset(d, 0xEE, span);
+    memset(want, 0xEE, span);
+    for (size_t r = 0; r < rows; r++) memcpy(want + doff + r * p, s + soff + r * p, w);
+    if (rows == 1) OK(mmb_copy_1d(b, doff, a, soff, w));
+    else OK(mmb_copy_2d(b, doff, 0, p, a, soff, 0, p, w, rows));
+    cr_assert(memcmp(d, want, span) == 0, "shape %zu (%zu x %zu, pitch %zu)", k, w, rows, p);
+  }
+  free(want);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  OK(mmb_interface_destroy(iface));
+  cr_assert_eq(mmb_finalize(), MMB_OK);
+  ASSERT_NO_LEAKS();
+}
+
+/* An interface's copy_threads: checked, and used for its copies. */
+MMB_TEST(copy, copy_threads_of_an_interface) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface;
+  FAILS(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 65}, &iface),
+        MMB_INVALID_ARG);
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 2}, &iface));
+  size_t n = (size_t)9 << 20;
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(n, iface, &a));
+  OK(mmb_allocate(n, iface, &b));
+  memset(mmb_allocation_ptr(a), 0x5A, n);
+  memset(mmb_allocation_ptr(b), 0, n);
+  OK(mmb_copy(b, a));
+  cr_assert(memcmp(mmb_allocation_ptr(a), mmb_allocation_ptr(b), n) == 0);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  OK(mmb_interface_destroy(iface));
+}
+
+Test(copy_engine, malformed_environment_fails_init) {
+  const char *bad[][2] = {{"MMB_COPY_NT_BYTES", "lots"}, {"MMB_COPY_THREADS", "0"},
+                          {"MMB_COPY_THREADS", "65"}, {"MMB_COPY_THREADS", "two"}};
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    cr_assert_eq(mmb_init(&quiet), MMB_INVALID_ARG, "%s=%s", bad[i][0], bad[i][1]);
+    unsetenv(bad[i][0]);
+  }
+  setenv("MMB_COPY_NT_BYTES", "0", 1);   /* never stream: allowed */
+  cr_assert_eq(mmb_init(&quiet), MMB_OK);
+  cr_assert_eq(mmb_finalize(), MMB_OK);
+}

@@ -100,10 +100,19 @@ static void pace(uint64_t start, size_t bytes, size_t rate) {
   while (nanosleep(&ts, &ts) != 0) {}
 }
 
+/* The threads a copy between two interfaces may use: the larger ask (0: the
+   engine's default). */
+static unsigned copy_threads(const mmbMemInterface *di, const mmbMemInterface *si) {
+  unsigned d = di ? di->copy_threads : 0, s = si ? si->copy_threads : 0;
+  return d > s ? d : s;
+}
+
 static void copy_host(char *dst, const size_t *ds, const char *src, const size_t *ss, size_t ndims,
-                      const size_t *dims, size_t rate) {
+                      const size_t *dims, size_t rate, const mmbMemInterface *di,
+                      const mmbMemInterface *si) {
   uint64_t start = rate ? mmb__trace_now() : 0;
-  mmb__engine_copy_nd(dst, ds, src, ss, ndims, dims);
+  int numa = di ? di->space->info.numa_node : -1;
+  mmb__engine_copy(dst, ds, src, ss, ndims, dims, copy_threads(di, si), numa);
   if (rate) {
     size_t bytes = 1;
     for (size_t k = 0; k < ndims; k++) bytes *= dims[k];
@@ -124,7 +133,7 @@ mmbError mmb__copy_strided(const char *func, const mmb__copy_engine *on, mmbMemI
   }
   ndims = collapse(ds, ss, ndims, dims);
   if (!on && host_side(di) && host_side(si)) {
-    copy_host(dst, ds, src, ss, ndims, dims, throttle_of(di, si));
+    copy_host(dst, ds, src, ss, ndims, dims, throttle_of(di, si), di, si);
     return MMB_OK;
   }
   const char *name = "stream";

@@ -50,11 +50,13 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
   /* no config: a registered space's own (mmb_register_memory), else defaults */
   mmbMemInterfaceConfig c = cfg ? *cfg : space->interface_cfg;
   MMB__ARG(c.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown flags 0x%x", c.flags);
+  MMB__ARG(c.copy_threads > 64, __func__, "copy_threads %u: at most 64", c.copy_threads);
   mmbMemInterface *iface = mmb__object_new(MMB__KIND_INTERFACE, sizeof *iface);
   if (!iface) return MMB_OUT_OF_MEMORY;
   iface->space = space;
   iface->flags = c.flags;
   iface->release_threshold = c.release_threshold;
+  iface->copy_threads = c.copy_threads;
   mmbError err = resolve_strategy(c.strategy, &iface->strategy);
   if (err == MMB_OK) err = resolve_provider(space, c.provider, iface);
   if (err == MMB_OK) err = provider_start(iface);

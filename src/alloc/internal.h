@@ -223,6 +223,7 @@ struct mmbMemInterface {
   _Atomic unsigned long long n_provider_allocs, n_provider_frees, n_failed;
   _Atomic size_t n_regions;
   _Atomic size_t n_wrapped;                  /* live wrapped arrays made on it */
+  unsigned copy_threads;                     /* mmbMemInterfaceConfig.copy_threads */
   mmb__region_cache *region_cache;           /* NULL until a region uses it */
   mmb__handle_cache handles;                 /* guarded like c */
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
@@ -306,11 +307,13 @@ static inline void mmb__trace_reserve(mmbMemInterface *iface, size_t size, bool 
 
 /* ---- the copy engine (engine.c) ----------------------------------------- */
 /* Host-to-host strided copies. ndims >= 1, dims[0] in bytes; stride[k] is the
-   byte distance between consecutive indices of dim k (stride[0] unused). */
-void mmb__engine_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
-                         size_t width, size_t height);
-void mmb__engine_copy_nd(char *dst, const size_t *dstride, const char *src,
-                         const size_t *sstride, size_t ndims, const size_t *dims);
+   byte distance between consecutive indices of dim k (stride[0] unused).
+   threads: how many may share it (0: MMB_COPY_THREADS); numa: the OS index
+   of the destination's NUMA node, where helpers run (-1: anywhere). */
+void mmb__engine_copy(char *dst, const size_t *dstride, const char *src, const size_t *sstride,
+                      size_t ndims, const size_t *dims, unsigned threads, int numa);
+mmbError mmb__engine_init(void);      /* MMB_COPY_NT_BYTES, MMB_COPY_THREADS, the CPU's stores */
+void mmb__engine_finalize(void);      /* joins the helper threads */
 
 /* A checked copy between allocations, ready to run (now, or on a queue). */
 typedef struct mmb__copy_side {

@@ -240,7 +240,7 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
     return MMB_OK;
   }
   mmbError err = check_space_config(__func__, cfg);
-  mmbMemSpace *s;
+  mmbMemSpace *s = NULL;   /* (set when err is MMB_OK; LTO cannot tell) */
   if (err == MMB_OK) err = new_space(__func__, layer, ctx, cfg, &s);
   if (err != MMB_OK) return err;
   pthread_mutex_lock(&requested_lock);
@@ -269,6 +269,7 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
   mmbError err = check_space_config(__func__, &cfg);
   MMB__ARG(icfg.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown interface flags 0x%x",
            icfg.flags);
+  MMB__ARG(icfg.copy_threads > 64, __func__, "copy_threads %u: at most 64", icfg.copy_threads);
   if (err != MMB_OK) return err;
   mmbMemSpace **slot = &registered[layer][ctx == MMB_GPU_CUDA];
   pthread_mutex_lock(&requested_lock);
@@ -276,7 +277,8 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
   const mmbMemInterfaceConfig *had = old ? &old->interface_cfg : NULL;
   bool same = old && same_space_config(&old->reg_cfg, &cfg, layer) &&
               had->provider == icfg.provider && had->strategy == icfg.strategy &&
-              had->flags == icfg.flags && had->release_threshold == icfg.release_threshold;
+              had->flags == icfg.flags && had->release_threshold == icfg.release_threshold &&
+              had->copy_threads == icfg.copy_threads;
   pthread_mutex_unlock(&requested_lock);
   if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
   void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);

@@ -39,6 +39,9 @@ bool mmb__os_numa_distance(unsigned from_os, unsigned to_os, unsigned *out);
 size_t mmb__os_physical_memory(void);
 /* Binds a thread to the CPUs of NUMA node numa_os (OS index); best effort. */
 void mmb__os_bind_thread(pthread_t thread, int numa_os);
+/* Bytes of the last-level data cache the first core uses, as hwloc reads it
+   (sysfs, not the CPUID leaf a VM may inflate); 0 unknown. */
+size_t mmb__os_llc_bytes(void);
 
 /* ---- the CUDA runtime, reached without CUDA headers ---------------------
    providers/cuda fills the table; the lifecycle installs it at init (none

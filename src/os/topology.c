@@ -89,6 +89,17 @@ size_t mmb__os_physical_memory(void) {
   return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
 }
 
+size_t mmb__os_llc_bytes(void) {
+  if (!topology) return 0;
+  /* the largest data cache above the first core: the one a copy's bytes pass through */
+  hwloc_obj_t pu = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, 0);
+  size_t best = 0;
+  for (hwloc_obj_t o = pu; o; o = o->parent)
+    if (hwloc_obj_type_is_dcache(o->type) && o->attr && o->attr->cache.size > best)
+      best = (size_t)o->attr->cache.size;
+  return best;
+}
+
 void mmb__os_bind_thread(pthread_t thread, int numa_os) {
   if (numa_os < 0 || !topology) return;
   hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topology, (unsigned)numa_os);
