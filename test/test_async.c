@@ -272,7 +272,9 @@ MMB_TEST(reuse, a_plain_free_hands_back_what_has_passed) {
   mmbAllocation *a, *b;
   OK(mmb_allocate(4096, iface, &a));
   OK(mmb_allocate(512, iface, &b));
+  close_gate(q);             /* the fence cannot pass before free_async has deferred */
   OK(mmb_free_async(a, q));
+  atomic_store(&gate, 1);
   OK(mmb_queue_synchronize(q));
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));

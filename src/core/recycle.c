@@ -10,7 +10,10 @@
    Objects the caller holds a handle to (tiles, regions) are not recycled:
    a handle used after its object is gone must not reach a new object.
    Under AddressSanitizer every record goes to malloc and free, so a use
-   after free is still reported. Lock order: a class lock is a leaf. */
+   after free is still reported. Lock order: a class lock is a leaf. The
+   locks are adaptive: held for a few stores, and taken by a queue's worker
+   and its caller in turn, so a waiter spins rather than sleeping (a futex
+   sleep and wake-up cost tens of microseconds in a round trip of one). */
 #include "core/internal.h"
 
 #include <pthread.h>
@@ -40,7 +43,7 @@ static struct record_class {
   pthread_mutex_t lock;
   free_block *head;
   size_t count;
-} classes[N_CLASSES] = {[0 ... N_CLASSES - 1] = {PTHREAD_MUTEX_INITIALIZER, NULL, 0}};
+} classes[N_CLASSES] = {[0 ... N_CLASSES - 1] = {PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, NULL, 0}};
 
 static struct record_class *class_of(size_t n) {
   size_t c = (n + CLASS_BYTES - 1) / CLASS_BYTES;

@@ -23,10 +23,11 @@ typedef struct mmb__event_ops {
    (a waiter, a poll) settles it. */
 typedef struct mmb__request {
   _Atomic uint32_t claim;       /* generation << 1 | 1 while a caller's mmbRequest holds it */
-  _Atomic int done;
-  mmbError err;                 /* written before done is released */
+  _Atomic int done;             /* 0 pending, 1 settling (err being written), 2 done */
+  mmbError err;                 /* written before done becomes 2 */
   _Atomic int refs;
-  pthread_mutex_t lock;         /* with cond: for waiters that sleep; settles */
+  _Atomic unsigned sleepers;    /* waiters asleep on cond (or about to be) */
+  pthread_mutex_t lock;         /* with cond: for waiters that sleep; attach */
   pthread_cond_t cond;
   const mmbQueue *q;            /* the queue it was submitted on */
   _Atomic(void *) event;        /* set once the work is issued on a stream */
@@ -44,8 +45,10 @@ void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops
 /* Settles r if its event has passed; true when r is done. */
 bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
-  return atomic_load_explicit(&r->done, memory_order_acquire) || mmb__request_poll(r);
+  return atomic_load_explicit(&r->done, memory_order_acquire) == 2 || mmb__request_poll(r);
 }
+/* Monotonic nanoseconds, for spins bounded by time rather than by count. */
+uint64_t mmb__queue_now_ns(void);
 /* The region's bytes are read by the work behind r: reset and destroy of
    the region wait for it. */
 void mmb__region_read_by(mmbRegion *region, mmb__request *r);

@@ -1,9 +1,11 @@
-/* Requests: a completion flag and an error, with a reference for the caller
+/* Requests: a completion word and an error, with a reference for the caller
    and one for the work that completes it; for work issued on a stream, the
-   event that marks its end. */
+   event that marks its end. Completing one is a store (and a wake-up only
+   when a waiter went to sleep); waiting spins for up to SPIN_NS, then
+   sleeps. */
 #include "queue/internal.h"
 
-#include <sched.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPU_RELAX() __builtin_ia32_pause()
@@ -18,10 +20,22 @@
    is old) without a fresh page of the handle arena per request; it could
    pass only on the very reuse whose generation wraps to its own, 1 in 65536. */
 #define KEEP 256
+/* How long a waiter spins before it sleeps: longer than a sleeping worker
+   takes to wake (tens of microseconds in a VM, measured in bench/queue).
+   A waiter that slept on a short round trip would need waking too, and the
+   worker, idle meanwhile, would sleep before the next submission: every
+   trip would then pay two wake-ups (the 4 us modes issue 15 measured). */
+#define SPIN_NS 200000u
+
+uint64_t mmb__queue_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 #define GEN_SHIFT 48
 #define PTR_MASK (((uintptr_t)1 << GEN_SHIFT) - 1)
 
-static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t free_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;   /* (held for a few stores: spin, not sleep) */
 static mmb__request *free_list;   /* guarded by free_lock; linked through `next` */
 static size_t n_free;
 
@@ -81,6 +95,7 @@ mmb__request *mmb__request_new(void) {
   mmb__request *r = take_record();
   if (!r) return NULL;
   atomic_init(&r->done, 0);
+  atomic_init(&r->sleepers, 0);
   atomic_init(&r->refs, 1);
   atomic_init(&r->event, NULL);
   r->event_ops = NULL;
@@ -99,22 +114,31 @@ void mmb__request_unref(mmb__request *r) {
   give_record(r);
 }
 
-void mmb__request_complete(mmb__request *r, mmbError err) {
-  pthread_mutex_lock(&r->lock);   /* a waiter between its check and its sleep sees it */
-  if (!atomic_load_explicit(&r->done, memory_order_relaxed)) {
-    r->err = err;
-    atomic_store_explicit(&r->done, 1, memory_order_release);
-    pthread_cond_broadcast(&r->cond);
-  }
+/* Wakes the waiters that sleep. With sequentially consistent accesses on
+   both sides (the waiter counts itself, then looks at the request; the
+   completer changes the request, then looks at the count), either the
+   waiter sees the change or the completer sees the waiter. */
+static void wake(mmb__request *r) {
+  if (!atomic_load_explicit(&r->sleepers, memory_order_seq_cst)) return;
+  pthread_mutex_lock(&r->lock);
+  pthread_cond_broadcast(&r->cond);
   pthread_mutex_unlock(&r->lock);
 }
 
+void mmb__request_complete(mmb__request *r, mmbError err) {
+  int pending = 0;   /* the first settle wins */
+  if (!atomic_compare_exchange_strong_explicit(&r->done, &pending, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;
+  r->err = err;
+  atomic_store_explicit(&r->done, 2, memory_order_seq_cst);
+  wake(r);
+}
+
 void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops) {
-  pthread_mutex_lock(&r->lock);
   r->event_ops = ops;
-  atomic_store_explicit(&r->event, event, memory_order_release);
-  pthread_cond_broadcast(&r->cond);   /* sleepers go on to wait for the event */
-  pthread_mutex_unlock(&r->lock);
+  atomic_store_explicit(&r->event, event, memory_order_seq_cst);
+  wake(r);   /* sleepers go on to wait for the event */
 }
 
 bool mmb__request_poll(mmb__request *r) {
@@ -128,36 +152,41 @@ bool mmb__request_poll(mmb__request *r) {
 }
 
 static bool issued(mmb__request *r) {
-  return atomic_load_explicit(&r->done, memory_order_acquire) ||
-         atomic_load_explicit(&r->event, memory_order_acquire);
+  return atomic_load_explicit(&r->done, memory_order_seq_cst) == 2 ||
+         atomic_load_explicit(&r->event, memory_order_seq_cst);
 }
 
-/* A short spin first: a round trip through a busy worker is a few
-   microseconds, far less than a sleep and a wake-up. */
-static bool spin(mmb__request *r, bool (*ready)(mmb__request *r)) {
-  for (int i = 0; i < 2000; i++) {
-    if (ready(r)) return true;
-    if (i % 64 == 63) sched_yield();
-    else CPU_RELAX();
+/* Spins for up to SPIN_NS (a round trip through a busy worker takes far
+   less than a sleep and a wake-up), then sleeps until `ready`. */
+static void await(mmb__request *r, bool (*ready)(mmb__request *r)) {
+  uint64_t until = 0;
+  for (unsigned i = 0;; i++) {
+    if (ready(r)) return;
+    CPU_RELAX();
+    if (i % 64 == 63) {
+      uint64_t t = mmb__queue_now_ns();
+      if (!until) until = t + SPIN_NS;
+      else if (t > until) break;
+    }
   }
-  return ready(r);
+  pthread_mutex_lock(&r->lock);
+  atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
+  while (!ready(r)) pthread_cond_wait(&r->cond, &r->lock);
+  atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&r->lock);
 }
 
 void *mmb__request_issued(mmb__request *r) {
-  if (!spin(r, issued)) {
-    pthread_mutex_lock(&r->lock);
-    while (!issued(r)) pthread_cond_wait(&r->cond, &r->lock);
-    pthread_mutex_unlock(&r->lock);
-  }
-  return atomic_load_explicit(&r->done, memory_order_acquire)
+  await(r, issued);
+  return atomic_load_explicit(&r->done, memory_order_acquire) == 2
              ? NULL : atomic_load_explicit(&r->event, memory_order_acquire);
 }
 
 /* Work issued on a stream is waited for on its event. */
 mmbError mmb__request_wait(mmb__request *r) {
-  void *ev;
-  if (!spin(r, mmb__request_done) && (ev = mmb__request_issued(r)))
-    mmb__request_complete(r, r->event_ops->sync(ev));
+  void *ev = mmb__request_issued(r);   /* NULL: done; else its stream's event */
+  if (ev) mmb__request_complete(r, r->event_ops->sync(ev));
+  while (atomic_load_explicit(&r->done, memory_order_acquire) != 2) CPU_RELAX();   /* settling */
   return r->err;
 }
 

@@ -1,53 +1,77 @@
 /* The thread backend: one worker thread per queue, running work items in
-   FIFO order. The worker takes the whole list at once and runs it without
-   the lock; it spins briefly before it sleeps, so that back-to-back
-   submissions do not pay a wake-up each. With mmbQueueOptions.near, the
-   worker is bound with hwloc to the CPUs of that space's NUMA node. */
+   FIFO order. Submission is lock-free: a push onto an atomic stack, which
+   the worker takes whole and reverses. After a batch the worker spins for
+   up to SPIN_NS (back-to-back submissions then cost no wake-up), yielding
+   now and then to threads with work, then sleeps; a submitter signals only a worker that said it sleeps (the same
+   handshake as a request's sleepers, request.c). With
+   mmbQueueOptions.near, the worker is bound with hwloc to the CPUs of that
+   space's NUMA node. */
 #include "queue/internal.h"
 
 #include <sched.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define SPIN_NS 200000u
+
 typedef struct thread_queue {
   mmbQueue *q;
   pthread_t thread;
-  pthread_mutex_t lock;      /* guards head, tail, stop, sleeping */
+  _Atomic(mmb__work *) stack;   /* pushed work, newest first */
+  _Atomic bool sleeping, stop;
+  pthread_mutex_t lock;         /* with cond: the worker's sleep */
   pthread_cond_t cond;
-  mmb__work *head, *tail;
-  _Atomic bool pending;      /* head != NULL, readable without the lock */
-  bool stop, sleeping;
 } thread_queue;
 
-static mmb__work *take_all(thread_queue *t) {
-  mmb__work *w = t->head;
-  t->head = t->tail = NULL;
-  atomic_store_explicit(&t->pending, false, memory_order_relaxed);
-  return w;
+/* Waits for work (or stop): spins for up to SPIN_NS, then sleeps. */
+static void wait_for_work(thread_queue *t) {
+  uint64_t until = 0;
+  for (unsigned i = 0;; i++) {
+    if (atomic_load_explicit(&t->stack, memory_order_relaxed) ||
+        atomic_load_explicit(&t->stop, memory_order_relaxed))
+      return;
+    CPU_RELAX();
+    if (i % 1024 == 1023) sched_yield();   /* threads that have work (BLAS, the caller's) go first */
+    if (i % 64 == 63) {
+      uint64_t now = mmb__queue_now_ns();
+      if (!until) until = now + SPIN_NS;
+      else if (now > until) break;
+    }
+  }
+  pthread_mutex_lock(&t->lock);
+  atomic_store_explicit(&t->sleeping, true, memory_order_seq_cst);
+  while (!atomic_load_explicit(&t->stack, memory_order_seq_cst) &&
+         !atomic_load_explicit(&t->stop, memory_order_seq_cst))
+    pthread_cond_wait(&t->cond, &t->lock);
+  atomic_store_explicit(&t->sleeping, false, memory_order_relaxed);
+  pthread_mutex_unlock(&t->lock);
 }
 
 static void *worker(void *arg) {
   thread_queue *t = arg;
   for (;;) {
-    for (int i = 0; i < 4000 && !atomic_load_explicit(&t->pending, memory_order_relaxed); i++)
-      if (i % 256 == 255) sched_yield();
-    pthread_mutex_lock(&t->lock);
-    while (!t->head && !t->stop) {
-      t->sleeping = true;
-      pthread_cond_wait(&t->cond, &t->lock);
-      t->sleeping = false;
+    mmb__work *w = atomic_exchange_explicit(&t->stack, NULL, memory_order_acquire);
+    if (!w) {
+      /* stop is set after the last push: with the stack empty, all is done */
+      if (atomic_load_explicit(&t->stop, memory_order_acquire)) return NULL;
+      wait_for_work(t);
+      continue;
     }
-    mmb__work *w = take_all(t);
-    bool stop = t->stop;
-    pthread_mutex_unlock(&t->lock);
+    mmb__work *fifo = NULL;   /* oldest first */
     while (w) {
       mmb__work *next = w->next;
-      mmb__work_execute(t->q, w);
+      w->next = fifo;
+      fifo = w;
       w = next;
     }
-    if (stop) {   /* stop is set after the last push: drain, then end */
-      pthread_mutex_lock(&t->lock);
-      bool empty = !t->head;
-      pthread_mutex_unlock(&t->lock);
-      if (empty) return NULL;
+    while (fifo) {
+      mmb__work *next = fifo->next;
+      mmb__work_execute(t->q, fifo);
+      fifo = next;
     }
   }
 }
@@ -57,9 +81,12 @@ static void bind_near(thread_queue *t, const mmbMemSpace *space) {
 }
 
 static mmbError thread_start(mmbQueue *q, const mmbQueueOptions *opts) {
-  thread_queue *t = mmb__calloc(1, sizeof *t);
+  thread_queue *t = mmb__calloc_lines(sizeof *t);   /* its words bounce between two threads */
   if (!t) return MMB_OUT_OF_MEMORY;
   t->q = q;
+  atomic_init(&t->stack, NULL);
+  atomic_init(&t->sleeping, false);
+  atomic_init(&t->stop, false);
   pthread_mutex_init(&t->lock, NULL);
   pthread_cond_init(&t->cond, NULL);
   if (pthread_create(&t->thread, NULL, worker, t) != 0) {
@@ -73,22 +100,27 @@ static mmbError thread_start(mmbQueue *q, const mmbQueueOptions *opts) {
   return MMB_OK;
 }
 
+static void wake_worker(thread_queue *t) {
+  if (!atomic_load_explicit(&t->sleeping, memory_order_seq_cst)) return;
+  pthread_mutex_lock(&t->lock);
+  pthread_cond_signal(&t->cond);
+  pthread_mutex_unlock(&t->lock);
+}
+
 static void thread_push(mmbQueue *q, mmb__work *w) {
   thread_queue *t = q->state;
-  w->next = NULL;
-  pthread_mutex_lock(&t->lock);
-  if (t->tail) t->tail->next = w;
-  else t->head = w;
-  t->tail = w;
-  atomic_store_explicit(&t->pending, true, memory_order_relaxed);
-  if (t->sleeping) pthread_cond_signal(&t->cond);
-  pthread_mutex_unlock(&t->lock);
+  mmb__work *head = atomic_load_explicit(&t->stack, memory_order_relaxed);
+  do {
+    w->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&t->stack, &head, w, memory_order_seq_cst,
+                                                  memory_order_relaxed));
+  wake_worker(t);
 }
 
 static void thread_stop(mmbQueue *q) {
   thread_queue *t = q->state;
+  atomic_store_explicit(&t->stop, true, memory_order_seq_cst);
   pthread_mutex_lock(&t->lock);
-  t->stop = true;
   pthread_cond_signal(&t->cond);
   pthread_mutex_unlock(&t->lock);
   pthread_join(t->thread, NULL);
