@@ -345,13 +345,18 @@ static const mmbProviderOps dev_ops = {
     .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "noaccess", .alloc = dev_alloc,
     .free = dev_free, .copy_2d = dev_copy_2d};
 
-MMB_TEST(pool, a_device_like_provider_is_pooled_without_host_access) {
+/* A pool on the provider above, its allocation count reset. */
+static mmbMemInterface *device_like_pool(void) {
   mmbProviderType type;
   OK(mmb_provider_register(&dev_ops, &type));
   mmbMemSpace *dram;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
-  mmbMemInterface *iface = pool_on(dram, type, 0, 0);
   dev_allocs = 0;
+  return pool_on(dram, type, 0, 0);
+}
+
+MMB_TEST(pool, a_device_like_provider_is_pooled_without_host_access) {
+  mmbMemInterface *iface = device_like_pool();
   mmbAllocation *a[8];
   for (int round = 0; round < 3; round++) {
     for (int i = 0; i < 8; i++)
@@ -561,12 +566,7 @@ MMB_TEST(pool, slabs_respect_the_release_threshold) {
 /* A device-like provider: slab records live on the host, so small blocks of
    memory the host cannot touch are pooled too (the provider maps PROT_NONE). */
 MMB_TEST(pool, slabs_of_memory_the_host_cannot_touch) {
-  mmbProviderType type;
-  OK(mmb_provider_register(&dev_ops, &type));
-  mmbMemSpace *dram;
-  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
-  mmbMemInterface *iface = pool_on(dram, type, 0, 0);
-  dev_allocs = 0;
+  mmbMemInterface *iface = device_like_pool();
   enum { N = 3000 };
   static mmbAllocation *a[N];
   static uintptr_t seen[N];
