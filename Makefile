@@ -180,10 +180,11 @@ $(BUILD)/bin/bench-alloc: bench/alloc.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
 
-# The tiles benchmark times the transpose example's own code.
+# The tiles benchmark times the transpose example's own code, against OpenBLAS (somatcopy).
 $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $< -o $@ \
+	  $(APP_LINK) $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
 $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)

@@ -5,11 +5,16 @@
       into a contiguous buffer and back. Target: >= 0.8x for rows >= 4 KiB.
    2. Iterator overhead per tile, for each schedule, against a plain loop over
       the grid doing the same work. Target: < 50 ns per tile.
-   3. The tiled transpose of examples/tiled_transpose.c against the
-      cache-blocked transpose, at a power-of-two side and at another.
+   3. The tiled transpose of examples/tiled_transpose.c against OpenBLAS's
+      cblas_somatcopy (the best known out-of-place transpose here), with the
+      example's naive and cache-blocked ones beside it, at a power-of-two
+      side and at others: rounds interleaved, medians and worst rounds.
+      Target (issue 15): <= 1.2x somatcopy.
    Usage: bench-tiles [repetitions] */
 #define TILED_TRANSPOSE_NO_MAIN
 #include "../examples/tiled_transpose.c"
+
+#include <cblas.h>
 
 enum { ROWS = 4096, COLS = 4096 };   /* floats: 64 MiB */
 
@@ -134,19 +139,59 @@ static void bench_iterators(mmbMemInterface *home) {
   CHECK(mmb_layout_destroy(l));
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median and worst of v[0..n), in ms. */
+static void stats_ms(double *v, int n, double *median, double *worst) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  *median = v[n / 2] * 1e3;
+  *worst = v[n - 1] * 1e3;
+}
+
+/* OpenBLAS's out-of-place transpose of an n x n float matrix, timed. */
+static double somatcopy_once(float *dst, const float *src, size_t n) {
+  double t0 = now();
+  cblas_somatcopy(CblasRowMajor, CblasTrans, (blasint)n, (blasint)n, 1.0f, src, (blasint)n, dst,
+                  (blasint)n);
+  return now() - t0;
+}
+
 static void bench_transpose(void) {
   const size_t cases[][2] = {{4096, 256}, {4000, 250}, {8192, 256}};
-  printf("\n3. out-of-place transpose, floats, through a fast space of 4 tiles (best of %d)\n",
-         reps);
-  printf("%-16s %10s %12s %10s %20s\n", "side / tile", "naive ms", "blocked ms", "mmb ms",
-         "mmb vs blocked");
+  printf("\n3. out-of-place transpose, floats, through a fast space of 4 tiles: %d interleaved "
+         "rounds, ms: median (worst)\n", reps);
+  printf("%-14s %16s %16s %16s %16s %12s\n", "side / tile", "OpenBLAS", "naive", "blocked",
+         "mmb", "mmb/OpenBLAS");
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     size_t n = cases[k][0], tile = cases[k][1];
-    transpose_result r = run_transposes(n, tile, 4 * tile * tile * sizeof(float), reps);
+    double *t = malloc(4 * (size_t)reps * sizeof *t);
+    float *src = malloc(n * n * sizeof *src), *dst = malloc(n * n * sizeof *dst);
+    if (!t || !src || !dst) exit(1);
+    for (size_t i = 0; i < n * n; i++) src[i] = (float)(i % 1000003);
+    size_t errors = 0;
+    for (int r = 0; r < reps; r++) {   /* OpenBLAS, then the example's three, each round */
+      memset(dst, 0, n * n * sizeof *dst);
+      t[r] = somatcopy_once(dst, src, n);
+      errors += check_transposed(dst, src, n);
+      transpose_result one = run_transposes(n, tile, 4 * tile * tile * sizeof(float), 1);
+      t[reps + r] = one.naive;
+      t[2 * reps + r] = one.blocked;
+      t[3 * reps + r] = one.tiled;
+      errors += one.errors;
+    }
+    double med[4], worst[4];
+    for (int w = 0; w < 4; w++) stats_ms(t + w * reps, reps, &med[w], &worst[w]);
     char name[32];
     snprintf(name, sizeof name, "%zu / %zu", n, tile);
-    printf("%-16s %10.1f %12.1f %10.1f %19.2fx%s\n", name, r.naive * 1e3, r.blocked * 1e3,
-           r.tiled * 1e3, r.blocked / r.tiled, r.errors ? "  WRONG" : "");
+    printf("%-14s", name);
+    for (int w = 0; w < 4; w++) printf(" %8.1f (%5.1f)", med[w], worst[w]);
+    printf(" %11.2fx%s\n", med[3] / med[0], errors ? "  WRONG" : "");
+    free(t);
+    free(src);
+    free(dst);
   }
 }
 
