@@ -486,25 +486,31 @@ Test(tile, needs_init) {
   cr_assert_eq(mmb_tile_merge(NULL, MMB_MERGE_SUM), MMB_NOT_INITIALIZED);
 }
 
-/* A change of order between 4-byte elements is a blocked (SIMD) transpose:
-   every element of tiles with full 8 x 8 blocks and ragged edges, padded or
-   not, lands where the other order puts it, both ways. */
-MMB_TEST(tile, reordering_duplicates_transpose_every_element) {
+/* A change of order between 4- or 8-byte elements is a blocked (SIMD)
+   transpose: every element of tiles with full blocks and ragged edges,
+   padded or not, lands where the other order puts it, both ways. */
+static void reorder_round_trip(size_t es) {
   mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemSpace *home;
   OK(mmb_interface_space(sys, &home));
   enum { R = 70, C = 45 };
-  mmbLayout *row = test_layout(4, 2, MMB_ROWMAJOR, 64, MMB_TYPE_INT32);
-  mmbLayout *cols[2] = {test_layout(4, 2, MMB_COLMAJOR, 0, MMB_TYPE_INT32),
-                        test_layout(4, 2, MMB_COLMAJOR, 128, MMB_TYPE_INT32)};
+  mmbElementType type = es == 4 ? MMB_TYPE_INT32 : MMB_TYPE_INT64;
+  mmbLayout *row = test_layout(es, 2, MMB_ROWMAJOR, 64, type);
+  mmbLayout *cols[2] = {test_layout(es, 2, MMB_COLMAJOR, 0, type),
+                        test_layout(es, 2, MMB_COLMAJOR, 128, type)};
   mmbArray *a;
   OK(mmb_array_create(&(mmbDimensions){2, {R, C}}, row, sys, MMB_READ_WRITE, &a));
-  OK(mmb_array_tile(a, &(mmbDimensions){2, {33, 20}}));
   mmbArrayTile *whole;
   OK(mmb_array_tile(a, &(mmbDimensions){2, {R, C}}));
   OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &whole));
+#define AT(t, i, j) (es == 4 ? (int64_t)MMB_TILE_AT_2D(t, int32_t, i, j) : MMB_TILE_AT_2D(t, int64_t, i, j))
+#define SET(t, i, j, v)                                        \
+  do {                                                         \
+    if (es == 4) MMB_TILE_AT_2D(t, int32_t, i, j) = (int32_t)(v); \
+    else MMB_TILE_AT_2D(t, int64_t, i, j) = (v);                \
+  } while (0)
   for (size_t i = 0; i < R; i++)
-    for (size_t j = 0; j < C; j++) MMB_TILE_AT_2D(whole, int32_t, i, j) = (int32_t)(i * 1000 + j);
+    for (size_t j = 0; j < C; j++) SET(whole, i, j, (int64_t)(i * 1000 + j));
   OK(mmb_array_tile(a, &(mmbDimensions){2, {33, 20}}));
   for (size_t c = 0; c < 2; c++)
     for (size_t ti = 0; ti < 3; ti++)
@@ -514,21 +520,28 @@ MMB_TEST(tile, reordering_duplicates_transpose_every_element) {
         OK(mmb_tile_duplicate(t, home, MMB_READ_WRITE, cols[c], &d));
         for (size_t i = t->lower[0]; i < t->upper[0]; i++)   /* pass 0 negates, pass 1 restores */
           for (size_t j = t->lower[1]; j < t->upper[1]; j++) {
-            int32_t v = (int32_t)(i * 1000 + j), had = c ? -v - 1 : v;
-            cr_assert_eq(MMB_TILE_AT_2D(d, int32_t, i, j), had,
-                         "layout %zu, tile %zu,%zu, element %zu,%zu", c, ti, tj, i, j);
-            MMB_TILE_AT_2D(d, int32_t, i, j) = c ? v : -v - 1;
+            int64_t v = (int64_t)(i * 1000 + j), had = c ? -v - 1 : v;
+            cr_assert_eq(AT(d, i, j), had, "%zu-byte, layout %zu, tile %zu,%zu, element %zu,%zu",
+                         es, c, ti, tj, i, j);
+            SET(d, i, j, c ? v : -v - 1);
           }
         OK(mmb_tile_merge(d, MMB_MERGE_OVERWRITE));   /* and back: the other transpose */
         for (size_t i = t->lower[0]; i < t->upper[0]; i++)
           for (size_t j = t->lower[1]; j < t->upper[1]; j++) {
-            int32_t v = (int32_t)(i * 1000 + j);
-            cr_assert_eq(MMB_TILE_AT_2D(t, int32_t, i, j), c ? v : -v - 1,
-                         "merged back: layout %zu, element %zu,%zu", c, i, j);
+            int64_t v = (int64_t)(i * 1000 + j);
+            cr_assert_eq(AT(t, i, j), c ? v : -v - 1, "%zu-byte, merged back: layout %zu, %zu,%zu",
+                         es, c, i, j);
           }
       }
+#undef AT
+#undef SET
   OK(mmb_array_destroy(a));
   OK(mmb_layout_destroy(row));
   OK(mmb_layout_destroy(cols[0]));
   OK(mmb_layout_destroy(cols[1]));
+}
+
+MMB_TEST(tile, reordering_duplicates_transpose_every_element) {
+  reorder_round_trip(4);
+  reorder_round_trip(8);
 }

@@ -70,7 +70,8 @@ static void step_run(char *dst, size_t dstep, const char *src, size_t sstep, siz
 /* ---- a 2-D change of order: a blocked transpose ------------------------------ */
 
 /* dst (cols x rows, pitch dp) = src (rows x cols, pitch sp)^T, 4-byte
-   elements, in 8 x 8 blocks of AVX2 registers; edges by the scalar loop. */
+   elements, in 8 x 8 blocks of AVX2 registers within 64 x 64 cache blocks;
+   edges by the scalar loop. */
 __attribute__((target("avx2"))) static void transpose8x8(uint32_t *dst, size_t dp,
                                                          const uint32_t *src, size_t sp) {
   __m256 r0 = _mm256_loadu_ps((const float *)(src + 0 * sp)), r1 = _mm256_loadu_ps((const float *)(src + 1 * sp));
@@ -114,6 +115,38 @@ __attribute__((target("avx2"))) static void transpose32(uint32_t *dst, size_t dp
     }
 }
 
+/* The same for 8-byte elements, in 4 x 4 blocks. */
+__attribute__((target("avx2"))) static void transpose4x4(uint64_t *dst, size_t dp,
+                                                         const uint64_t *src, size_t sp) {
+  __m256d r0 = _mm256_loadu_pd((const double *)(src + 0 * sp));
+  __m256d r1 = _mm256_loadu_pd((const double *)(src + 1 * sp));
+  __m256d r2 = _mm256_loadu_pd((const double *)(src + 2 * sp));
+  __m256d r3 = _mm256_loadu_pd((const double *)(src + 3 * sp));
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  _mm256_storeu_pd((double *)(dst + 0 * dp), _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_storeu_pd((double *)(dst + 1 * dp), _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_storeu_pd((double *)(dst + 2 * dp), _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_storeu_pd((double *)(dst + 3 * dp), _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
+__attribute__((target("avx2"))) static void transpose64(uint64_t *dst, size_t dp, const uint64_t *src,
+                                                        size_t sp, size_t rows, size_t cols) {
+  for (size_t i0 = 0; i0 < rows; i0 += TRANSPOSE_BLOCK / 2)
+    for (size_t j0 = 0; j0 < cols; j0 += TRANSPOSE_BLOCK / 2) {
+      size_t i1 = mmb__min(i0 + TRANSPOSE_BLOCK / 2, rows), j1 = mmb__min(j0 + TRANSPOSE_BLOCK / 2, cols);
+      size_t i = i0;
+      for (; i + 4 <= i1; i += 4) {
+        size_t j = j0;
+        for (; j + 4 <= j1; j += 4) transpose4x4(dst + j * dp + i, dp, src + i * sp + j, sp);
+        for (; j < j1; j++)
+          for (size_t k = i; k < i + 4; k++) dst[j * dp + k] = src[k * sp + j];
+      }
+      for (; i < i1; i++)
+        for (size_t j = j0; j < j1; j++) dst[j * dp + i] = src[i * sp + j];
+    }
+}
+
 static bool have_avx2(void) {
   static int known = -1;   /* (a race on it writes the same answer) */
   if (known < 0) {
@@ -123,13 +156,17 @@ static bool have_avx2(void) {
   return known;
 }
 
-/* A plan that is one 2-D transpose of 4-byte elements: the destination's
-   contiguous dim is the source's outer one and the reverse. */
+/* A plan that is one 2-D transpose of 4- or 8-byte elements: the
+   destination's contiguous dim is the source's outer one and the reverse. */
 static bool transpose_2d(char *dst, const char *src, const mmb__plan *p, size_t es) {
-  if (es != 4 || p->n != 2 || p->ds[0] != 1 || p->ss[1] != 1 || !have_avx2()) return false;
+  if ((es != 4 && es != 8) || p->n != 2 || p->ds[0] != 1 || p->ss[1] != 1 || !have_avx2())
+    return false;
   /* element (a, b) of the plan: dst a + b ds[1], src a ss[0] + b; so src has
      dim[0] rows of dim[1] */
-  transpose32((uint32_t *)dst, p->ds[1], (const uint32_t *)src, p->ss[0], p->dim[0], p->dim[1]);
+  if (es == 4)
+    transpose32((uint32_t *)dst, p->ds[1], (const uint32_t *)src, p->ss[0], p->dim[0], p->dim[1]);
+  else
+    transpose64((uint64_t *)dst, p->ds[1], (const uint64_t *)src, p->ss[0], p->dim[0], p->dim[1]);
   return true;
 }
 
