@@ -47,8 +47,22 @@ bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
   return atomic_load_explicit(&r->done, memory_order_acquire) == 2 || mmb__request_poll(r);
 }
-/* Monotonic nanoseconds, for spins bounded by time rather than by count. */
-uint64_t mmb__queue_now_ns(void);
+/* How long a waiter (and an idle worker) spins before it sleeps: longer
+   than a sleeping thread takes to wake (tens of microseconds in a VM,
+   measured in bench/queue). A waiter that slept on a short round trip would
+   need waking too, and the worker, idle meanwhile, would sleep before the
+   next submission: every trip would then pay two wake-ups (the 4 us modes
+   issue 15 measured). */
+#define MMB__SPIN_NS 200000u
+static inline void mmb__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+/* Spins until ready(arg), for MMB__SPIN_NS at most (bounded by time, not
+   by a count); with `yield`, lets threads with work run now and then.
+   Returns ready(arg). */
+bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield);
 /* The region's bytes are read by the work behind r: reset and destroy of
    the region wait for it. */
 void mmb__region_read_by(mmbRegion *region, mmb__request *r);

@@ -1,17 +1,11 @@
 /* Requests: a completion word and an error, with a reference for the caller
    and one for the work that completes it; for work issued on a stream, the
    event that marks its end. Completing one is a store (and a wake-up only
-   when a waiter went to sleep); waiting spins for up to SPIN_NS, then
+   when a waiter went to sleep); waiting spins for up to MMB__SPIN_NS, then
    sleeps. */
 #include "queue/internal.h"
 
-#include <time.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
+#include <sched.h>
 
 /* Request records are handles that come back: a record whose last
    reference went is kept (up to KEEP of them) and handed out again with its
@@ -20,18 +14,6 @@
    is old) without a fresh page of the handle arena per request; it could
    pass only on the very reuse whose generation wraps to its own, 1 in 65536. */
 #define KEEP 256
-/* How long a waiter spins before it sleeps: longer than a sleeping worker
-   takes to wake (tens of microseconds in a VM, measured in bench/queue).
-   A waiter that slept on a short round trip would need waking too, and the
-   worker, idle meanwhile, would sleep before the next submission: every
-   trip would then pay two wake-ups (the 4 us modes issue 15 measured). */
-#define SPIN_NS 200000u
-
-uint64_t mmb__queue_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 #define GEN_SHIFT 48
 #define PTR_MASK (((uintptr_t)1 << GEN_SHIFT) - 1)
 
@@ -151,33 +133,36 @@ bool mmb__request_poll(mmb__request *r) {
   return true;
 }
 
-static bool issued(mmb__request *r) {
+static bool issued(void *arg) {
+  mmb__request *r = arg;
   return atomic_load_explicit(&r->done, memory_order_seq_cst) == 2 ||
          atomic_load_explicit(&r->event, memory_order_seq_cst);
 }
 
-/* Spins for up to SPIN_NS (a round trip through a busy worker takes far
-   less than a sleep and a wake-up), then sleeps until `ready`. */
-static void await(mmb__request *r, bool (*ready)(mmb__request *r)) {
+bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield) {
   uint64_t until = 0;
   for (unsigned i = 0;; i++) {
-    if (ready(r)) return;
-    CPU_RELAX();
+    if (ready(arg)) return true;
+    mmb__cpu_relax();
+    if (yield && i % 1024 == 1023) sched_yield();
     if (i % 64 == 63) {
-      uint64_t t = mmb__queue_now_ns();
-      if (!until) until = t + SPIN_NS;
-      else if (t > until) break;
+      uint64_t t = mmb__trace_now();
+      if (!until) until = t + MMB__SPIN_NS;
+      else if (t > until) return ready(arg);
     }
   }
-  pthread_mutex_lock(&r->lock);
-  atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
-  while (!ready(r)) pthread_cond_wait(&r->cond, &r->lock);
-  atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&r->lock);
 }
 
+/* Spins (a round trip through a busy worker takes far less than a sleep
+   and a wake-up), then sleeps until the request is issued. */
 void *mmb__request_issued(mmb__request *r) {
-  await(r, issued);
+  if (!mmb__spin(issued, r, false)) {
+    pthread_mutex_lock(&r->lock);
+    atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
+    while (!issued(r)) pthread_cond_wait(&r->cond, &r->lock);
+    atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&r->lock);
+  }
   return atomic_load_explicit(&r->done, memory_order_acquire) == 2
              ? NULL : atomic_load_explicit(&r->event, memory_order_acquire);
 }
@@ -186,7 +171,7 @@ void *mmb__request_issued(mmb__request *r) {
 mmbError mmb__request_wait(mmb__request *r) {
   void *ev = mmb__request_issued(r);   /* NULL: done; else its stream's event */
   if (ev) mmb__request_complete(r, r->event_ops->sync(ev));
-  while (atomic_load_explicit(&r->done, memory_order_acquire) != 2) CPU_RELAX();   /* settling */
+  while (atomic_load_explicit(&r->done, memory_order_acquire) != 2) mmb__cpu_relax();   /* settling */
   return r->err;
 }
 

@@ -1,22 +1,14 @@
 /* The thread backend: one worker thread per queue, running work items in
    FIFO order. Submission is lock-free: a push onto an atomic stack, which
    the worker takes whole and reverses. After a batch the worker spins for
-   up to SPIN_NS (back-to-back submissions then cost no wake-up), yielding
-   now and then to threads with work, then sleeps; a submitter signals only a worker that said it sleeps (the same
-   handshake as a request's sleepers, request.c). With
+   up to MMB__SPIN_NS (back-to-back submissions then cost no wake-up),
+   yielding now and then to threads with work, then sleeps; a submitter
+   signals only a worker that said it sleeps (the same handshake as a
+   request's sleepers, request.c). With
    mmbQueueOptions.near, the worker is bound with hwloc to the CPUs of that
    space's NUMA node. */
 #include "queue/internal.h"
 
-#include <sched.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
-
-#define SPIN_NS 200000u
 
 typedef struct thread_queue {
   mmbQueue *q;
@@ -27,21 +19,16 @@ typedef struct thread_queue {
   pthread_cond_t cond;
 } thread_queue;
 
-/* Waits for work (or stop): spins for up to SPIN_NS, then sleeps. */
+static bool work_or_stop(void *arg) {
+  thread_queue *t = arg;
+  return atomic_load_explicit(&t->stack, memory_order_relaxed) ||
+         atomic_load_explicit(&t->stop, memory_order_relaxed);
+}
+
+/* Waits for work (or stop): spins, yielding now and then to threads that
+   have work (BLAS, the caller's), then sleeps. */
 static void wait_for_work(thread_queue *t) {
-  uint64_t until = 0;
-  for (unsigned i = 0;; i++) {
-    if (atomic_load_explicit(&t->stack, memory_order_relaxed) ||
-        atomic_load_explicit(&t->stop, memory_order_relaxed))
-      return;
-    CPU_RELAX();
-    if (i % 1024 == 1023) sched_yield();   /* threads that have work (BLAS, the caller's) go first */
-    if (i % 64 == 63) {
-      uint64_t now = mmb__queue_now_ns();
-      if (!until) until = now + SPIN_NS;
-      else if (now > until) break;
-    }
-  }
+  if (mmb__spin(work_or_stop, t, true)) return;
   pthread_mutex_lock(&t->lock);
   atomic_store_explicit(&t->sleeping, true, memory_order_seq_cst);
   while (!atomic_load_explicit(&t->stack, memory_order_seq_cst) &&
