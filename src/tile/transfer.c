@@ -1,8 +1,9 @@
 /* Moving the elements of one view into another. When both sides run along
    the same contiguous dimension the copy is a set of rows, which the copy
    engine (host pairs) or the provider (cudaMemcpy2D/3D) moves; a change of
-   order is done element by element on the host, through a packed staging
-   buffer for a side the host cannot reach. */
+   order is done on the host, through a packed staging buffer for a side the
+   host cannot reach: a blocked SIMD transpose for 2-D views of 4- or 8-byte
+   elements, element by element otherwise. */
 #include "tile/internal.h"
 
 #include <immintrin.h>
@@ -69,9 +70,7 @@ static void step_run(char *dst, size_t dstep, const char *src, size_t sstep, siz
 
 /* ---- a 2-D change of order: a blocked transpose ------------------------------ */
 
-/* dst (cols x rows, pitch dp) = src (rows x cols, pitch sp)^T, 4-byte
-   elements, in 8 x 8 blocks of AVX2 registers within 64 x 64 cache blocks;
-   edges by the scalar loop. */
+/* One 8 x 8 block of 4-byte elements, in AVX2 registers. */
 __attribute__((target("avx2"))) static void transpose8x8(uint32_t *dst, size_t dp,
                                                          const uint32_t *src, size_t sp) {
   __m256 r0 = _mm256_loadu_ps((const float *)(src + 0 * sp)), r1 = _mm256_loadu_ps((const float *)(src + 1 * sp));
@@ -96,26 +95,7 @@ __attribute__((target("avx2"))) static void transpose8x8(uint32_t *dst, size_t d
   _mm256_storeu_ps((float *)(dst + 7 * dp), _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-#define TRANSPOSE_BLOCK 64   /* elements: a 64 x 64 block of 4-byte elements is 16 KiB, in L1 */
-
-__attribute__((target("avx2"))) static void transpose32(uint32_t *dst, size_t dp, const uint32_t *src,
-                                                        size_t sp, size_t rows, size_t cols) {
-  for (size_t i0 = 0; i0 < rows; i0 += TRANSPOSE_BLOCK)
-    for (size_t j0 = 0; j0 < cols; j0 += TRANSPOSE_BLOCK) {
-      size_t i1 = mmb__min(i0 + TRANSPOSE_BLOCK, rows), j1 = mmb__min(j0 + TRANSPOSE_BLOCK, cols);
-      size_t i = i0;
-      for (; i + 8 <= i1; i += 8) {
-        size_t j = j0;
-        for (; j + 8 <= j1; j += 8) transpose8x8(dst + j * dp + i, dp, src + i * sp + j, sp);
-        for (; j < j1; j++)
-          for (size_t k = i; k < i + 8; k++) dst[j * dp + k] = src[k * sp + j];
-      }
-      for (; i < i1; i++)
-        for (size_t j = j0; j < j1; j++) dst[j * dp + i] = src[i * sp + j];
-    }
-}
-
-/* The same for 8-byte elements, in 4 x 4 blocks. */
+/* One 4 x 4 block of 8-byte elements. */
 __attribute__((target("avx2"))) static void transpose4x4(uint64_t *dst, size_t dp,
                                                          const uint64_t *src, size_t sp) {
   __m256d r0 = _mm256_loadu_pd((const double *)(src + 0 * sp));
@@ -130,36 +110,34 @@ __attribute__((target("avx2"))) static void transpose4x4(uint64_t *dst, size_t d
   _mm256_storeu_pd((double *)(dst + 3 * dp), _mm256_permute2f128_pd(t1, t3, 0x31));
 }
 
-__attribute__((target("avx2"))) static void transpose64(uint64_t *dst, size_t dp, const uint64_t *src,
-                                                        size_t sp, size_t rows, size_t cols) {
-  for (size_t i0 = 0; i0 < rows; i0 += TRANSPOSE_BLOCK / 2)
-    for (size_t j0 = 0; j0 < cols; j0 += TRANSPOSE_BLOCK / 2) {
-      size_t i1 = mmb__min(i0 + TRANSPOSE_BLOCK / 2, rows), j1 = mmb__min(j0 + TRANSPOSE_BLOCK / 2, cols);
-      size_t i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        size_t j = j0;
-        for (; j + 4 <= j1; j += 4) transpose4x4(dst + j * dp + i, dp, src + i * sp + j, sp);
-        for (; j < j1; j++)
-          for (size_t k = i; k < i + 4; k++) dst[j * dp + k] = src[k * sp + j];
-      }
-      for (; i < i1; i++)
-        for (size_t j = j0; j < j1; j++) dst[j * dp + i] = src[i * sp + j];
-    }
-}
-
-static bool have_avx2(void) {
-  static int known = -1;   /* (a race on it writes the same answer) */
-  if (known < 0) {
-    __builtin_cpu_init();
-    known = __builtin_cpu_supports("avx2");
+/* dst (cols x rows, pitch dp) = src (rows x cols, pitch sp)^T in K x K
+   register blocks within cache blocks of 16 KiB (BLOCK x BLOCK elements);
+   ragged edges by the scalar loop. One driver per element type. */
+#define BLOCKED_TRANSPOSE(name, T, K, BLOCK, kernel)                                          \
+  __attribute__((target("avx2"))) static void name(T *dst, size_t dp, const T *src, size_t sp, \
+                                                   size_t rows, size_t cols) {                 \
+    for (size_t i0 = 0; i0 < rows; i0 += BLOCK)                                               \
+      for (size_t j0 = 0; j0 < cols; j0 += BLOCK) {                                           \
+        size_t i1 = mmb__min(i0 + BLOCK, rows), j1 = mmb__min(j0 + BLOCK, cols), i = i0;      \
+        for (; i + K <= i1; i += K) {                                                         \
+          size_t j = j0;                                                                      \
+          for (; j + K <= j1; j += K) kernel(dst + j * dp + i, dp, src + i * sp + j, sp);     \
+          for (; j < j1; j++)                                                                 \
+            for (size_t k = i; k < i + K; k++) dst[j * dp + k] = src[k * sp + j];             \
+        }                                                                                     \
+        for (; i < i1; i++)                                                                   \
+          for (size_t j = j0; j < j1; j++) dst[j * dp + i] = src[i * sp + j];                 \
+      }                                                                                       \
   }
-  return known;
-}
+BLOCKED_TRANSPOSE(transpose32, uint32_t, 8, 64, transpose8x8)
+BLOCKED_TRANSPOSE(transpose64, uint64_t, 4, 32, transpose4x4)
 
 /* A plan that is one 2-D transpose of 4- or 8-byte elements: the
    destination's contiguous dim is the source's outer one and the reverse. */
 static bool transpose_2d(char *dst, const char *src, const mmb__plan *p, size_t es) {
-  if ((es != 4 && es != 8) || p->n != 2 || p->ds[0] != 1 || p->ss[1] != 1 || !have_avx2())
+  /* (libgcc's constructor has read the CPU's features before any call) */
+  if ((es != 4 && es != 8) || p->n != 2 || p->ds[0] != 1 || p->ss[1] != 1 ||
+      !__builtin_cpu_supports("avx2"))
     return false;
   /* element (a, b) of the plan: dst a + b ds[1], src a ss[0] + b; so src has
      dim[0] rows of dim[1] */
