@@ -41,59 +41,36 @@ static inline void small_copy(char *d, const char *s, size_t n) {
   if (n) memcpy(d, s, n);
 }
 
-__attribute__((target("avx512f"))) static void rows_nt512(char *dst, size_t dpitch,
-                                                          const char *src, size_t spitch,
-                                                          size_t width, size_t rows) {
-  if (width < NT_MIN_ROW) {
-    rows_memcpy(dst, dpitch, src, spitch, width, rows);
-    return;
+/* Rows written with streaming stores of V-byte vectors: cached stores up to
+   the destination's alignment and for the tail, four vectors per step. One
+   kernel per instruction set. */
+#define STREAMED_ROWS(name, isa, V, vec_t, load, stream)                                       \
+  __attribute__((target(isa))) static void name(char *dst, size_t dpitch, const char *src,     \
+                                                size_t spitch, size_t width, size_t rows) {    \
+    if (width < NT_MIN_ROW) {                                                                  \
+      rows_memcpy(dst, dpitch, src, spitch, width, rows);                                      \
+      return;                                                                                  \
+    }                                                                                          \
+    for (size_t r = 0; r < rows; r++) {                                                        \
+      char *d = dst + r * dpitch;                                                              \
+      const char *s = src + r * spitch;                                                        \
+      size_t n = width, head = (size_t)(-(uintptr_t)d & (V - 1));                              \
+      small_copy(d, s, head);                                                                  \
+      d += head, s += head, n -= head;                                                         \
+      for (; n >= 4 * V; n -= 4 * V, d += 4 * V, s += 4 * V) {                                 \
+        vec_t a = load((const void *)s), b = load((const void *)(s + V));                      \
+        vec_t c = load((const void *)(s + 2 * V)), e = load((const void *)(s + 3 * V));        \
+        stream((void *)d, a);                                                                  \
+        stream((void *)(d + V), b);                                                            \
+        stream((void *)(d + 2 * V), c);                                                        \
+        stream((void *)(d + 3 * V), e);                                                        \
+      }                                                                                        \
+      for (; n >= V; n -= V, d += V, s += V) stream((void *)d, load((const void *)s));         \
+      small_copy(d, s, n);                                                                     \
+    }                                                                                          \
   }
-  for (size_t r = 0; r < rows; r++) {
-    char *d = dst + r * dpitch;
-    const char *s = src + r * spitch;
-    size_t n = width, head = (size_t)(-(uintptr_t)d & 63);
-    small_copy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 256; n -= 256, d += 256, s += 256) {
-      __m512i a = _mm512_loadu_si512(s), b = _mm512_loadu_si512(s + 64);
-      __m512i c = _mm512_loadu_si512(s + 128), e = _mm512_loadu_si512(s + 192);
-      _mm512_stream_si512((void *)d, a);
-      _mm512_stream_si512((void *)(d + 64), b);
-      _mm512_stream_si512((void *)(d + 128), c);
-      _mm512_stream_si512((void *)(d + 192), e);
-    }
-    for (; n >= 64; n -= 64, d += 64, s += 64) _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
-    small_copy(d, s, n);
-  }
-}
-
-__attribute__((target("avx2"))) static void rows_nt256(char *dst, size_t dpitch, const char *src,
-                                                       size_t spitch, size_t width, size_t rows) {
-  if (width < NT_MIN_ROW) {
-    rows_memcpy(dst, dpitch, src, spitch, width, rows);
-    return;
-  }
-  for (size_t r = 0; r < rows; r++) {
-    char *d = dst + r * dpitch;
-    const char *s = src + r * spitch;
-    size_t n = width, head = (size_t)(-(uintptr_t)d & 31);
-    small_copy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 128; n -= 128, d += 128, s += 128) {
-      __m256i a = _mm256_loadu_si256((const void *)s);
-      __m256i b = _mm256_loadu_si256((const void *)(s + 32));
-      __m256i c = _mm256_loadu_si256((const void *)(s + 64));
-      __m256i e = _mm256_loadu_si256((const void *)(s + 96));
-      _mm256_stream_si256((void *)d, a);
-      _mm256_stream_si256((void *)(d + 32), b);
-      _mm256_stream_si256((void *)(d + 64), c);
-      _mm256_stream_si256((void *)(d + 96), e);
-    }
-    for (; n >= 32; n -= 32, d += 32, s += 32)
-      _mm256_stream_si256((void *)d, _mm256_loadu_si256((const void *)s));
-    small_copy(d, s, n);
-  }
-}
+STREAMED_ROWS(rows_nt512, "avx512f", 64, __m512i, _mm512_loadu_si512, _mm512_stream_si512)
+STREAMED_ROWS(rows_nt256, "avx2", 32, __m256i, _mm256_loadu_si256, _mm256_stream_si256)
 
 static struct {
   size_t nt_bytes;   /* copies of at least this many bytes stream; SIZE_MAX: never */
