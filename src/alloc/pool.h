@@ -156,11 +156,12 @@ static const uint8_t slab_bins[128] = {
     8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
     12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13, 13,
     14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+/* The slab class of n (1..SLAB_MAX) bytes. */
+static inline size_t slab_bin(size_t n) { return slab_bins[(n - 1) >> 4]; }
 /* The quick bin of a request, and of a block parked on its handle (which
    says it: mmbAllocation.bin). */
 static inline size_t quick_bin_of_request(size_t n, size_t align) {
-  return slab_fits(n, align) ? slab_bins[(n - 1) >> 4]
-                             : SLAB_CLASSES + pool_quick_class(pool_round(n));
+  return slab_fits(n, align) ? slab_bin(n) : SLAB_CLASSES + pool_quick_class(pool_round(n));
 }
 static inline size_t quick_bin_of(const mmbAllocation *a) { return a->bin; }
 

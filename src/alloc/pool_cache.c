@@ -101,8 +101,8 @@ static uint32_t depot_max(const pool_cache *cache, size_t bin) {
 /* A bin's blocks beyond `keep` go to the depot (with thread caches, while it
    has room), else back to their slabs or the pool. */
 static void flush_class(pool *p, pool_cache *cache, size_t cls, size_t keep) {
-  uint32_t room = p->thread_caches ? depot_max(cache, cls) - mmb__min(p->depot_count[cls],
-                                                                      depot_max(cache, cls)) : 0;
+  uint32_t max = p->thread_caches ? depot_max(cache, cls) : 0, held = p->depot_count[cls];
+  uint32_t room = held < max ? max - held : 0;
   while (cache->count[cls] > keep) {
     mmbAllocation *a = cache->bin[cls];
     cache->bin[cls] = a->next;
@@ -236,7 +236,7 @@ static void sample_high(pool *p) {
    can be had), else from the pool. */
 static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
   if (slab_fits(n, align)) {
-    size_t cls = slab_class(slab_round(n));
+    size_t cls = slab_bin(n);
     pool_slab *s;
     char *ptr = mmb__slab_take(p, cls, true, &s);
     if (ptr) {
