@@ -22,7 +22,7 @@ module mamba
     mmbArrayTile, mmbTileIterator, mmbQueue, mmbRequest, mmbSizeConfig, mmbMemInterfaceConfig, &
     mmbMemSpaceConfig, mmbOptions, mmbLayoutPadding, mmbLayoutInfo, mmbAllocateOptions, &
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
-    mmbSpaceInfo, mmbTileInfo, mmbProviderTarget, mmbProviderOps
+    mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps
   ! every procedure of the C API (and Mamba's), and the tile pointer
   public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_interface, mmb_allocation_ptr, &
     mmb_allocation_record_queue, mmb_allocation_size, mmb_array_bytes, mmb_array_copy, &
@@ -49,6 +49,7 @@ module mamba
     mmb_space_count, mmb_space_distance, mmb_space_get_info, mmb_space_get_stats, &
     mmb_space_info_name, mmb_space_layer, mmb_space_release, mmb_tile_at, mmb_tile_copy, &
     mmb_tile_copy_async, mmb_tile_duplicate, mmb_tile_duplicate_async, mmb_tile_get_info, &
+    mmb_tile_get_state, mmb_tile_mark_written, &
     mmb_tile_get_space_local_handle, mmb_tile_iterator_count, mmb_tile_iterator_create, &
     mmb_tile_iterator_destroy, mmb_tile_iterator_first, mmb_tile_iterator_footprint, &
     mmb_tile_iterator_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
@@ -917,6 +918,23 @@ contains
     type(mmbTileInfo), intent(out) :: info
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, mmbf_tile_info(tile%ptr, info))
+  end subroutine
+
+  ! What the tile is beyond its fields (mmbTileState: element type, duplicate,
+  ! writable, stale, host accessible, contiguous, version).
+  subroutine mmb_tile_get_state(tile, state, err)
+    type(mmbArrayTile), intent(in) :: tile
+    type(mmbTileState), intent(out) :: state
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_get_state(tile%ptr, state))
+  end subroutine
+
+  ! Records a write made through a tile pointer (read-only duplicates made
+  ! before it go stale).
+  subroutine mmb_tile_mark_written(tile, err)
+    type(mmbArrayTile), intent(in) :: tile
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_mark_written(tile%ptr))
   end subroutine
 
   subroutine mmb_tile_copy(dst, src, err)

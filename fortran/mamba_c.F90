@@ -134,6 +134,13 @@ module mamba_c
     type(c_ptr) :: ptr = c_null_ptr
     type(mmbMemSpace) :: space
   end type
+  ! What a tile is beyond its fields (C's mmbTileState, mmb_tile_get_state).
+  type, bind(C) :: mmbTileState
+    integer(c_int) :: type = MMB_TYPE_BYTES
+    logical(c_bool) :: duplicate = .false., writable = .false., stale = .false., &
+                       host_accessible = .false., contiguous = .false.
+    integer(c_long_long) :: version = 0
+  end type
   type, bind(C) :: mmbProviderTarget
     integer(c_int) :: layer = 0, context = 0, numa_node = -1, device = -1
   end type
@@ -610,6 +617,15 @@ module mamba_c
       import :: c_int, c_ptr
       type(c_ptr), value :: t
       type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_tile_get_state(t, state) bind(C, name='mmb_tile_get_state')
+      import :: c_int, c_ptr, mmbTileState
+      type(c_ptr), value :: t
+      type(mmbTileState), intent(out) :: state
+    end function
+    integer(c_int) function c_mmb_tile_mark_written(t) bind(C, name='mmb_tile_mark_written')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t
     end function
     integer(c_int) function c_mmb_tile_iterator_footprint(a, opts, bytes) &
         bind(C, name='mmb_tile_iterator_footprint')

@@ -61,7 +61,7 @@ Test(core, init_nests_and_finalize_counts) {
 }
 
 Test(core, error_strings_are_never_null) {
-  for (int e = MMB_OK; e <= MMB_IO + 5; e++) cr_assert_not_null(mmb_error_string((mmbError)e));
+  for (int e = MMB_OK; e <= MMB_TIMEOUT + 5; e++) cr_assert_not_null(mmb_error_string((mmbError)e));
   cr_assert_not_null(mmb_error_string((mmbError)-1));
   cr_assert_str_eq(mmb_error_string((mmbError)1000), "unknown mmb error code");
   cr_assert_str_neq(mmb_error_string(MMB_BUSY), mmb_error_string(MMB_OK));
@@ -80,7 +80,7 @@ Test(core, error_names_follow_the_map) {
     for (int f = MMB_OK; f < e; f++)
       cr_assert_str_neq(mmb_error_string((mmbError)e), mmb_error_string((mmbError)f));
   }
-  cr_assert_str_eq(mmb_error_name((mmbError)(MMB_IO + 1)), "MMB_UNKNOWN_ERROR");
+  cr_assert_str_eq(mmb_error_name((mmbError)(MMB_TIMEOUT + 1)), "MMB_UNKNOWN_ERROR");
   cr_assert_str_eq(mmb_error_name((mmbError)-3), "MMB_UNKNOWN_ERROR");
 }
 

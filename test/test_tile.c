@@ -255,6 +255,62 @@ MMB_TEST(tile, a_read_only_duplicate_goes_stale_when_its_origin_is_written) {
   teardown(&f);
 }
 
+/* A tile's state says what code moving its bytes itself must know, and a
+   write made outside mmb, once marked, makes read-only duplicates stale
+   exactly as mmb's own writes do. */
+MMB_TEST(tile, state_and_writes_made_outside_mmb) {
+  fixture f = setup(1 << 20);
+  mmbArrayTile *t = tile(f.a, 0, 0), *row = tile(f.a, 2, 0), *r, *w;
+  mmbTileState st;
+  OK(mmb_tile_get_state(t, &st));
+  cr_assert(st.type == MMB_TYPE_DOUBLE && !st.duplicate && st.writable && !st.stale);
+  cr_assert(st.host_accessible && !st.contiguous, "4 x 3 of 10 x 7: strided");
+  cr_assert_eq(st.version, 0);
+  OK(mmb_array_tile(f.a, &(mmbDimensions){2, {2, 7}}));   /* whole rows */
+  t = tile(f.a, 0, 0);
+  row = tile(f.a, 4, 0);
+  OK(mmb_tile_get_state(row, &st));
+  cr_assert(st.contiguous, "whole rows are one run");
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ, NULL, &r));
+  OK(mmb_tile_get_state(r, &st));
+  cr_assert(st.duplicate && !st.writable && !st.stale && st.contiguous);
+  FAILS(mmb_tile_mark_written(r), MMB_INVALID_STATE);   /* read-only */
+  MMB_TILE_AT_2D(t, double, 1, 1) = -1;   /* a write mmb does not see... */
+  OK(mmb_tile_mark_written(t));          /* ...until it is told */
+  OK(mmb_tile_get_state(t, &st));
+  cr_assert_eq(st.version, 1);
+  OK(mmb_tile_get_state(r, &st));
+  cr_assert(st.stale);
+  FAILS(mmb_tile_copy(row, r), MMB_INVALID_STATE);
+  OK(mmb_tile_merge(r, MMB_MERGE_OVERWRITE));   /* moves no bytes: the write stays */
+  cr_assert_eq(MMB_TILE_AT_2D(t, double, 1, 1), -1);
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ_WRITE, NULL, &w));
+  OK(mmb_tile_mark_written(w));
+  OK(mmb_tile_get_state(w, &st));
+  cr_assert(st.writable && st.version == 1);
+  OK(mmb_tile_merge(w, MMB_MERGE_OVERWRITE));
+  /* bad handles; a released duplicate; the tile of a read-only array */
+  FAILS(mmb_tile_get_state(NULL, &st), MMB_INVALID_ARG);
+  FAILS(mmb_tile_get_state(t, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_get_state(w, &st), MMB_INVALID_ARG);
+  FAILS(mmb_tile_mark_written(NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_mark_written(w), MMB_INVALID_ARG);
+  mmbArrayTile fake = *t;
+  FAILS(mmb_tile_mark_written(&fake), MMB_INVALID_ARG);
+  double data[6] = {0};
+  mmbLayout *l = test_layout(8, 1, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
+  mmbArray *ro;
+  mmbArrayTile *rt;
+  OK(mmb_array_create_wrapped(data, &(mmbDimensions){1, {6}}, l, f.sys, MMB_READ, &ro));
+  OK(mmb_tile_at(ro, &(mmbIndex){1, {0}}, &rt));
+  OK(mmb_tile_get_state(rt, &st));
+  cr_assert(!st.writable && st.contiguous);
+  FAILS(mmb_tile_mark_written(rt), MMB_INVALID_STATE);
+  OK(mmb_array_destroy(ro));
+  OK(mmb_layout_destroy(l));
+  teardown(&f);
+}
+
 MMB_TEST(tile, duplicates_of_duplicates_merge_in_order) {
   fixture f = setup(1 << 20);
   mmbArrayTile *t = tile(f.a, 1, 2), *d, *dd;
@@ -470,6 +526,9 @@ MMB_TEST(tile, device_tiles_round_trip) {
   mmbLayout *col = test_layout(8, 2, MMB_COLMAJOR, 256, MMB_TYPE_DOUBLE);
   OK(mmb_tile_duplicate(t, gpu, MMB_READ_WRITE, col, &d));   /* reordered on the way */
   cr_assert_eq(d->space, gpu);
+  mmbTileState st;
+  OK(mmb_tile_get_state(d, &st));
+  cr_assert(!st.host_accessible && st.duplicate && st.writable);
   OK(mmb_tile_get_space_local_handle(d, &h));
   cr_assert_neq(h, d, "a device copy of the handle");
   OK(mmb_tile_merge(d, MMB_MERGE_SUM));   /* staged through the host */
@@ -484,6 +543,8 @@ MMB_TEST(tile, device_tiles_round_trip) {
 Test(tile, needs_init) {
   cr_assert_eq(mmb_array_tile(NULL, NULL), MMB_NOT_INITIALIZED);
   cr_assert_eq(mmb_tile_merge(NULL, MMB_MERGE_SUM), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_tile_get_state(NULL, NULL), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_tile_mark_written(NULL), MMB_NOT_INITIALIZED);
 }
 
 /* A change of order between 4- or 8-byte elements is a blocked (SIMD)

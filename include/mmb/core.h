@@ -65,7 +65,7 @@ MMB_EXPORT bool mmb_is_initialized(void);
 /** A static description of \p err; never NULL, also for unknown values. */
 MMB_EXPORT const char *mmb_error_string(mmbError err);
 
-/** The name of an error code, "MMB_OK" to "MMB_IO" (from MMB_ERROR_MAP);
+/** The name of an error code, "MMB_OK" to "MMB_TIMEOUT" (from MMB_ERROR_MAP);
     "MMB_UNKNOWN_ERROR" for other values. Never NULL. */
 MMB_EXPORT const char *mmb_error_name(mmbError err);
 

@@ -159,6 +159,39 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_with_async(mmbArrayTile *in_til
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile,
                                                     mmbArrayTile **out_tile);
 
+/** What a tile is, beyond its public fields (mmb_tile_get_state). */
+typedef struct mmbTileState {
+  mmbElementType type;      /**< the array's element type (mmb_layout_set_element_type) */
+  bool duplicate;           /**< made by mmb_tile_duplicate, not a tile of the grid */
+  bool writable;            /**< mmb may write it: a tile of an array made with
+                                 MMB_WRITE, or a duplicate asked for with it */
+  bool stale;               /**< a read-only duplicate whose origin was written
+                                 since: reading it is MMB_INVALID_STATE */
+  bool host_accessible;     /**< the host may dereference ptr */
+  bool contiguous;          /**< its elements fill one run of
+                                 element_size * (product of dim) bytes at ptr */
+  unsigned long long version;   /**< writes made to its data, as mmb knows them */
+} mmbTileState;
+
+/**
+ * Describes \p tile: what code that moves a tile's bytes itself (MPI, a
+ * kernel, I/O) needs to know to do it right.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or a tile not made by mmb (or
+ *         released); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state);
+
+/**
+ * Records that \p tile's data was written outside mmb (by a kernel, MPI,
+ * a BLAS call through ptr), as mmb's own writes are recorded: its version
+ * moves on, so read-only duplicates made from it before are stale and a
+ * merge of a read-only duplicate cannot silently undo the write.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL or a tile not made by mmb;
+ *         MMB_INVALID_STATE for a read-only tile (a read-only duplicate,
+ *         or a tile of an array made without MMB_WRITE); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_mark_written(mmbArrayTile *tile);
+
 /**
  * An iterator over the tiles of an array (the whole array when untiled), in
  * the schedule of \p opts (NULL: row-major). It starts on the first tile.

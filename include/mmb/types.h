@@ -31,6 +31,8 @@ extern "C" {
  *  - MMB_BUSY: the object is still in use and was left unchanged
  *  - MMB_INVALID_STATE: the object is not in a state that allows this operation
  *  - MMB_IO: reading or writing a file failed
+ *  - MMB_TIMEOUT: a peer did not answer in time (mmb/mpi.h); nothing was
+ *    changed on this side, but the peer may be left waiting
  */
 #define MMB_ERROR_MAP(X)                                                                  \
   X(MMB_OK, "success")                                                                   \
@@ -43,7 +45,8 @@ extern "C" {
   X(MMB_NOT_INITIALIZED, "mmb is not initialised (call mmb_init first)")                 \
   X(MMB_BUSY, "object still in use")                                                     \
   X(MMB_INVALID_STATE, "object not in a state that allows this operation")               \
-  X(MMB_IO, "input/output error")
+  X(MMB_IO, "input/output error")                                                        \
+  X(MMB_TIMEOUT, "a peer did not answer in time")
 
 /** Every fallible mmb function returns one of these (MMB_ERROR_MAP). */
 typedef enum mmbError {

@@ -29,8 +29,12 @@ static mmbError check_readable(const char *func, const mmb__tile *t, const char 
   return MMB_OK;
 }
 
+static bool writable(const mmb__tile *t) {
+  return t->origin ? (t->access & MMB_WRITE) : (t->array->access & MMB_WRITE);
+}
+
 static mmbError check_writable(const char *func, const mmb__tile *t, const char *which) {
-  if (t->origin ? !(t->access & MMB_WRITE) : !(t->array->access & MMB_WRITE))
+  if (!writable(t))
     return mmb__fail(MMB_INVALID_STATE, func, "%s is read-only (a read-only duplicate, or a "
                      "tile of an array made without MMB_WRITE)", which);
   return MMB_OK;
@@ -283,4 +287,44 @@ mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile, mmbArrayTile **o
   if (err != MMB_OK) return err;
   *out_tile = l->ptr;
   return MMB_OK;
+}
+
+/* Whether a view's elements fill one run of bytes: its extents, sorted by
+   stride, stack up (extents of 1 do not count). */
+static bool view_contiguous(const mmb__view *v) {
+  mmb__plan p;
+  mmb__plan_make(v, v, &p);
+  size_t run = 1;
+  for (size_t k = 0; k < p.n; k++) {
+    if (p.ds[k] != run) return false;
+    run *= p.dim[k];
+  }
+  return true;
+}
+
+mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state) {
+  MMB__REQUIRE_INIT();
+  mmb__tile *t;
+  mmbError err = tile_arg(__func__, tile, &t);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!out_state, __func__, "out_state is NULL");
+  mmb__view v = mmb__tile_view(t);
+  *out_state = (mmbTileState){
+      .type = root_array(t)->layout.type,
+      .duplicate = t->origin != NULL,
+      .writable = writable(t),
+      .stale = mmb__tile_stale(t),
+      .host_accessible = mmb__view_host(&v),
+      .contiguous = view_contiguous(&v),
+      .version = t->version};
+  return MMB_OK;
+}
+
+mmbError mmb_tile_mark_written(mmbArrayTile *tile) {
+  MMB__REQUIRE_INIT();
+  mmb__tile *t;
+  mmbError err = tile_arg(__func__, tile, &t);
+  if (err == MMB_OK) err = check_writable(__func__, t, "the tile");
+  if (err == MMB_OK) wrote(t);
+  return err;
 }

@@ -142,6 +142,7 @@ contains
     call ensure(mmb_error_name(MMB_INVALID_ARG) == 'MMB_INVALID_ARG', 'MMB_INVALID_ARG')
     call ensure(mmb_error_name(MMB_BUSY) == 'MMB_BUSY', 'MMB_BUSY')
     call ensure(mmb_error_name(MMB_IO) == 'MMB_IO', 'MMB_IO')
+    call ensure(mmb_error_name(MMB_TIMEOUT) == 'MMB_TIMEOUT', 'MMB_TIMEOUT')
     call ensure(index(mmb_error_string(MMB_OUT_OF_MEMORY), 'out of memory') == 1, 'error strings')
     call ensure(mmb_layer_name(MMB_HBM) == 'HBM' .and. mmb_layer_name(MMB_GDRAM) == 'GDRAM', 'layer names')
     call ensure(mmb_context_name(MMB_GPU_CUDA) == 'GPU_CUDA', 'context names')
@@ -772,6 +773,7 @@ contains
     type(mmbArray) :: arr
     type(mmbArrayTile) :: t, u, dup, local
     type(mmbTileInfo) :: info
+    type(mmbTileState) :: state
     real(dp), allocatable, target :: x(:,:)
     real(dp), pointer :: p(:,:), q(:,:)
     integer(mmbIndexKind), allocatable :: grid(:)
@@ -809,6 +811,18 @@ contains
     call mmb_tile_get_pointer(dup, q, err)
     call ensure(all(lbound(q) == [1, 1]) .and. all(q == x(1:4, 1:3)), 'the duplicate''s data, same bounds')
     q = 100
+    call mmb_tile_get_state(dup, state, err)
+    call expect(err, MMB_OK, 'tile state')
+    call ensure(state%type == MMB_TYPE_DOUBLE .and. logical(state%duplicate) .and. &
+                logical(state%writable .and. state%host_accessible .and. state%contiguous) .and. &
+                .not. logical(state%stale), &
+                'a writable, contiguous host duplicate of doubles')
+    call mmb_tile_mark_written(dup, err)
+    call expect(err, MMB_OK, 'mark written')
+    call mmb_tile_get_state(dup, state, err)
+    call ensure(state%version == 1, 'the write is recorded')
+    call mmb_tile_get_state(t, state, err)
+    call ensure(.not. logical(state%duplicate .or. state%contiguous), 'a grid tile: a view, strided')
     call mmb_tile_get_space_local_handle(dup, local, err)
     call expect(err, MMB_OK, 'the space-local handle')
     call ensure(c_associated(local%ptr, dup%ptr), 'host memory: the tile itself')
