@@ -49,7 +49,7 @@ module mamba
     mmb_space_count, mmb_space_distance, mmb_space_get_info, mmb_space_get_stats, &
     mmb_space_info_name, mmb_space_layer, mmb_space_release, mmb_tile_at, mmb_tile_copy, &
     mmb_tile_copy_async, mmb_tile_duplicate, mmb_tile_duplicate_async, mmb_tile_get_info, &
-    mmb_tile_get_state, mmb_tile_mark_written, &
+    mmb_tile_get_state, mmb_tile_mark_written, mmb_tile_discard, &
     mmb_tile_get_space_local_handle, mmb_tile_iterator_count, mmb_tile_iterator_create, &
     mmb_tile_iterator_destroy, mmb_tile_iterator_first, mmb_tile_iterator_footprint, &
     mmb_tile_iterator_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
@@ -927,6 +927,16 @@ contains
     type(mmbTileState), intent(out) :: state
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_tile_get_state(tile%ptr, state))
+  end subroutine
+
+  ! Releases a duplicate without writing it back; the handle is then null.
+  subroutine mmb_tile_discard(tile, err)
+    type(mmbArrayTile), intent(inout) :: tile
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    rc = c_mmb_tile_discard(tile%ptr)
+    if (rc == MMB_OK) tile%ptr = c_null_ptr
+    call set_err(err, rc)
   end subroutine
 
   ! Records a write made through a tile pointer (read-only duplicates made

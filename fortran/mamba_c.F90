@@ -623,6 +623,10 @@ module mamba_c
       type(c_ptr), value :: t
       type(mmbTileState), intent(out) :: state
     end function
+    integer(c_int) function c_mmb_tile_discard(t) bind(C, name='mmb_tile_discard')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t
+    end function
     integer(c_int) function c_mmb_tile_mark_written(t) bind(C, name='mmb_tile_mark_written')
       import :: c_int, c_ptr
       type(c_ptr), value :: t

@@ -260,7 +260,7 @@ MMB_TEST(tile, a_read_only_duplicate_goes_stale_when_its_origin_is_written) {
    exactly as mmb's own writes do. */
 MMB_TEST(tile, state_and_writes_made_outside_mmb) {
   fixture f = setup(1 << 20);
-  mmbArrayTile *t = tile(f.a, 0, 0), *row = tile(f.a, 2, 0), *r, *w;
+  mmbArrayTile *t = tile(f.a, 0, 0), *row = tile(f.a, 2, 0), *r, *rr, *w;
   mmbTileState st;
   OK(mmb_tile_get_state(t, &st));
   cr_assert(st.type == MMB_TYPE_DOUBLE && !st.duplicate && st.writable && !st.stale);
@@ -289,6 +289,18 @@ MMB_TEST(tile, state_and_writes_made_outside_mmb) {
   OK(mmb_tile_get_state(w, &st));
   cr_assert(st.writable && st.version == 1);
   OK(mmb_tile_merge(w, MMB_MERGE_OVERWRITE));
+  /* a discarded duplicate writes nothing back */
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ_WRITE, NULL, &w));
+  MMB_TILE_AT_2D(w, double, 1, 1) = 42;
+  OK(mmb_tile_discard(w));
+  cr_assert_eq(MMB_TILE_AT_2D(t, double, 1, 1), -1);
+  FAILS(mmb_tile_discard(t), MMB_INVALID_STATE);
+  FAILS(mmb_tile_discard(NULL), MMB_INVALID_ARG);
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ, NULL, &r));
+  OK(mmb_tile_duplicate(r, f.fast, MMB_READ, NULL, &rr));
+  FAILS(mmb_tile_discard(r), MMB_BUSY);
+  OK(mmb_tile_discard(rr));
+  OK(mmb_tile_discard(r));
   /* bad handles; a released duplicate; the tile of a read-only array */
   FAILS(mmb_tile_get_state(NULL, &st), MMB_INVALID_ARG);
   FAILS(mmb_tile_get_state(t, NULL), MMB_INVALID_ARG);
@@ -545,6 +557,7 @@ Test(tile, needs_init) {
   cr_assert_eq(mmb_tile_merge(NULL, MMB_MERGE_SUM), MMB_NOT_INITIALIZED);
   cr_assert_eq(mmb_tile_get_state(NULL, NULL), MMB_NOT_INITIALIZED);
   cr_assert_eq(mmb_tile_mark_written(NULL), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_tile_discard(NULL), MMB_NOT_INITIALIZED);
 }
 
 /* A change of order between 4- or 8-byte elements is a blocked (SIMD)

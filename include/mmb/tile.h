@@ -120,6 +120,16 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMem
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge);
 
+/**
+ * Releases a duplicate without writing anything back: its origin keeps the
+ * data it had (a scratch copy, a transfer that failed half-way).
+ * \p in_tile is invalid afterwards.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL or a tile not made by mmb;
+ *         MMB_INVALID_STATE when \p in_tile is not a duplicate; MMB_BUSY
+ *         while it has live duplicates of its own; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_discard(mmbArrayTile *in_tile);
+
 /** As mmb_tile_merge, folding with a user function over contiguous runs.
     \return as mmb_tile_merge; MMB_INVALID_ARG for a NULL \p fn. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmbMergeFunction fn,

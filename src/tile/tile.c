@@ -217,6 +217,12 @@ mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q) {
   return merge("mmb_tile_iterator", dup, &op, q, NULL, true);
 }
 
+mmbError mmb_tile_discard(mmbArrayTile *in_tile) {
+  MMB__REQUIRE_INIT();
+  mmb__merge_op op = {.type = MMB_MERGE_OVERWRITE};
+  return merge(__func__, in_tile, &op, NULL, NULL, true);
+}
+
 static mmbError tile_migrate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,
                              mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
                              mmbRequest *req) {
