@@ -42,7 +42,8 @@ module mamba
     mmb_logging_get_level, mmb_logging_set_callback, mmb_logging_set_level, &
     mmb_provider_get_ops, mmb_provider_name, mmb_provider_register, mmb_queue_create, &
     mmb_queue_destroy, mmb_queue_get_backend, mmb_queue_get_native, mmb_queue_marker, &
-    mmb_queue_submit, mmb_queue_synchronize, mmb_queue_wait_request, mmb_region_alloc, &
+    mmb_queue_submit, mmb_queue_submit_task, mmb_queue_synchronize, mmb_queue_wait_request, &
+    mmb_region_alloc, &
     mmb_region_create, mmb_region_destroy, mmb_region_push, mmb_region_reset, &
     mmb_region_reset_async, mmb_register_memory, mmb_request_interface, &
     mmb_request_is_complete, mmb_request_space, mmb_space_at, mmb_space_capacity, &
@@ -1269,6 +1270,17 @@ contains
     type(mmbRequest), intent(inout), optional :: request
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_queue_submit(queue%ptr, fn, arg, request))
+  end subroutine
+
+  ! fn: c_funloc of an integer(c_int) function(arg) bind(C); what it returns
+  ! is the request's error.
+  subroutine mmb_queue_submit_task(queue, fn, arg, request, err)
+    type(mmbQueue), intent(in) :: queue
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: arg
+    type(mmbRequest), intent(inout), optional :: request
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_queue_submit_task(queue%ptr, fn, arg, request))
   end subroutine
 
   subroutine mmb_queue_wait_request(queue, request, err)

@@ -697,6 +697,12 @@ module mamba_c
       type(c_funptr), value :: fn
       type(mmbRequest), intent(inout), optional :: req
     end function
+    integer(c_int) function c_mmb_queue_submit_task(q, fn, arg, req) bind(C, name='mmb_queue_submit_task')
+      import :: c_int, c_ptr, c_funptr, mmbRequest
+      type(c_ptr), value :: q, arg
+      type(c_funptr), value :: fn
+      type(mmbRequest), intent(inout), optional :: req
+    end function
     integer(c_int) function c_mmb_queue_wait_request(q, req) bind(C, name='mmb_queue_wait_request')
       import :: c_int, c_ptr, mmbRequest
       type(c_ptr), value :: q

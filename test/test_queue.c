@@ -15,6 +15,8 @@ static mmbQueue *thread_queue(void) {
   return q;
 }
 
+static mmbError return_error(void *arg);
+
 MMB_TEST(queue, bad_input_is_refused) {
   mmbQueue *q = NULL;
   FAILS(mmb_queue_create(NULL, NULL), MMB_INVALID_ARG);
@@ -35,6 +37,8 @@ MMB_TEST(queue, bad_input_is_refused) {
   FAILS(mmb_request_is_complete(NULL, &done), MMB_INVALID_ARG);
   q = thread_queue();
   FAILS(mmb_queue_submit(q, NULL, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_queue_submit_task(q, NULL, NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_queue_submit_task(NULL, return_error, NULL, NULL), MMB_INVALID_ARG);
   mmbRequest in_use = {.impl = (void *)&in_use};   /* not zeroed: refused, not trusted */
   FAILS(mmb_queue_submit(q, (void (*)(void *))abort, NULL, &in_use), MMB_INVALID_ARG);
   OK(mmb_queue_destroy(NULL, &q));
@@ -88,17 +92,10 @@ MMB_TEST(queue, a_request_can_be_waited_twice_or_never) {
   OK(mmb_wait(&never));
 }
 
-/* Work that fails with a given error (reaching the queue's internals). */
-typedef struct failing {
-  mmb__work w;
-  mmbError err;
-} failing;
-static mmbError run_failing(mmb__work *w) { return ((failing *)w)->err; }
+/* A task that fails with a given error (mmb_queue_submit_task). */
+static mmbError return_error(void *arg) { return (mmbError)(intptr_t)arg; }
 static void submit_failing(mmbQueue *q, mmbError err, mmbRequest *req) {
-  failing *f = (failing *)mmb__work_new(sizeof *f, run_failing);
-  cr_assert_not_null(f);
-  f->err = err;
-  OK(mmb__queue_push("test", q, &f->w, req, NULL));
+  OK(mmb_queue_submit_task(q, return_error, (void *)(intptr_t)err, req));
 }
 
 MMB_TEST(queue, errors_come_back_through_requests_and_synchronize) {
@@ -288,4 +285,5 @@ MMB_TEST(queue, async_copies_match_synchronous_ones) {
 Test(queue, needs_init) {
   mmbQueue *q;
   cr_assert_eq(mmb_queue_create(NULL, &q), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_queue_submit_task(NULL, return_error, NULL, NULL), MMB_NOT_INITIALIZED);
 }

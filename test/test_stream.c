@@ -122,6 +122,38 @@ MMB_TEST(stream_queue, host_work_runs_after_the_stream_drains) {
   for (size_t i = 0; i < 6; i++) OK(mmb_free(all[i]));
 }
 
+/* A task runs on the host once the stream's earlier work is done (it sees
+   the copy's bytes), and its result is its request's. */
+typedef struct task_check {
+  mmbAllocation *seen, *want;
+  size_t n;
+} task_check;
+static mmbError check_copied(void *arg) {
+  task_check *c = arg;
+  return memcmp(mmb_allocation_ptr(c->seen), mmb_allocation_ptr(c->want), c->n) ? MMB_ERROR
+                                                                                : MMB_IO;
+}
+
+MMB_TEST(stream_queue, tasks_run_on_the_host_after_the_stream) {
+  enum { N = 4096 };
+  mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbAllocation *h = patterned(host, N, 1), *d = patterned(dev, N, 2), *back = patterned(host, N, 3);
+  mmbQueue *q = fake_queue();
+  mmbRequest r = {0};
+  task_check c = {.seen = back, .want = h, .n = N};
+  close_gate(q);
+  OK(mmb_copy_async(d, h, q, NULL));
+  OK(mmb_copy_async(back, d, q, NULL));
+  OK(mmb_queue_submit_task(q, check_copied, &c, &r));
+  settle();
+  cr_assert(!complete(&r), "the task waits for the stream");
+  atomic_store(&gate, 1);
+  FAILS(mmb_wait(&r), MMB_IO);   /* check_copied's "seen it" */
+  OK(mmb_queue_destroy(NULL, &q));
+  mmbAllocation *all[] = {h, d, back};
+  for (size_t i = 0; i < 3; i++) OK(mmb_free(all[i]));
+}
+
 /* A wait on another stream's request is a wait on its event, on the
    device; the waiting queue's worker goes on issuing. */
 MMB_TEST(stream_queue, cross_stream_dependencies_wait_on_events) {

@@ -106,6 +106,22 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_synchronize(mmbQueue *q);
 MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg,
                                      mmbRequest *req);
 
+/** Work that can fail (mmb_queue_submit_task): its result is its request's. */
+typedef mmbError (*mmbTaskFunction)(void *arg);
+
+/**
+ * Runs fn(arg) on a host thread of the queue once the work submitted before
+ * it has completed: the worker of a thread queue; on a CUDA-stream queue,
+ * the queue's own thread after the stream's earlier work, so fn may call
+ * CUDA, MPI or block. What fn returns is the request's error: mmb_wait
+ * returns it (mmb_queue_synchronize for a NULL \p req). Libraries build
+ * their _async operations on it (mmb/mpi.h).
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL \p q or \p fn, or a request
+ *         already in use; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_queue_submit_task(mmbQueue *q, mmbTaskFunction fn, void *arg,
+                                                        mmbRequest *req);
+
 /**
  * Work submitted to \p q after this call waits for \p req (which may belong
  * to another queue, of any backend). The caller keeps \p req and still

@@ -321,6 +321,31 @@ mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequ
   return mmb__queue_push(__func__, q, &u->w, req, NULL);
 }
 
+/* A task returns its error, which becomes the request's. It has no issue
+   hook: a stream queue runs it on its own thread once the stream's earlier
+   work is done, where it may call CUDA and block. */
+typedef struct task_work {
+  mmb__work w;
+  mmbTaskFunction fn;
+  void *arg;
+} task_work;
+
+static mmbError run_task(mmb__work *w) {
+  task_work *t = (task_work *)w;
+  return t->fn(t->arg);
+}
+
+mmbError mmb_queue_submit_task(mmbQueue *q, mmbTaskFunction fn, void *arg, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!fn, __func__, "fn is NULL");
+  task_work *t = (task_work *)mmb__work_new(sizeof *t, run_task);
+  if (!t) return MMB_OUT_OF_MEMORY;
+  t->fn = fn;
+  t->arg = arg;
+  return mmb__queue_push(__func__, q, &t->w, req, NULL);
+}
+
 mmbError mmb_queue_wait_request(mmbQueue *q, mmbRequest *req) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(q, MMB__KIND_QUEUE, __func__, "queue");

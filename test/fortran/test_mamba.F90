@@ -56,6 +56,16 @@ contains
     log_messages = log_messages + 1
   end subroutine
 
+  ! A task that fails once the counter reaches 2.
+  integer(c_int) function task_on_queue(arg) bind(C)
+    type(c_ptr), value :: arg
+    integer(c_int), pointer :: counter
+    call c_f_pointer(arg, counter)
+    counter = counter + 1
+    task_on_queue = MMB_OK
+    if (counter >= 2) task_on_queue = MMB_IO
+  end function
+
   subroutine on_queue(arg) bind(C)
     type(c_ptr), value :: arg
     integer(c_int), pointer :: counter
@@ -1105,6 +1115,17 @@ contains
     call expect(err, MMB_INVALID_ARG, 'a copy of a request already waited on')
     call mmb_queue_submit(queue, c_null_funptr, c_null_ptr, r, err)
     call expect(err, MMB_INVALID_ARG, 'no function')
+    counter = 0
+    call mmb_queue_submit_task(queue, c_funloc(task_on_queue), c_loc(counter), r, err)
+    call expect(err, MMB_OK, 'submit a task')
+    call mmb_wait(r, err)
+    call expect(err, MMB_OK, 'the task''s result')
+    call mmb_queue_submit_task(queue, c_funloc(task_on_queue), c_loc(counter), r, err)
+    call mmb_wait(r, err)
+    call expect(err, MMB_IO, 'a failed task''s error is its request''s')
+    call ensure(counter == 2, 'both ran')
+    call mmb_queue_submit_task(queue, c_null_funptr, c_null_ptr, r, err)
+    call expect(err, MMB_INVALID_ARG, 'no task')
     call mmb_queue_destroy(queue, err, qopts)
     call expect(err, MMB_OK, 'destroy')
     call mmb_queue_synchronize(queue, err)
