@@ -1,6 +1,8 @@
 # mmb: one entry point. Targets: all, test, run, bench, install, clean.
 #   make CUDA=0|1     force the CUDA parts off/on (default: on when nvcc and cudart are found)
 #   make FORTRAN=0|1  module mamba and libfmmb off/on (default: on when $(FC), gfortran, is found)
+#   make MPI=0|1      libmmb_mpi (mmb/mpi.h) and the data-parallel CNN off/on (default: on when
+#                     $(MPICC), mpicc, is found)
 #   make SANITIZE=1   AddressSanitizer + UBSan (in build/sanitize); SANITIZE=thread: TSan (build/tsan)
 #   make DEBUG=1      -O0 -DMMB_DEBUG=1 (in build/debug)
 #   make install PREFIX=/opt/mmb
@@ -78,6 +80,14 @@ endif
 ifeq ($(origin FORTRAN),undefined)
   FORTRAN := $(if $(shell command -v $(FC) 2>/dev/null),1,0)
 endif
+# libmmb_mpi (docs/mpi.md): built when $(MPICC) is found; the core never links MPI.
+MPICC ?= mpicc
+ifeq ($(origin MPI),undefined)
+  MPI := $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
+endif
+MPI_OBJ  := $(BUILD)/obj/mpi/mmb_mpi.o
+MPI_LIBS := $(BUILD)/lib/libmmb_mpi.a $(BUILD)/lib/libmmb_mpi.so
+MPI_LINK := -L$(BUILD)/lib -lmmb_mpi -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 FMOD      := $(BUILD)/include
 FGEN      := $(BUILD)/fortran
 FFLAGS_ALL = -cpp -std=f2018 $(OPT) -g -Wall -fPIC $(SAN) -J$(FMOD) -I$(FGEN) $(FFLAGS)
@@ -94,15 +104,17 @@ FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
-        layers-check fuzz fortran fortran-check
+        layers-check fuzz fortran fortran-check mpi mpi-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
-all: $(STATIC) $(SHARED) $(TOOLS) $(if $(filter 1,$(FORTRAN)),$(FORTRAN_LIBS))
+all: $(STATIC) $(SHARED) $(TOOLS) $(if $(filter 1,$(FORTRAN)),$(FORTRAN_LIBS)) \
+     $(if $(filter 1,$(MPI)),$(MPI_LIBS))
 examples: $(EXAMPLES)
 
 # (a static pattern: each stamp is a target, so pattern rules can rely on it)
 DEPS_DOCS     := $(BUILD)/.deps-docs
-$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS) $(DEPS_FORTRAN): $(BUILD)/.deps-%:
+DEPS_MPI      := $(BUILD)/.deps-mpi
+$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS) $(DEPS_FORTRAN) $(DEPS_MPI): $(BUILD)/.deps-%:
 	@scripts/install-deps.sh $*
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_LIB)
@@ -133,8 +145,21 @@ $(filter-out $(BUILD)/bin/cnn,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARE
 # with CUDA, cuBLAS and kernels built with nvcc.
 CNN_SRC   := $(filter-out examples/cnn/main.c,$(wildcard examples/cnn/*.c))
 CNN_OBJ   := $(CNN_SRC:%.c=$(BUILD)/obj/%.o)
+# With MPI the CNN trains data-parallel under mpirun (examples/cnn/dist.c):
+# compiled and linked by $(MPICC), over libmmb_mpi.
+CNN_CC    := $(CC)
+CNN_MPI   :=
+ifeq ($(MPI),1)
+  CNN_CC  := $(MPICC)
+  CNN_MPI := -DCNN_HAVE_MPI=1
+endif
+# The CNN's objects depend on what they were built with (MPI or not), apart
+# from the library's flags.
+CNN_FLAGS_FILE := $(BUILD)/.cnn-flags
+$(shell mkdir -p $(BUILD) && (echo '$(CNN_CC) $(CNN_MPI)' | cmp -s - $(CNN_FLAGS_FILE) || \
+  echo '$(CNN_CC) $(CNN_MPI)' > $(CNN_FLAGS_FILE)))
 # (= not :=: pkg-config is asked when a recipe runs, after install-deps.sh)
-CNN_FLAGS  = $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null)
+CNN_FLAGS  = $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $(CNN_MPI)
 CNN_LIBS   = $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
 NVCC      := $(CUDA_HOME)/bin/nvcc
 ifeq ($(CUDA),1)
@@ -143,31 +168,33 @@ ifeq ($(CUDA),1)
   CNN_LIBS  += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 
-$(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) | $(DEPS_EXAMPLES)
+$(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) $(CNN_FLAGS_FILE) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
-	$(CC) $(CNN_FLAGS) -c $< -o $@
+	$(CNN_CC) $(CNN_FLAGS) -c $< -o $@
 
 $(BUILD)/obj/examples/cnn/ops_gpu.o: examples/cnn/ops_gpu.cu examples/cnn/ops.h $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	$(NVCC) -O3 -std=c++17 -arch=sm_80 -gencode arch=compute_90,code=sm_90 \
 	  -Xcompiler -fPIC,-Wall $(if $(SAN),-Xcompiler -fno-omit-frame-pointer) -c $< -o $@
 
-$(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED)
+$(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED) $(if $(CNN_MPI),$(MPI_LIBS))
 	@mkdir -p $(@D)
-	$(CC) $(SAN) $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) -o $@ $(APP_LINK) $(CNN_LIBS)
+	$(CNN_CC) $(SAN) $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) -o $@ $(if $(CNN_MPI),-lmmb_mpi) \
+	  $(APP_LINK) $(CNN_LIBS)
 
 # The CNN's tests: its code over the public API, Criterion, no network.
 CNN_TEST_SRC := $(wildcard test/cnn/*.c)
 CNN_TEST_OBJ := $(CNN_TEST_SRC:%.c=$(BUILD)/obj/%.o)
 CNN_TESTS    := $(BUILD)/test/cnn-tests
 
-$(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) | $(DEPS_TEST)
+$(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) $(CNN_FLAGS_FILE) | $(DEPS_TEST)
 	@mkdir -p $(@D)
-	$(CC) $(CNN_FLAGS) -Iexamples/cnn -c $< -o $@
+	$(CNN_CC) $(CNN_FLAGS) -Iexamples/cnn -c $< -o $@
 
-$(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED)
+$(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED) $(if $(CNN_MPI),$(MPI_LIBS))
 	@mkdir -p $(@D)
-	$(CC) $(SAN) $(CNN_TEST_OBJ) $(CNN_OBJ) -o $@ $(APP_LINK) -lcriterion $(CNN_LIBS)
+	$(CNN_CC) $(SAN) $(CNN_TEST_OBJ) $(CNN_OBJ) -o $@ $(if $(CNN_MPI),-lmmb_mpi) $(APP_LINK) \
+	  -lcriterion $(CNN_LIBS)
 
 $(BENCHES): | $(DEPS_BENCH)
 $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
@@ -251,6 +278,36 @@ fortran fortran-check:
 	@echo "$@: skipped: no Fortran compiler ($(FC)); scripts/install-deps.sh fortran installs gfortran"
 endif
 
+# libmmb_mpi (docs/mpi.md): mpi/mmb_mpi.c over libmmb's public API, built by
+# $(MPICC); its tests run under mpirun (test/mpi/run.sh: 2 ranks).
+$(BUILD)/obj/mpi/%.o: mpi/%.c $(FLAGS_FILE) | $(DEPS_LIB)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY -c $< -o $@
+$(BUILD)/lib/libmmb_mpi.a: $(MPI_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/lib/libmmb_mpi.so: $(MPI_OBJ) $(SHARED)
+	$(MPICC) -shared $(SAN) -Wl,-soname,libmmb_mpi.so.0 -o $@.0 $(MPI_OBJ) -L$(BUILD)/lib -lmmb \
+	  -Wl,-rpath,'$$ORIGIN'
+	ln -sf libmmb_mpi.so.0 $@
+$(BUILD)/test/mpi-tests: test/mpi/test_mpi.c $(MPI_LIBS)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) -lpthread
+$(BUILD)/bin/bench-mpi: bench/mpi.c $(MPI_LIBS) | $(DEPS_BENCH)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE) -O3 -march=native $< -o $@ $(MPI_LINK) -lm
+
+ifeq ($(MPI),1)
+mpi: $(MPI_LIBS)
+# The MPI tests on 2 ranks, then the data-parallel CNN on a small set
+# against one rank (test/cnn/dist.sh).
+mpi-check: $(BUILD)/test/mpi-tests $(BUILD)/bin/cnn
+	test/mpi/run.sh 2 $(BUILD)/test/mpi-tests
+	test/cnn/dist.sh $(BUILD)/bin/cnn
+else
+mpi mpi-check:
+	@echo "$@: skipped: no MPI compiler ($(MPICC)); scripts/install-deps.sh mpi installs Open MPI"
+endif
+
 # Tests link the static library: they reach internals (fault injection).
 $(TESTS): $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(@D)
@@ -277,8 +334,9 @@ else
 test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
-	@# (a make of its own: it looks for gfortran after install-deps put it there)
+	@# (makes of their own: they look for gfortran and mpicc after install-deps put them there)
 	$(MAKE) --no-print-directory fortran-check
+	$(MAKE) --no-print-directory mpi-check
 ifeq ($(SANITIZE),)
 	$(MAKE) --no-print-directory fuzz
 endif

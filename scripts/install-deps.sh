@@ -4,9 +4,10 @@
 #   scripts/install-deps.sh lib        the library and mmb-info: hwloc, pkg-config
 #   scripts/install-deps.sh examples   + OpenBLAS (the CNN's kernels)
 #   scripts/install-deps.sh fortran    + gfortran (module mamba, libfmmb)
+#   scripts/install-deps.sh mpi        + Open MPI (libmmb_mpi, the data-parallel CNN)
 #   scripts/install-deps.sh test       + Criterion, OpenBLAS, gnuplot, python3 (tools/mmb-plot,
 #                                      the trace checks), cmake (the find_package check),
-#                                      clang and libclang-rt-14-dev (make fuzz), gfortran
+#                                      clang and libclang-rt-14-dev (make fuzz), gfortran, Open MPI
 #   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
 #   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
 #   scripts/install-deps.sh docs       + doxygen (make docs)
@@ -37,6 +38,10 @@ want_fuzz()     { command -v clang >/dev/null 2>&1 || need+=(clang)
 want_allocators() { have_header mimalloc.h || need+=(libmimalloc-dev)
                     have_header jemalloc/jemalloc.h || need+=(libjemalloc-dev); }
 want_fortran()  { command -v gfortran >/dev/null 2>&1 || need+=(gfortran); }
+# (Open MPI's mpirun looks for an rsh agent even for the ranks of one node)
+want_mpi()      { command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 ||
+                    need+=(libopenmpi-dev openmpi-bin)
+                  command -v ssh >/dev/null 2>&1 || command -v rsh >/dev/null 2>&1 || need+=(openssh-client); }
 want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
 want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
 
@@ -48,14 +53,15 @@ case "$set_name" in
   lib) ;;
   examples) want_openblas ;;
   fortran) want_fortran ;;
-  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran ;;
+  mpi) want_mpi ;;
+  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran; want_mpi ;;
   bench) want_openblas; want_allocators ;;
   fuzz) want_fuzz ;;
   docs) want_doxygen ;;
   torch) want_torch ;;
   all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen
-       want_fortran ;;
-  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, test, bench, fuzz, docs, torch, all)" >&2
+       want_fortran; want_mpi ;;
+  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, fuzz, docs, torch, all)" >&2
      exit 2 ;;
 esac
 }

@@ -41,16 +41,15 @@
  *  - A tile's own pending asynchronous work (a duplicate_async into it)
  *    must be waited for first, or submitted to the same queue.
  *
- * _async twins run on a thread queue (MMB_QUEUE_THREAD): the queue's worker
- * starts the MPI operations and drives their progress, so mmb_wait on the
- * request returns when MPI has completed them, and work submitted to the
- * queue after them runs after. They need MPI_THREAD_MULTIPLE
- * (MPI_Init_thread), since the worker calls MPI beside the caller's thread.
- * Collectives on one communicator must start in the same order on every
- * rank: issue them from one thread, or through one queue. On a CUDA-stream
- * queue they are MMB_UNSUPPORTED (a stream's host functions may not call
- * CUDA, which staging does): order a thread queue after the stream with
- * mmb_queue_marker and mmb_queue_wait_request instead.
+ * _async twins run as tasks on a queue (mmb_queue_submit_task): once the
+ * work submitted before them has completed, a host thread of the queue (a
+ * thread queue's worker; a stream queue's own thread, after the stream's
+ * earlier work) starts the MPI operations and drives their progress, so
+ * mmb_wait on the request returns when MPI has completed them, with their
+ * error, and work submitted to the queue after them runs after. They need
+ * MPI_THREAD_MULTIPLE (MPI_Init_thread), since that thread calls MPI beside
+ * the caller's. Collectives on one communicator must start in the same
+ * order on every rank: issue them from one thread, or through one queue.
  */
 #ifndef MMB_MPI_H
 #define MMB_MPI_H
@@ -160,10 +159,11 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_bcast(mmbArray *array, int root,
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_allreduce(mmbArray *array, mmbMergeType op,
                                                           MPI_Comm comm);
 
-/* ---- _async twins: on a thread queue, completed by mmb_wait on req -------- */
-/* Argument errors return from the call; the operation's own errors come back
-   from mmb_wait (or mmb_queue_synchronize for a NULL req). A tile or array
-   must stay alive, and untouched, until the request completes. */
+/* ---- _async twins: tasks on \p q, completed by mmb_wait on \p req -------- */
+/* Argument errors return from the call (and MMB_UNSUPPORTED without
+   MPI_THREAD_MULTIPLE); the operation's own errors come back from mmb_wait
+   (or mmb_queue_synchronize for a NULL req). A tile or array must stay
+   alive, and untouched, until the request completes. */
 
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_tile_send_async(mmbArrayTile *tile, int dest, int tag,
                                                           MPI_Comm comm, mmbQueue *q,
