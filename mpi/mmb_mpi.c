@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -585,17 +586,21 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Polls MPI while it moves; once it has been idle a while, sleeps between
-   polls (growing to 50 us), so a rank that waits leaves the core to the
-   computing threads beside it. */
-static void backoff(unsigned *idle, bool moved) {
+/* How long to wait between polls of MPI, by how long nothing has moved:
+   poll hard for the first 50 us (a shared-memory round trip), then yield
+   the core between polls until 2 ms (ranks and their threads often share
+   cores), then sleep 50 us at a time, leaving the core to the computing
+   threads beside it. */
+static void backoff(double *idle_since, bool moved) {
+  double t = now();
   if (moved) {
-    *idle = 0;
+    *idle_since = t;
     return;
   }
-  if (++*idle < 64) return;
-  unsigned us = *idle < 1024 ? 1 + (*idle - 64) / 20 : 50;
-  nanosleep(&(struct timespec){0, (long)us * 1000}, NULL);
+  double idle = t - *idle_since;
+  if (idle < 50e-6) return;
+  if (idle < 2e-3) sched_yield();
+  else nanosleep(&(struct timespec){0, 50000}, NULL);
 }
 
 /* Runs n transfers to their end (or the deadline): each is prepared when
@@ -605,7 +610,7 @@ static void backoff(unsigned *idle, bool moved) {
 static mmbError drive(transfer *xs, size_t n, bool *leaked) {
   double deadline = now() + xs[0].o->timeout;
   size_t started = 0, done = 0;
-  unsigned idle = 0;
+  double idle_since = now();
   *leaked = false;
   while (done < n) {
     bool moved = false;
@@ -648,7 +653,7 @@ static mmbError drive(transfer *xs, size_t n, bool *leaked) {
           xs[0].o->timeout, *leaked ? ": the communicator still holds pending operations" : "");
       return MMB_TIMEOUT;
     }
-    backoff(&idle, moved);
+    backoff(&idle_since, moved);
   }
   mmbError first = MMB_OK;
   for (size_t i = 0; i < n && first == MMB_OK; i++) first = xs[i].err;

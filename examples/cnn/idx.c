@@ -94,9 +94,11 @@ static mmbError make_arrays(const idx_file *img, const idx_file *lab, size_t cla
   return e;
 }
 
-mmbError cnn_dataset_like(const cnn_dataset *like, mmbMemInterface *home, cnn_dataset *out) {
-  idx_file img = {.dims = {like->n, like->rows, like->cols}};
-  idx_file lab = {.dims = {like->n}};
+mmbError cnn_dataset_like(const cnn_dataset *like, size_t n, mmbMemInterface *home,
+                          cnn_dataset *out) {
+  if (!n) n = like->n;
+  idx_file img = {.dims = {n, like->rows, like->cols}};
+  idx_file lab = {.dims = {n}};
   char ignored[128];
   return make_arrays(&img, &lab, like->classes, home, out, ignored, sizeof ignored);
 }
@@ -105,7 +107,7 @@ void cnn_dataset_gather(const cnn_dataset *src, const size_t *order, cnn_dataset
   size_t px = src->rows * src->cols;
   const uint8_t *si = mmb_array_ptr(src->images), *sl = mmb_array_ptr(src->labels);
   uint8_t *di = mmb_array_ptr(dst->images), *dl = mmb_array_ptr(dst->labels);
-  for (size_t i = 0; i < src->n; i++) {
+  for (size_t i = 0; i < dst->n; i++) {
     memcpy(di + i * px, si + order[i] * px, px);
     dl[i] = sl[order[i]];
   }

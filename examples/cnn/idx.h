@@ -33,10 +33,13 @@ mmbError cnn_dataset_from_memory(const void *images, size_t images_len, const vo
 
 mmbError cnn_dataset_destroy(cnn_dataset *ds);
 
-/* An empty data set of the same shape as `like`, in `home`. */
-mmbError cnn_dataset_like(const cnn_dataset *like, mmbMemInterface *home, cnn_dataset *out);
+/* An empty data set of images shaped as `like`'s, n of them (0: as many as
+   `like` has), in `home`. */
+mmbError cnn_dataset_like(const cnn_dataset *like, size_t n, mmbMemInterface *home,
+                          cnn_dataset *out);
 
-/* dst item i = src item order[i] (host memory on both sides). */
+/* dst item i = src item order[i], for each of dst's items (host memory on
+   both sides). */
 void cnn_dataset_gather(const cnn_dataset *src, const size_t *order, cnn_dataset *dst);
 
 #endif /* CNN_IDX_H */

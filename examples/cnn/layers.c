@@ -4,6 +4,8 @@
    moves; each block is updated as soon as its gradient is known. */
 #include "layers.h"
 
+#include "dist.h"
+
 #include <stdio.h>
 
 #define ALIGN 64
@@ -17,6 +19,14 @@ static mmbError walk_end(cnn_tiles *t, mmbError err) {
   return err != MMB_OK ? err : e;
 }
 
+/* Ends a backward walk: data-parallel, the gradient it wrote is all-reduced
+   now, on the communication queue, while backward goes on. */
+static mmbError backward_end(cnn_pass *p, cnn_tiles *t, mmbError err) {
+  cnn_param *w = t->p;
+  err = walk_end(t, err);
+  return err == MMB_OK && p->dist ? cnn_dist_reduce(p->dist, p->plan, w) : err;
+}
+
 static void update(cnn_pass *p, cnn_tiles *t, size_t cols) {
   if (p->sgd)
     p->ops->sgd(p->ops->ctx, t->value->ptr, t->grad->ptr, t->velocity ? t->velocity->ptr : NULL,
@@ -26,19 +36,19 @@ static void update(cnn_pass *p, cnn_tiles *t, size_t cols) {
 /* y[n][c][p] += b[c]: the bias is one tile, resident or streamed. */
 static mmbError bias_forward(cnn_pass *p, cnn_param *b, float *y, size_t plane) {
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, b, false, &t);
+  mmbError err = cnn_tiles_begin(p->plan, b, CNN_WALK_VALUES, &t);
   if (err == MMB_OK) p->ops->add_bias(p->ops->ctx, y, p->batch, b->rows, plane, t.value->ptr);
   return walk_end(&t, err);
 }
 
 static mmbError bias_backward(cnn_pass *p, cnn_param *b, const float *dy, size_t plane) {
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, b, true, &t);
+  mmbError err = cnn_tiles_begin(p->plan, b, CNN_WALK_BACKWARD, &t);
   if (err == MMB_OK) {
     p->ops->sum_bias(p->ops->ctx, dy, p->batch, b->rows, plane, t.grad->ptr);
     update(p, &t, 1);
   }
-  return walk_end(&t, err);
+  return backward_end(p, &t, err);
 }
 
 /* ---- dense: y[batch, out] = x[batch, in] W^T + b ------------------------- */
@@ -47,7 +57,7 @@ static mmbError dense_forward(cnn_pass *p, cnn_layer *l, const float *x) {
   const cnn_ops *o = p->ops;
   cnn_param *w = l->weight;
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, w, false, &t);
+  mmbError err = cnn_tiles_begin(p->plan, w, CNN_WALK_VALUES, &t);
   for (; err == MMB_OK && t.value; err = cnn_tiles_next(&t))
     o->gemm(o->ctx, false, true, p->batch, t.r1 - t.r0, w->cols, 1.0f, x, w->cols, t.value->ptr,
             t.ld, 0.0f, l->y + t.r0, w->rows);
@@ -62,7 +72,7 @@ static mmbError dense_backward(cnn_pass *p, cnn_layer *l, const float *dy, float
   cnn_param *w = l->weight;
   size_t in = w->cols, out = w->rows;
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, w, true, &t);
+  mmbError err = cnn_tiles_begin(p->plan, w, CNN_WALK_BACKWARD, &t);
   for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
     size_t r = t.r1 - t.r0;
     if (dx)
@@ -72,7 +82,7 @@ static mmbError dense_backward(cnn_pass *p, cnn_layer *l, const float *dy, float
             t.grad->ptr, t.ld);
     update(p, &t, in);
   }
-  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  if ((err = backward_end(p, &t, err)) != MMB_OK) return err;
   return bias_backward(p, l->bias, dy, 1);
 }
 
@@ -99,7 +109,7 @@ static mmbError conv_forward(cnn_pass *p, cnn_layer *l, const float *x) {
   o->im2col(o->ctx, x, &win, col);
   l->x = col;
   cnn_tiles t;
-  err = cnn_tiles_begin(p->plan, w, false, &t);
+  err = cnn_tiles_begin(p->plan, w, CNN_WALK_VALUES, &t);
   for (; err == MMB_OK && t.value; err = cnn_tiles_next(&t))
     for (size_t n = 0; n < p->batch; n++)
       o->gemm(o->ctx, false, false, t.r1 - t.r0, plane, taps, 1.0f, t.value->ptr, t.ld,
@@ -117,7 +127,7 @@ static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float 
   mmbError err = dx ? alloc_floats(p, p->batch * taps * plane, &dcol) : MMB_OK;
   if (err != MMB_OK) return err;
   cnn_tiles t;
-  err = cnn_tiles_begin(p->plan, w, true, &t);
+  err = cnn_tiles_begin(p->plan, w, CNN_WALK_BACKWARD, &t);
   for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
     size_t r = t.r1 - t.r0;
     for (size_t n = 0; n < p->batch; n++) {
@@ -130,12 +140,19 @@ static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float 
     }
     update(p, &t, taps);
   }
-  if ((err = walk_end(&t, err)) != MMB_OK) return err;
+  if ((err = backward_end(p, &t, err)) != MMB_OK) return err;
   if (dx) {
     cnn_window win = conv_window(l, p->batch);
     o->col2im(o->ctx, dcol, &win, dx);
   }
   return bias_backward(p, l->bias, dy, plane);
+}
+
+mmbError cnn_param_apply(cnn_pass *p, cnn_param *w) {
+  cnn_tiles t;
+  mmbError err = cnn_tiles_begin(p->plan, w, CNN_WALK_APPLY, &t);
+  for (; err == MMB_OK && t.value; err = cnn_tiles_next(&t)) update(p, &t, w->cols);
+  return walk_end(&t, err);
 }
 
 /* ---- the layer interface ------------------------------------------------- */
@@ -220,6 +237,7 @@ mmbError cnn_loss(cnn_pass *p, const float *logits, const uint8_t *labels, size_
                   float *stats, float **dlogits) {
   mmbError err = alloc_floats(p, p->batch * classes, dlogits);
   if (err == MMB_OK)
-    p->ops->softmax_xent(p->ops->ctx, logits, labels, p->batch, classes, *dlogits, stats);
+    p->ops->softmax_xent(p->ops->ctx, logits, labels, p->batch, classes,
+                         p->norm ? p->norm : p->batch, *dlogits, stats);
   return err;
 }

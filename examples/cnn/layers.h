@@ -32,6 +32,10 @@ typedef struct cnn_pass {
   size_t batch;          /* samples in this batch */
   const cnn_sgd *sgd;    /* backward: update each weight tile once its gradient is
                             known (after its part of dx); NULL: gradients only */
+  size_t norm;           /* the loss is a mean over this many rows (0: batch); the
+                            global batch when it is split across ranks */
+  struct cnn_dist *dist; /* data-parallel (dist.h): each gradient is all-reduced
+                            as soon as backward has it; cnn_param_apply updates */
 } cnn_pass;
 
 typedef struct cnn_layer {
@@ -57,6 +61,10 @@ mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y)
    (and, with p->sgd, their update) and, when dx is not NULL, the gradient of
    its input, allocated in p->region (ReLU: in place, *dx == dy). */
 mmbError cnn_layer_backward(cnn_layer *l, cnn_pass *p, float *dy, float **dx);
+
+/* The update of one parameter from its (all-reduced) gradient: a walk over
+   its values, gradients and velocities with p->sgd. */
+mmbError cnn_param_apply(cnn_pass *p, cnn_param *w);
 
 /* Softmax cross-entropy of the logits against labels (in the compute
    tier): dlogits allocated in p->region; stats[0] += summed loss,

@@ -5,6 +5,7 @@
      build/bin/cnn --net wide --fast-limit 11M --max-batches 200 --batch 64
      build/bin/cnn --device gpu --json
      build/bin/cnn --trace cnn.json && tools/mmb-plot cnn.json cnn.svg
+     mpirun -np 2 build/bin/cnn --batch 64 --json   # data-parallel (dist.h)
 
    Exit status: 0 trained; 1 a failure at run time; 2 bad arguments or bad
    data files. */
@@ -21,7 +22,7 @@
 #define CLASSES 10
 
 typedef struct cli {
-  const char *data, *net, *device, *trace;
+  const char *data, *net, *device, *trace, *save_weights;
   size_t epochs, batch, max_batches, test_limit, fast_limit;
   double fast_percent;   /* --fast-limit P%: of the parameters' bytes */
   double lr, momentum;
@@ -33,12 +34,14 @@ typedef struct cli {
 static const char usage[] =
     "usage: cnn [--data DIR] [--net seed|wide] [--epochs N] [--batch B] [--lr X]\n"
     "           [--momentum M] [--threads T] [--seed S] [--device cpu|gpu]\n"
-    "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE] [--json]\n"
+    "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE]\n"
+    "           [--save-weights FILE] [--json]\n"
     "  --data DIR         IDX files of Fashion-MNIST (default data/fashion-mnist;\n"
     "                     scripts/fetch-fashion-mnist.sh puts them there)\n"
     "  --net seed|wide    seed: conv 3x3x4, pool, dense; wide: conv 3x3x32, pool,\n"
     "                     dense 2048, dense (11 M parameters)\n"
-    "  --epochs N --batch B --lr X --momentum M   SGD (defaults 1, 10, 0.01, 0)\n"
+    "  --epochs N --batch B --lr X --momentum M   SGD (defaults 1, 10, 0.01, 0); under\n"
+    "                     mpirun, B is the global batch, split across the ranks\n"
     "  --threads T        OpenBLAS threads (default 1)\n"
     "  --seed S           weights and epoch order (default 1)\n"
     "  --device cpu|gpu   gpu: cuBLAS and CUDA kernels on CUDA device 0\n"
@@ -49,6 +52,7 @@ static const char usage[] =
     "  --max-batches N    stop each epoch after N batches\n"
     "  --test-limit N     evaluate on the first N test images (default all)\n"
     "  --trace FILE       mmb's memory trace (Chrome JSON; tools/mmb-plot draws it)\n"
+    "  --save-weights FILE  the trained weights, every parameter in order, as float32\n"
     "  --json             last line on stdout: one JSON object with the results\n";
 
 static int bad(const char *fmt, const char *a, const char *b) {
@@ -126,6 +130,7 @@ static int parse(int argc, char **argv, cli *c) {
     bool ok = true;
     if (!strcmp(a, "--data")) c->data = v;
     else if (!strcmp(a, "--trace")) c->trace = v;
+    else if (!strcmp(a, "--save-weights")) c->save_weights = v;
     else if (!strcmp(a, "--net")) ok = !strcmp(v, "seed") || !strcmp(v, "wide"), c->net = v;
     else if (!strcmp(a, "--device")) ok = !strcmp(v, "cpu") || !strcmp(v, "gpu"), c->device = v;
     else if (!strcmp(a, "--epochs")) ok = parse_u64(v, 1, 100000, &u), c->epochs = u;
@@ -182,7 +187,7 @@ static size_t high_of(mmbMemSpace *s) {
 }
 
 static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
-                       const cnn_result *r, unsigned long long checksum) {
+                       const cnn_result *r, const cnn_dist *d, unsigned long long checksum) {
   printf("{\"net\": \"%s\", \"epochs\": %zu, \"batch\": %zu, \"lr\": %g, \"momentum\": %g, "
          "\"threads\": %d, \"device\": \"%s\", \"seed\": %llu, \"train_samples\": %zu, "
          "\"batches\": %zu, \"test_samples\": %zu, \"test_accuracy\": %.6f, "
@@ -191,20 +196,38 @@ static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
          "\"params_bytes\": %zu, \"fast_budget_bytes\": %zu, \"streamed\": %s, "
          "\"streamed_params\": %zu, \"fast_params_high_bytes\": %zu, "
          "\"activations_high_bytes\": %zu, \"provider_trips_after_first_batch\": %llu, "
-         "\"rss_after_first_batch\": %zu, \"rss_end\": %zu, \"weights_fnv1a\": \"%016llx\"}\n",
+         "\"rss_after_first_batch\": %zu, \"rss_end\": %zu, \"weights_fnv1a\": \"%016llx\", "
+         "\"ranks\": %d, \"allreduces\": %zu, \"allreduce_seconds\": %.6f, "
+         "\"allreduce_wait_seconds\": %.6f}\n",
          c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
          c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
          r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
          r->seconds > 0 ? r->train_samples / r->seconds : 0.0, cnn_model_param_count(m),
          cnn_model_param_bytes(m), plan->budget, plan->streamed ? "true" : "false",
          plan->n_streamed, high_of(plan->params_space), high_of(plan->acts_space),
-         r->trips_after_first_batch, r->rss_after_first_batch, r->rss_end, checksum);
+         r->trips_after_first_batch, r->rss_after_first_batch, r->rss_end, checksum, d->ranks,
+         d->reduces, d->reduce_seconds, d->wait_seconds);
+}
+
+/* Every parameter's values, in order, as float32 (from the capacity tier:
+   cnn_plan_unplace first). */
+static int save_weights(const cnn_model *m, const char *path, char *err, size_t err_len) {
+  FILE *f = fopen(path, "wb");
+  bool ok = f != NULL;
+  for (size_t i = 0; ok && i < m->n_params; i++) {
+    const cnn_param *p = &m->params[i];
+    ok = fwrite(mmb_array_ptr(p->value), sizeof(float), p->rows * p->cols, f) == p->rows * p->cols;
+  }
+  if (f && fclose(f)) ok = false;
+  if (!ok) snprintf(err, err_len, "writing the weights to %s: %s", path, strerror(errno));
+  return ok ? 0 : 1;
 }
 
 /* ---- the run ---------------------------------------------------------------- */
 
 typedef struct run {
   cli c;
+  cnn_dist dist;
   cnn_plan plan;
   cnn_dataset train, test;
   cnn_model model;
@@ -249,6 +272,9 @@ static void banner(const run *r) {
          r->c.net, n, mib(n * sizeof(float)), r->train.n, r->test.n, r->train.rows, r->train.cols);
   printf("     batch %zu, lr %g, momentum %g, %zu epoch%s%s; ", r->c.batch, r->c.lr, r->c.momentum,
          r->c.epochs, r->c.epochs > 1 ? "s" : "", r->c.max_batches ? " (limited)" : "");
+  if (cnn_dist_active(&r->dist))
+    printf("%d ranks, %zu samples each per batch, gradients all-reduced tile by tile; ",
+           r->dist.ranks, r->c.batch / (size_t)r->dist.ranks);
   if (r->plan.gpu) printf("%s\n", r->plan.ops->name);
   else printf("cpu, %d OpenBLAS thread%s (%s)\n", r->c.threads, r->c.threads > 1 ? "s" : "",
               cnn_blas_config());
@@ -259,7 +285,8 @@ static int train_and_report(run *r, char *err, size_t err_len) {
   cnn_train_options to = {.epochs = r->c.epochs, .batch = r->c.batch,
                           .max_batches = r->c.max_batches, .test_limit = r->c.test_limit,
                           .sgd = {(float)r->c.lr, (float)r->c.momentum}, .seed = r->c.seed,
-                          .progress = isatty(STDERR_FILENO), .on_epoch = print_epoch};
+                          .progress = isatty(STDERR_FILENO) && r->dist.rank == 0,
+                          .on_epoch = print_epoch, .dist = &r->dist};
   cnn_result res;
   mmbError e = cnn_train(&r->plan, &r->model, &r->train, &r->test, &to, &res, err, err_len);
   if (e != MMB_OK) return 1;
@@ -269,11 +296,18 @@ static int train_and_report(run *r, char *err, size_t err_len) {
   print_memory(&r->plan, &res);
   unsigned long long sum = 0;
   if ((e = cnn_plan_unplace(&r->plan, r->model.params, r->model.n_params)) != MMB_OK ||
-      (e = cnn_model_checksum(&r->model, &sum)) != MMB_OK) {
+      (e = cnn_model_checksum(&r->model, &sum)) != MMB_OK ||
+      (e = cnn_dist_close(&r->dist)) != MMB_OK) {   /* (its timings are final) */
     snprintf(err, err_len, "bringing the weights home: %s", mmb_error_string(e));
     return 1;
   }
-  if (r->c.json) print_json(&r->c, &r->plan, &r->model, &res, sum);
+  if (cnn_dist_active(&r->dist))
+    printf("all-reduces: %zu, %.3f s on the queue, %.3f s of it waited for (%.1f%% of training)\n",
+           r->dist.reduces, r->dist.reduce_seconds, r->dist.wait_seconds,
+           res.seconds > 0 ? 100 * r->dist.wait_seconds / res.seconds : 0.0);
+  if (r->c.save_weights && r->dist.rank == 0 && save_weights(&r->model, r->c.save_weights, err, err_len))
+    return 1;
+  if (r->c.json) print_json(&r->c, &r->plan, &r->model, &res, &r->dist, sum);
   return 0;
 }
 
@@ -290,28 +324,54 @@ static int finish(run *r, int status) {
       if (!status) status = 1;
     }
   }
-  mmbError e = mmb_finalize();
+  mmbError e = cnn_dist_close(&r->dist);
+  if (e == MMB_OK) e = mmb_finalize();
   if (e != MMB_OK) {
     fprintf(stderr, "cnn: mmb_finalize: %s\n", mmb_error_string(e));
     if (!status) status = 1;
   }
+  status = cnn_dist_agree(&r->dist, status);
+  cnn_dist_stop(&r->dist);
   return status;
 }
 
 int main(int argc, char **argv) {
   run r = {0};
+  char err[512] = "";
+  if (cnn_dist_start(&argc, &argv, &r.dist, err, sizeof err)) {
+    fprintf(stderr, "cnn: %s\n", err);
+    cnn_dist_stop(&r.dist);
+    return 1;
+  }
   int status = parse(argc, argv, &r.c);
-  if (status) return status == 1 ? 0 : status;
+  if (!status && r.c.batch % (size_t)r.dist.ranks) {
+    fprintf(stderr, "cnn: --batch %zu is the global batch: it must be a multiple of the %d ranks\n",
+            r.c.batch, r.dist.ranks);
+    status = 2;
+  }
+  if (status) {
+    cnn_dist_stop(&r.dist);
+    return status == 1 ? 0 : status;
+  }
+  if (r.dist.rank > 0 && !freopen("/dev/null", "w", stdout)) {   /* rank 0 speaks */
+    fprintf(stderr, "cnn: rank %d: /dev/null: %s\n", r.dist.rank, strerror(errno));
+    cnn_dist_stop(&r.dist);
+    return 1;
+  }
   mmbError e = mmb_init(NULL);
   if (e != MMB_OK) {
     fprintf(stderr, "cnn: mmb_init: %s\n", mmb_error_string(e));
+    cnn_dist_stop(&r.dist);
     return 1;
   }
   if (r.c.trace && (e = mmb_trace_start()) != MMB_OK) {
     fprintf(stderr, "cnn: mmb_trace_start: %s\n", mmb_error_string(e));
     return finish(&r, 1);
   }
-  char err[512] = "";
+  if ((e = cnn_dist_open(&r.dist)) != MMB_OK) {
+    fprintf(stderr, "cnn: the all-reduce queue: %s\n", mmb_error_string(e));
+    return finish(&r, 1);
+  }
   cnn_plan_options po = {.gpu = !strcmp(r.c.device, "gpu"), .fast_limit = r.c.fast_limit,
                          .threads = r.c.threads};
   if ((e = cnn_plan_create(&po, &r.plan, err, sizeof err)) != MMB_OK) status = 1;
@@ -322,6 +382,7 @@ int main(int argc, char **argv) {
     banner(&r);
     status = train_and_report(&r, err, sizeof err);
   }
-  if (status) fprintf(stderr, "cnn: %s\n", err);
+  if (status && r.dist.ranks > 1) fprintf(stderr, "cnn: rank %d: %s\n", r.dist.rank, err);
+  else if (status) fprintf(stderr, "cnn: %s\n", err);
   return finish(&r, status);
 }

@@ -2,6 +2,8 @@
    a weight and a bias parameter, arrays of the capacity tier. */
 #include "model.h"
 
+#include "dist.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,6 +171,19 @@ mmbError cnn_model_backward(cnn_model *m, cnn_pass *p, float *dlogits) {
   for (size_t i = m->n_layers; i-- > 0;) {
     mmbError err = cnn_layer_backward(&m->layers[i], p, d, i > 0 ? &d : NULL);
     if (err != MMB_OK) return err;
+  }
+  return MMB_OK;
+}
+
+mmbError cnn_model_apply(cnn_model *m, cnn_pass *p) {
+  for (size_t i = m->n_layers; i-- > 0;) {
+    cnn_param *ps[2] = {m->layers[i].weight, m->layers[i].bias};
+    for (size_t j = 0; j < 2; j++) {
+      if (!ps[j]) continue;
+      mmbError err = cnn_dist_wait(p->dist, ps[j]);
+      if (err == MMB_OK) err = cnn_param_apply(p, ps[j]);
+      if (err != MMB_OK) return err;
+    }
   }
   return MMB_OK;
 }

@@ -59,6 +59,11 @@ mmbError cnn_model_forward(cnn_model *m, cnn_pass *p, const float *x, float **lo
    gradient is not needed), updating the parameters when p->sgd is set. */
 mmbError cnn_model_backward(cnn_model *m, cnn_pass *p, float *dlogits);
 
+/* Data-parallel: the update of every parameter, in the order backward
+   all-reduced their gradients, each once its all-reduce is done (p->dist,
+   p->sgd set). */
+mmbError cnn_model_apply(cnn_model *m, cnn_pass *p);
+
 /* FNV-1a over every parameter's values, read from the capacity tier
    (cnn_plan_unplace first). Two runs with equal weights have equal sums. */
 mmbError cnn_model_checksum(cnn_model *m, unsigned long long *out);

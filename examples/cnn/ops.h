@@ -58,10 +58,11 @@ typedef struct cnn_ops {
   void (*maxpool_backward)(void *ctx, const float *dy, const uint8_t *arg, const cnn_window *w,
                            float *dx);
   /* Softmax cross-entropy of `rows` rows of `classes` logits: dlogits =
-     (softmax - onehot(label)) / rows; out[0] += summed loss, out[1] += correct
-     predictions (out is in the table's memory; read it with read_stats). */
+     (softmax - onehot(label)) / norm (norm: the batch's rows, over every rank
+     when the batch is split across ranks); out[0] += summed loss, out[1] +=
+     correct predictions (out is in the table's memory; read it with read). */
   void (*softmax_xent)(void *ctx, const float *logits, const uint8_t *labels, size_t rows,
-                       size_t classes, float *dlogits, float *out);
+                       size_t classes, size_t norm, float *dlogits, float *out);
   /* argmax per row only (evaluation): out[1] += correct predictions */
   void (*count_correct)(void *ctx, const float *logits, const uint8_t *labels, size_t rows,
                         size_t classes, float *out);

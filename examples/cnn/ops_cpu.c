@@ -247,10 +247,10 @@ static size_t row_argmax(const float *z, size_t classes) {
 }
 
 static void softmax_xent(void *ctx, const float *logits, const uint8_t *labels, size_t rows,
-                         size_t classes, float *dlogits, float *out) {
+                         size_t classes, size_t norm, float *dlogits, float *out) {
   double loss = 0;
   size_t correct = 0;
-  float inv_rows = 1.0f / (float)rows;
+  float inv_rows = 1.0f / (float)norm;
   for (size_t r = 0; r < rows; r++) {
     const float *z = logits + r * classes;
     float *d = dlogits + r * classes;

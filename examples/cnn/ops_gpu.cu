@@ -147,14 +147,14 @@ __device__ size_t row_argmax(const float *z, size_t classes) {
 
 /* One thread per row. */
 __global__ void k_softmax_xent(const float *logits, const uint8_t *labels, size_t rows,
-                               size_t classes, float *dlogits, float *out) {
+                               size_t classes, size_t norm, float *dlogits, float *out) {
   GRID_STRIDE(r, rows) {
     const float *z = logits + r * classes;
     float *d = dlogits + r * classes;
     size_t top = row_argmax(z, classes);
     float zmax = z[top], sum = 0;
     for (size_t j = 0; j < classes; j++) sum += d[j] = expf(z[j] - zmax);
-    float inv = 1.0f / sum, inv_rows = 1.0f / (float)rows;
+    float inv = 1.0f / sum, inv_rows = 1.0f / (float)norm;
     for (size_t j = 0; j < classes; j++) d[j] *= inv;
     atomicAdd(&out[0], -logf(fmaxf(d[labels[r]], 1e-30f)));
     d[labels[r]] -= 1.0f;
@@ -229,8 +229,8 @@ void maxpool_backward(void *ctx, const float *dy, const uint8_t *arg, const cnn_
   LAUNCH(k_maxpool_backward, w->batch * w->oh * w->ow * w->c, dy, arg, *w, dx);
 }
 void softmax_xent(void *ctx, const float *logits, const uint8_t *labels, size_t rows,
-                  size_t classes, float *dlogits, float *out) {
-  LAUNCH(k_softmax_xent, rows, logits, labels, rows, classes, dlogits, out);
+                  size_t classes, size_t norm, float *dlogits, float *out) {
+  LAUNCH(k_softmax_xent, rows, logits, labels, rows, classes, norm, dlogits, out);
 }
 void count_correct(void *ctx, const float *logits, const uint8_t *labels, size_t rows,
                    size_t classes, float *out) {

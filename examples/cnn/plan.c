@@ -314,11 +314,13 @@ static mmbError check_current(const cnn_tiles *t) {
   return MMB_OK;
 }
 
-mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, bool update, cnn_tiles *t) {
+mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t) {
   *t = (cnn_tiles){.plan = plan, .p = p};
+  bool update = walk != CNN_WALK_VALUES;
   mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
-  mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ, MMB_WRITE, MMB_READ_WRITE};
-  mmbTileIterator **its = p->walks[update];
+  mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ,
+                             walk == CNN_WALK_APPLY ? MMB_READ : MMB_WRITE, MMB_READ_WRITE};
+  mmbTileIterator **its = p->walks[walk];
   for (size_t i = 0; i < 3 && arrays[i]; i++) {
     mmbTileIteratorOptions o = stream_options(plan, access[i]);
     mmbError e = its[i] ? mmb_tile_iterator_first(its[i])
@@ -349,7 +351,7 @@ mmbError cnn_tiles_end(cnn_tiles *t) {
 
 mmbError cnn_tiles_release(cnn_param *p) {
   mmbError first = MMB_OK;
-  for (size_t w = 0; w < 2; w++)
+  for (size_t w = 0; w < 3; w++)
     for (size_t i = 0; i < 3; i++) {
       if (!p->walks[w][i]) continue;
       mmbError e = mmb_tile_iterator_destroy(p->walks[w][i]);

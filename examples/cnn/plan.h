@@ -34,9 +34,11 @@ typedef struct cnn_param {
   mmbArray *value, *grad, *velocity;   /* velocity: only with momentum */
   bool streamed;                       /* set by cnn_plan_place */
   /* The iterators of its walks (cnn_tiles), made on the first walk and
-     restarted by the next ones: [0] values alone, [1] values, gradients and
-     velocities. */
-  mmbTileIterator *walks[2][3];
+     restarted by the next ones, by cnn_walk: values, gradients, velocities. */
+  mmbTileIterator *walks[3][3];
+  /* Data-parallel (dist.h): the all-reduce of its gradient, and the copy
+     queue's marker it waits for. */
+  mmbRequest reduced, merged;
 } cnn_param;
 
 typedef struct cnn_plan_options {
@@ -92,7 +94,7 @@ void cnn_plan_print(const cnn_plan *plan, const cnn_param *params, size_t n_para
 mmbError cnn_plan_handoff(cnn_plan *plan);
 
 /* A walk over a parameter's tiles: its values alone (forward), or values,
-   gradients and velocities in step (backward, update = true). Streamed
+   gradients and velocities in step (backward; the update). Streamed
    parameters prefetch on the copy queue; written tiles merge home. A walk's
    iterators stay with the parameter and restart on its next walk, so a
    batch allocates nothing for them; the merges behind a walk's last tile
@@ -107,7 +109,12 @@ typedef struct cnn_tiles {
   size_t ld;                      /* their row stride, in floats */
 } cnn_tiles;
 
-mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, bool update, cnn_tiles *t);
+/* What a walk visits: values alone (forward); values and gradients, written
+   (backward); values and velocities written from the gradients read (the
+   update of data-parallel training, once the gradients are all-reduced). */
+typedef enum cnn_walk { CNN_WALK_VALUES, CNN_WALK_BACKWARD, CNN_WALK_APPLY } cnn_walk;
+
+mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t);
 mmbError cnn_tiles_next(cnn_tiles *t);
 /* Ends a walk (also one stopped early). */
 mmbError cnn_tiles_end(cnn_tiles *t);

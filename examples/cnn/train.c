@@ -91,11 +91,16 @@ static mmbError input(cnn_pass *p, const mmbArrayTile *images, size_t px, float 
 }
 
 /* Forward, loss and backward (with the update) of one batch; stats in the
-   compute tier collect the loss and the correct predictions. */
-static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd,
-                            const mmbArrayTile *images, const mmbArrayTile *labels, float *stats) {
+   compute tier collect the loss and the correct predictions. Data-parallel,
+   backward all-reduces each gradient as it has it, and the updates follow
+   once they are summed; the loss is a mean over the global batch's `norm`
+   rows. */
+static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd, cnn_dist *dist,
+                            size_t norm, const mmbArrayTile *images, const mmbArrayTile *labels,
+                            float *stats) {
+  bool parallel = cnn_dist_active(dist);
   cnn_pass p = {.plan = plan, .ops = plan->ops, .region = plan->region, .batch = images->dim[0],
-                .sgd = sgd};
+                .sgd = parallel ? NULL : sgd, .norm = norm, .dist = parallel ? dist : NULL};
   float *x, *logits, *dlogits;
   mmbRegion *backward;
   mmbError e = mmb_region_reset(plan->region);
@@ -107,6 +112,10 @@ static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd,
   p.region = backward;   /* backward's temporaries go with the child */
   e = cnn_model_backward(m, &p, dlogits);
   mmbError e2 = mmb_region_destroy(backward);
+  if (e == MMB_OK && parallel) {
+    p.sgd = sgd;
+    e = cnn_model_apply(m, &p);
+  }
   return e != MMB_OK ? e : e2;
 }
 
@@ -189,21 +198,32 @@ typedef struct epoch_state {
   float *stats;
   cnn_result *r;
   bool first_batch_seen;
+  size_t n;              /* the training set's samples (over every rank) */
+  size_t local_batch;    /* this rank's share of a batch */
 } epoch_state;
+
+/* Global batches in an epoch of n samples: data-parallel, a last batch too
+   small to give every rank a sample is left out. */
+static size_t epoch_batches(const cnn_train_options *o, size_t n) {
+  size_t ranks = cnn_dist_active(o->dist) ? (size_t)o->dist->ranks : 1;
+  size_t total = n / o->batch + (n % o->batch >= ranks);
+  return o->max_batches && o->max_batches < total ? o->max_batches : total;
+}
 
 static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_epoch *ep) {
   const cnn_train_options *o = s->o;
-  size_t total = (ds->n + o->batch - 1) / o->batch;
-  if (o->max_batches && o->max_batches < total) total = o->max_batches;
+  size_t total = epoch_batches(o, s->n);
   batch_walk w;
   double last = 0, t0 = now();
   float host[2] = {0, 0};
   s->plan->ops->zero(s->plan->ops->ctx, s->stats, 2);
-  mmbError e = batches_begin(s->plan, ds, o->batch, &w);
+  mmbError e = batches_begin(s->plan, ds, s->local_batch, &w);
   for (mmbArrayTile *ti; e == MMB_OK && ep->batches < total &&
                          (ti = mmb_tile_iterator_tile(w.images));
        e = e == MMB_OK ? batches_next(&w) : e) {
-    e = train_batch(s->plan, s->m, &o->sgd, ti, mmb_tile_iterator_tile(w.labels), s->stats);
+    size_t first = ep->batches * o->batch, norm = s->n - first < o->batch ? s->n - first : o->batch;
+    e = train_batch(s->plan, s->m, &o->sgd, o->dist, norm, ti, mmb_tile_iterator_tile(w.labels),
+                    s->stats);
     ep->samples += ti->dim[0];
     ep->batches++;
     if (!s->first_batch_seen && e == MMB_OK) {   /* from here on: no provider trip, flat RSS */
@@ -221,38 +241,69 @@ static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_e
   if (e == MMB_OK) e = e2;
   s->plan->ops->read(s->plan->ops->ctx, s->stats, 2, host);   /* waits for the last batch */
   ep->seconds = now() - t0;
+  if (cnn_dist_active(o->dist) && e == MMB_OK) {   /* over every rank */
+    double sums[3] = {host[0], host[1], (double)ep->samples};
+    cnn_dist_sum(o->dist, sums, 3);
+    host[0] = (float)sums[0];
+    host[1] = (float)sums[1];
+    ep->samples = (size_t)sums[2];
+    ep->seconds = cnn_dist_max(o->dist, ep->seconds);
+  }
   ep->loss = ep->samples ? host[0] / ep->samples : 0;
   ep->train_accuracy = ep->samples ? host[1] / ep->samples : 0;
   ep->samples_per_s = ep->seconds > 0 ? ep->samples / ep->seconds : 0;
   return e;
 }
 
+/* The order of an epoch's samples on this rank: data-parallel, its share of
+   each global batch of the epoch's order (all of it alone). */
+static size_t rank_order(const cnn_train_options *o, const size_t *order, size_t n, size_t *out) {
+  if (!cnn_dist_active(o->dist)) {
+    for (size_t i = 0; i < n; i++) out[i] = order[i];
+    return n;
+  }
+  size_t k = 0, total = epoch_batches(o, n);
+  for (size_t b = 0; b < total; b++) {
+    size_t start, count;
+    cnn_dist_share(o->dist, b * o->batch, o->batch, n, &start, &count);
+    for (size_t i = 0; i < count; i++) out[k++] = order[start + i];
+  }
+  return k;
+}
+
 mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset *test,
                    const cnn_train_options *o, cnn_result *r, char *err, size_t err_len) {
   *r = (cnn_result){0};
-  cnn_dataset shuffled = {0};
-  size_t *order = NULL;
+  bool parallel = cnn_dist_active(o->dist);
+  cnn_dataset mine = {0};   /* this rank's samples, in the epoch's order */
+  size_t *order = NULL, *local = NULL, n_local = train->n;
   mmbAllocation *stats_a = NULL;
-  epoch_state s = {.plan = plan, .m = m, .o = o, .r = r};
+  epoch_state s = {.plan = plan, .m = m, .o = o, .r = r, .n = train->n,
+                   .local_batch = parallel ? o->batch / (size_t)o->dist->ranks : o->batch};
   mmbError e = stats_new(plan, &stats_a, &s.stats);
-  if (e == MMB_OK && o->epochs > 1) {   /* later epochs visit a permutation, gathered here */
-    e = cnn_dataset_like(train, plan->capacity_iface, &shuffled);
-    if (e == MMB_OK && !(order = malloc(train->n * sizeof *order))) e = MMB_OUT_OF_MEMORY;
-    if (e == MMB_OK) {   /* touched now: the RSS is flat from the first batch on */
+  /* later epochs (and every epoch of a rank's share) visit a gathered copy */
+  bool gather = o->epochs > 1 || parallel;
+  if (e == MMB_OK && gather) {
+    if (!(order = malloc(train->n * sizeof *order)) || !(local = malloc(train->n * sizeof *local)))
+      e = MMB_OUT_OF_MEMORY;
+    if (e == MMB_OK) {
       epoch_order(order, train->n, o->seed, 0);
-      cnn_dataset_gather(train, order, &shuffled);
+      n_local = rank_order(o, order, train->n, local);
+      e = n_local ? cnn_dataset_like(train, n_local, plan->capacity_iface, &mine) : MMB_INVALID_ARG;
     }
+    if (e == MMB_OK) cnn_dataset_gather(train, local, &mine);   /* touched now: a flat RSS */
   }
   if (e == MMB_OK) e = tile_batches(train, o->batch);
-  if (e == MMB_OK && shuffled.images) e = tile_batches(&shuffled, o->batch);
+  if (e == MMB_OK && mine.images) e = tile_batches(&mine, s.local_batch);
   if (e == MMB_OK && test) e = tile_batches(test, o->batch);
   if (e != MMB_OK) snprintf(err, err_len, "setting up the training loop: %s", mmb_error_string(e));
   for (size_t epoch = 0; e == MMB_OK && epoch < o->epochs; epoch++) {
-    cnn_dataset *ds = train;
+    cnn_dataset *ds = parallel ? &mine : train;
     if (epoch > 0) {
       epoch_order(order, train->n, o->seed, epoch);
-      cnn_dataset_gather(train, order, &shuffled);
-      ds = &shuffled;
+      rank_order(o, order, train->n, local);
+      cnn_dataset_gather(train, local, &mine);
+      ds = &mine;
     }
     cnn_epoch ep = {.index = epoch + 1, .epochs = o->epochs};
     if ((e = train_epoch(&s, ds, epoch + 1, &ep)) != MMB_OK) {
@@ -275,7 +326,8 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
   r->trips_after_first_batch = cnn_provider_trips() - r->trips_after_first_batch;
   r->rss_end = cnn_rss_bytes();
   free(order);
-  if (shuffled.images) cnn_dataset_destroy(&shuffled);
+  free(local);
+  if (mine.images) cnn_dataset_destroy(&mine);
   if (stats_a) {
     mmbError f = mmb_free(stats_a);
     if (e == MMB_OK) e = f;

@@ -6,6 +6,7 @@
 #ifndef CNN_TRAIN_H
 #define CNN_TRAIN_H
 
+#include "dist.h"
 #include "idx.h"
 #include "model.h"
 
@@ -27,6 +28,8 @@ typedef struct cnn_train_options {
   bool progress;            /* a progress bar on stderr */
   void (*on_epoch)(const cnn_epoch *e, void *arg);
   void *arg;
+  cnn_dist *dist;           /* data-parallel over its ranks (batch: the global batch,
+                               a multiple of the ranks); NULL or one rank: alone */
 } cnn_train_options;
 
 typedef struct cnn_result {
@@ -38,7 +41,10 @@ typedef struct cnn_result {
 } cnn_result;
 
 /* Trains `m` (already placed by the plan) on `train` and evaluates it on
-   `test` after every epoch. Errors are mmb's (err says where). */
+   `test` after every epoch. Data-parallel, each rank trains on its share of
+   every global batch (a permutation's, from the same seed on every rank);
+   the counts and the loss are over all ranks. Errors are mmb's (err says
+   where). */
 mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset *test,
                    const cnn_train_options *o, cnn_result *r, char *err, size_t err_len);
 

@@ -13,7 +13,10 @@ if mpirun --version 2>&1 | grep -q "Open MPI"; then
   export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader,tcp}"
   export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
   export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-lo}"
-  # Open MPI's own allocations are not mmb's to answer for under LeakSanitizer
+  # Open MPI's own allocations are not mmb's to answer for under LeakSanitizer (its
+  # components stay loaded, so the suppressions can name them)
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
   export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 fi
 exec mpirun "${flags[@]}" "$@"
