@@ -300,9 +300,20 @@ ifeq ($(MPI),1)
 mpi: $(MPI_LIBS)
 # The MPI tests on 2 ranks, then the data-parallel CNN on a small set
 # against one rank (test/cnn/dist.sh).
-mpi-check: $(BUILD)/test/mpi-tests $(BUILD)/bin/cnn
+# Then a program built as a user builds it, against a staged install.
+MSTAGE := $(abspath $(BUILD)/stage-mpi)
+mpi-check: $(BUILD)/test/mpi-tests $(BUILD)/bin/cnn $(TOOLS)
 	test/mpi/run.sh 2 $(BUILD)/test/mpi-tests
 	test/cnn/dist.sh $(BUILD)/bin/cnn
+	@rm -rf $(MSTAGE)
+	@$(MAKE) --no-print-directory install PREFIX=$(MSTAGE) >/dev/null
+	cd $(MSTAGE) && $(MPICC) $(SAN) -Wall -Werror $(CURDIR)/test/outside/mpi_user.c -o mpi_user \
+	  $$(PKG_CONFIG_PATH=$(MSTAGE)/lib/pkgconfig pkg-config --cflags --libs mmb-mpi) \
+	  -Wl,-rpath,$(MSTAGE)/lib
+	test/mpi/run.sh 2 $(MSTAGE)/mpi_user
+	@$(MAKE) --no-print-directory uninstall PREFIX=$(MSTAGE) >/dev/null
+	@left=$$(find $(MSTAGE) -type f -not -name 'mpi_user'); \
+	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 else
 mpi mpi-check:
 	@echo "$@: skipped: no MPI compiler ($(MPICC)); scripts/install-deps.sh mpi installs Open MPI"
@@ -458,11 +469,14 @@ data:
 bench-cnn: $(BUILD)/bin/cnn
 	BUILD=$(BUILD) bench/cnn.sh
 
-bench: $(BENCHES)
+bench: $(BENCHES) $(if $(filter 1,$(MPI)),$(BUILD)/bin/bench-mpi)
 	$(BUILD)/bin/bench-copy
 	$(BUILD)/bin/bench-alloc
 	$(BUILD)/bin/bench-tiles
 	$(BUILD)/bin/bench-queue
+ifeq ($(MPI),1)
+	test/mpi/run.sh 2 $(BUILD)/bin/bench-mpi
+endif
 
 # make install PREFIX=~/x: headers, libmmb.a and .so, mmb-info and mmb-plot,
 # pkg-config (mmb.pc) and CMake (lib/cmake/mmb) files, man pages (and the
@@ -475,7 +489,7 @@ EXAMPLE_FILES := $(wildcard examples/*.c) $(wildcard examples/cnn/*.c examples/c
 install: $(STATIC) $(SHARED) $(TOOLS)
 	install -d $(D)/include/mmb $(D)/lib/pkgconfig $(D)/lib/cmake/mmb $(D)/bin \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(D)/share/mmb/examples/cnn
-	install -m 644 include/mmb/*.h $(D)/include/mmb/
+	install -m 644 $(filter-out include/mmb/mpi.h,$(wildcard include/mmb/*.h)) $(D)/include/mmb/
 	install -m 644 $(STATIC) $(D)/lib/
 	install -m 755 $(SHARED).0 $(D)/lib/libmmb.so.0
 	ln -sf libmmb.so.0 $(D)/lib/libmmb.so
@@ -504,6 +518,14 @@ ifeq ($(FORTRAN),1)
 	install -d $(D)/share/mmb/examples/fortran
 	install -m 644 examples/fortran/field.f90 $(D)/share/mmb/examples/fortran/
 endif
+ifeq ($(MPI),1)
+	$(MAKE) --no-print-directory $(MPI_LIBS)
+	install -m 644 include/mmb/mpi.h $(D)/include/mmb/
+	install -m 644 $(BUILD)/lib/libmmb_mpi.a $(D)/lib/
+	install -m 755 $(BUILD)/lib/libmmb_mpi.so.0 $(D)/lib/libmmb_mpi.so.0
+	ln -sf libmmb_mpi.so.0 $(D)/lib/libmmb_mpi.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' mpi/mmb-mpi.pc.in > $(D)/lib/pkgconfig/mmb-mpi.pc
+endif
 
 uninstall:
 	rm -f $(addprefix $(D)/include/mmb/,$(notdir $(wildcard include/mmb/*.h)))
@@ -511,6 +533,7 @@ uninstall:
 	rm -f $(D)/lib/cmake/mmb/mmbConfig.cmake $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
 	rm -f $(D)/lib/libfmmb.a $(D)/lib/libfmmb.so $(D)/lib/libfmmb.so.0 $(D)/lib/pkgconfig/mamba.pc
 	rm -f $(D)/include/mamba.mod $(D)/include/mamba_c.mod
+	rm -f $(D)/lib/libmmb_mpi.a $(D)/lib/libmmb_mpi.so $(D)/lib/libmmb_mpi.so.0 $(D)/lib/pkgconfig/mmb-mpi.pc
 	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot
 	rm -f $(DESTDIR)$(MANDIR)/man1/mmb-info.1 $(DESTDIR)$(MANDIR)/man7/mmb.7
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard build/docs/man/man3/*.3)))

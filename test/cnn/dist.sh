@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The data-parallel CNN (mpirun -np 2) against one rank, on a small set
+# made here: the same global batch gives the same loss and accuracy, and
+# weights equal within 1e-4 of their largest magnitude (the sums of the
+# two halves of a batch are added in another order); rank 0 alone writes
+# the summary, with "ranks": 2; a batch that does not split is refused.
+#   test/cnn/dist.sh build/bin/cnn
+set -uo pipefail
+cnn="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+python3 - "$tmp/set" <<'PY'
+import os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+rnd = random.Random(5)
+def write(prefix, n):
+    labels = [rnd.randrange(10) for _ in range(n)]
+    pix = bytearray()
+    for c in labels:
+        img = bytearray(rnd.randrange(40) for _ in range(784))
+        r0, c0 = 4 + 6 * (c // 4), 2 + 6 * (c % 4)
+        for y in range(r0, r0 + 5):
+            for x in range(c0, c0 + 5):
+                img[y * 28 + x] = 230
+        pix += img
+    open(f"{d}/{prefix}-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, n, 28, 28) + pix)
+    open(f"{d}/{prefix}-labels-idx1-ubyte", "wb").write(struct.pack(">II", 0x801, n) + bytes(labels))
+write("train", 403)   # 403 = 12 batches of 32 + 19: the last batch splits 10 + 9
+write("t10k", 100)
+PY
+
+compare() {   # compare NAME ARGS...: one rank against two
+  local name="$1"; shift
+  "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-1.bin" > "$tmp/$name-1.out" 2> "$tmp/$name-1.err" &&
+  "$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-2.bin" \
+      > "$tmp/$name-2.out" 2> "$tmp/$name-2.err" &&
+  python3 - "$tmp/$name" <<'PY'
+import array, json, sys
+p = sys.argv[1]
+one, two = (json.loads(open(f"{p}-{n}.out").read().strip().splitlines()[-1]) for n in (1, 2))
+assert sum(l.startswith("{") for l in open(f"{p}-2.out")) == 1, "rank 0 alone prints the summary"
+assert one["ranks"] == 1 and two["ranks"] == 2, (one["ranks"], two["ranks"])
+assert two["allreduces"] > 0 and one["allreduces"] == 0
+for k in ("train_samples", "batches", "batch"):
+    assert one[k] == two[k], (k, one[k], two[k])
+assert abs(one["final_loss"] - two["final_loss"]) <= 1e-3 * max(1, abs(one["final_loss"])), (one["final_loss"], two["final_loss"])
+assert abs(one["test_accuracy"] - two["test_accuracy"]) <= 0.011, (one["test_accuracy"], two["test_accuracy"])
+w1, w2 = array.array("f"), array.array("f")
+w1.frombytes(open(f"{p}-1.bin", "rb").read()); w2.frombytes(open(f"{p}-2.bin", "rb").read())
+assert len(w1) == len(w2) == one["params"], (len(w1), len(w2))
+top = max(abs(x) for x in w1)
+diff = max(abs(x - y) for x, y in zip(w1, w2))
+assert diff <= 1e-4 * top, f"weights differ by {diff} (largest {top})"
+print(f"{p.rsplit('/', 1)[-1]}: 1 and 2 ranks agree: loss {one['final_loss']:.6f} / {two['final_loss']:.6f}, "
+      f"accuracy {one['test_accuracy']:.3f} / {two['test_accuracy']:.3f}, weights within {diff / top:.1e}")
+PY
+  if [ $? -ne 0 ]; then
+    echo "FAIL: $name"; cat "$tmp/$name-1.err" "$tmp/$name-2.err" | sed 's/^/    /'
+    fails=$((fails + 1))
+  fi
+}
+
+compare seed --net seed --epochs 2 --batch 32 --lr 0.05 --momentum 0.9
+compare wide-streamed --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 25%
+
+# a global batch the ranks cannot split evenly is refused on every rank
+"$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" --batch 33 > "$tmp/odd.out" 2> "$tmp/odd.err"
+if [ $? -ne 2 ] || ! grep -q "multiple of the 2 ranks" "$tmp/odd.err"; then
+  echo "FAIL: --batch 33 on 2 ranks:"; sed 's/^/    /' "$tmp/odd.err"; fails=$((fails + 1))
+fi
+
+echo "cnn-dist: $((3 - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
