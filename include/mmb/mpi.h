@@ -79,8 +79,8 @@ typedef enum mmbMpiCuda {
 /** Settings of libmmb_mpi, for the whole process. */
 typedef struct mmbMpiOptions {
   double timeout;            /**< seconds to wait for a peer (> 0) */
-  mmbMpiPacking packing;
-  mmbMpiCuda cuda;
+  mmbMpiPacking packing;     /**< how strided host tiles reach MPI */
+  mmbMpiCuda cuda;           /**< whether device tiles go straight to MPI */
   size_t pack_below;         /**< AUTO packs tiles whose contiguous runs are
                                   shorter than this many bytes */
 } mmbMpiOptions;
@@ -165,27 +165,35 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_allreduce(mmbArray *array, mmbMe
    (or mmb_queue_synchronize for a NULL req). A tile or array must stay
    alive, and untouched, until the request completes. */
 
+/** mmb_mpi_tile_send on \p q: \p req completes once the receiver has accepted the tile and its data has left. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_tile_send_async(mmbArrayTile *tile, int dest, int tag,
                                                           MPI_Comm comm, mmbQueue *q,
                                                           mmbRequest *req);
+/** mmb_mpi_tile_recv on \p q (no status: the tile says what arrived). */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_tile_recv_async(mmbArrayTile *tile, int source, int tag,
                                                           MPI_Comm comm, mmbQueue *q,
                                                           mmbRequest *req);
+/** mmb_mpi_tile_bcast on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_tile_bcast_async(mmbArrayTile *tile, int root,
                                                            MPI_Comm comm, mmbQueue *q,
                                                            mmbRequest *req);
+/** mmb_mpi_tile_allreduce on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_tile_allreduce_async(mmbArrayTile *tile, mmbMergeType op,
                                                                MPI_Comm comm, mmbQueue *q,
                                                                mmbRequest *req);
+/** mmb_mpi_array_send on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_send_async(mmbArray *array, int dest, int tag,
                                                            MPI_Comm comm, mmbQueue *q,
                                                            mmbRequest *req);
+/** mmb_mpi_array_recv on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_recv_async(mmbArray *array, int source, int tag,
                                                            MPI_Comm comm, mmbQueue *q,
                                                            mmbRequest *req);
+/** mmb_mpi_array_bcast on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_bcast_async(mmbArray *array, int root,
                                                             MPI_Comm comm, mmbQueue *q,
                                                             mmbRequest *req);
+/** mmb_mpi_array_allreduce on \p q. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_allreduce_async(mmbArray *array, mmbMergeType op,
                                                                 MPI_Comm comm, mmbQueue *q,
                                                                 mmbRequest *req);
