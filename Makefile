@@ -335,12 +335,14 @@ $(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(INTERNAL) $< -o $@ $(STATIC) $(LIBS)
 
-# Criterion cannot run under ThreadSanitizer: there, the threaded drivers
-# and the CNN as a program (its copy queue streams batches and weights).
+# Criterion cannot run under ThreadSanitizer: there, the threaded drivers,
+# the CNN as a program (its copy queue streams batches and weights), and the
+# MPI tests and the data-parallel CNN (their queues' threads drive MPI).
 ifeq ($(SANITIZE),thread)
 test: $(STRESS) $(BUILD)/bin/cnn layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	test/cnn/cli.sh $(BUILD)/bin/cnn
+	$(MAKE) --no-print-directory mpi-check
 else
 test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done

@@ -18,5 +18,7 @@ if mpirun --version 2>&1 | grep -q "Open MPI"; then
   export OMPI_MCA_mca_base_component_disable_dlclose=1
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
   export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
+  # nor are the lock orders ThreadSanitizer sees inside it
+  export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/tsan.supp"
 fi
 exec mpirun "${flags[@]}" "$@"
