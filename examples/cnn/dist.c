@@ -58,7 +58,9 @@ mmbError cnn_dist_open(cnn_dist *d) {
 }
 
 mmbError cnn_dist_close(cnn_dist *d) {
-  return d->q ? mmb_queue_destroy(NULL, &d->q) : MMB_OK;
+  mmbError e = mmb_wait(&d->kernels);
+  mmbError e2 = d->q ? mmb_queue_destroy(NULL, &d->q) : MMB_OK;
+  return e != MMB_OK ? e : e2;
 }
 
 void cnn_dist_stop(cnn_dist *d) {
@@ -93,10 +95,41 @@ static mmbError reduce_ends(void *arg) {
   return MMB_OK;
 }
 
+#ifdef CNN_HAVE_MPI
+/* Work submitted to the queue from now on follows the kernels issued so far
+   (a GPU's compute stream; nothing on the host, whose kernels are done). */
+static mmbError after_kernels(cnn_dist *d, cnn_plan *plan) {
+  if (!plan->compute_q) return MMB_OK;
+  mmbError e = mmb_wait(&d->kernels);   /* the last one: the host stays one step ahead */
+  if (e == MMB_OK) e = mmb_queue_marker(plan->compute_q, &d->kernels);
+  if (e == MMB_OK) e = mmb_queue_wait_request(d->q, &d->kernels);
+  return e;
+}
+#endif
+
+mmbError cnn_dist_reduce_tile(cnn_dist *d, cnn_plan *plan, mmbArrayTile *grad) {
+#ifdef CNN_HAVE_MPI
+  /* fire and forget: cnn_dist_settle collects the errors */
+  mmbError e = after_kernels(d, plan);
+  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_begins, d, NULL);
+  if (e == MMB_OK) e = mmb_mpi_tile_allreduce_async(grad, MMB_MERGE_SUM, MPI_COMM_WORLD, d->q, NULL);
+  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_ends, d, NULL);
+  if (e == MMB_OK) d->reduces++;
+  return e;
+#else
+  (void)d;
+  (void)plan;
+  (void)grad;
+  return MMB_UNSUPPORTED;
+#endif
+}
+
 mmbError cnn_dist_reduce(cnn_dist *d, cnn_plan *plan, cnn_param *p) {
 #ifdef CNN_HAVE_MPI
-  /* the gradient is home (merged behind a streamed walk, on the copy queue)
-     and written (on a GPU, by kernels the copy queue waits for) */
+  if (!p->streamed)   /* its tiles are on their way: their end is the queue's next marker */
+    return mmb_queue_marker(d->q, &p->reduced);
+  /* the gradient is home (merged behind the walk, on the copy queue) and
+     written (on a GPU, by kernels the copy queue waits for) */
   mmbError e = cnn_plan_handoff(plan);
   if (e == MMB_OK) e = mmb_queue_marker(plan->copy_q, &p->merged);
   if (e == MMB_OK) e = mmb_queue_wait_request(d->q, &p->merged);
@@ -118,6 +151,12 @@ mmbError cnn_dist_wait(cnn_dist *d, cnn_param *p) {
   double t0 = now();
   mmbError e = mmb_wait(&p->reduced), e2 = mmb_wait(&p->merged);
   d->wait_seconds += now() - t0;
+  return e != MMB_OK ? e : e2;
+}
+
+mmbError cnn_dist_settle(cnn_dist *d) {
+  mmbError e = mmb_wait(&d->kernels);
+  mmbError e2 = mmb_queue_synchronize(d->q);
   return e != MMB_OK ? e : e2;
 }
 

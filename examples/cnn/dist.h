@@ -3,9 +3,9 @@
    Each rank trains on its share of every global batch of B samples (B/N of
    them, so B must be a multiple of N), from the same weights. As backward
    finishes each parameter's gradient, its tiles are all-reduced (summed) on
-   a queue of the rank's own with libmmb_mpi (mmb_mpi_array_allreduce_async),
-   while backward goes on with the layers below, as bucketed data-parallel
-   training does; the loss is a mean over the global batch, so the sums are
+   a queue of the rank's own with libmmb_mpi (mmb_mpi_tile_allreduce_async,
+   each tile as soon as backward has written it), while backward goes on,
+   as bucketed data-parallel training does; the loss is a mean over the global batch, so the sums are
    the global batch's gradients, and every rank then applies the same update
    (cnn_param_apply). Rank 0 prints and writes the summary.
 
@@ -23,6 +23,7 @@ typedef struct cnn_dist {
   int rank, ranks;          /* 0 and 1 alone */
   bool mpi;                 /* MPI is initialised (by cnn_dist_start) */
   mmbQueue *q;              /* the all-reduces run on its thread */
+  mmbRequest kernels;       /* gpu: the compute stream's last handoff to q */
   /* seconds, this rank: waiting for all-reduces before an update (what the
      overlap did not hide), and the all-reduces' own time on the queue */
   double wait_seconds, reduce_seconds;
@@ -43,11 +44,17 @@ int cnn_dist_agree(const cnn_dist *d, int status);
 
 static inline bool cnn_dist_active(const cnn_dist *d) { return d && d->ranks > 1; }
 
-/* Starts the all-reduce of p's gradient, once the copy queue has merged the
-   walk that wrote it (and, on a GPU, once the kernels have run). */
+/* Starts the all-reduce of one tile of a resident parameter's gradient, as
+   soon as backward has written it (on a GPU, once its kernels have run). */
+mmbError cnn_dist_reduce_tile(cnn_dist *d, cnn_plan *plan, mmbArrayTile *grad);
+/* After p's backward walk: a resident parameter's tiles are all on their
+   way; a streamed one's gradient is all-reduced once the copy queue has
+   merged the walk that wrote it. */
 mmbError cnn_dist_reduce(cnn_dist *d, cnn_plan *plan, cnn_param *p);
 /* Waits for p's all-reduce (before its update). */
 mmbError cnn_dist_wait(cnn_dist *d, cnn_param *p);
+/* After the updates: the first error of the all-reduces. */
+mmbError cnn_dist_settle(cnn_dist *d);
 
 /* x[i] = the sum over ranks of x[i] (a collective; blocking). */
 void cnn_dist_sum(const cnn_dist *d, double *x, size_t n);

@@ -19,8 +19,8 @@ static mmbError walk_end(cnn_tiles *t, mmbError err) {
   return err != MMB_OK ? err : e;
 }
 
-/* Ends a backward walk: data-parallel, the gradient it wrote is all-reduced
-   now, on the communication queue, while backward goes on. */
+/* Ends a backward walk: data-parallel, what is left of the gradient's
+   all-reduce is started now, on the communication queue. */
 static mmbError backward_end(cnn_pass *p, cnn_tiles *t, mmbError err) {
   cnn_param *w = t->p;
   err = walk_end(t, err);
@@ -31,6 +31,15 @@ static void update(cnn_pass *p, cnn_tiles *t, size_t cols) {
   if (p->sgd)
     p->ops->sgd(p->ops->ctx, t->value->ptr, t->grad->ptr, t->velocity ? t->velocity->ptr : NULL,
                 t->r1 - t->r0, cols, t->ld, p->sgd->lr, p->sgd->momentum);
+}
+
+/* A tile's gradient is known: the tile's update (alone); data-parallel, the
+   start of its all-reduce, while backward goes on (a resident parameter's
+   tile is its storage; a streamed one's is a copy on its way home, whose
+   gradient goes once the walk has merged it: backward_end). */
+static mmbError gradient_done(cnn_pass *p, cnn_tiles *t, size_t cols) {
+  update(p, t, cols);
+  return p->dist && !t->p->streamed ? cnn_dist_reduce_tile(p->dist, p->plan, t->grad) : MMB_OK;
 }
 
 /* y[n][c][p] += b[c]: the bias is one tile, resident or streamed. */
@@ -46,7 +55,7 @@ static mmbError bias_backward(cnn_pass *p, cnn_param *b, const float *dy, size_t
   mmbError err = cnn_tiles_begin(p->plan, b, CNN_WALK_BACKWARD, &t);
   if (err == MMB_OK) {
     p->ops->sum_bias(p->ops->ctx, dy, p->batch, b->rows, plane, t.grad->ptr);
-    update(p, &t, 1);
+    err = gradient_done(p, &t, 1);
   }
   return backward_end(p, &t, err);
 }
@@ -80,7 +89,7 @@ static mmbError dense_backward(cnn_pass *p, cnn_layer *l, const float *dy, float
               first ? 0.0f : 1.0f, dx, in);
     o->gemm(o->ctx, true, false, r, in, p->batch, 1.0f, dy + t.r0, out, l->x, in, 0.0f,
             t.grad->ptr, t.ld);
-    update(p, &t, in);
+    if ((err = gradient_done(p, &t, in)) != MMB_OK) break;
   }
   if ((err = backward_end(p, &t, err)) != MMB_OK) return err;
   return bias_backward(p, l->bias, dy, 1);
@@ -138,7 +147,7 @@ static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float 
       o->gemm(o->ctx, false, true, r, taps, plane, 1.0f, dy_n, plane, l->x + n * taps * plane,
               plane, n ? 1.0f : 0.0f, t.grad->ptr, t.ld);
     }
-    update(p, &t, taps);
+    if ((err = gradient_done(p, &t, taps)) != MMB_OK) break;
   }
   if ((err = backward_end(p, &t, err)) != MMB_OK) return err;
   if (dx) {

@@ -185,7 +185,7 @@ mmbError cnn_model_apply(cnn_model *m, cnn_pass *p) {
       if (err != MMB_OK) return err;
     }
   }
-  return MMB_OK;
+  return cnn_dist_settle(p->dist);
 }
 
 mmbError cnn_model_checksum(cnn_model *m, unsigned long long *out) {

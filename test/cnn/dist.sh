@@ -65,6 +65,7 @@ PY
 }
 
 compare seed --net seed --epochs 2 --batch 32 --lr 0.05 --momentum 0.9
+compare wide-resident --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 400%
 compare wide-streamed --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 25%
 
 # a global batch the ranks cannot split evenly is refused on every rank
@@ -73,5 +74,5 @@ if [ $? -ne 2 ] || ! grep -q "multiple of the 2 ranks" "$tmp/odd.err"; then
   echo "FAIL: --batch 33 on 2 ranks:"; sed 's/^/    /' "$tmp/odd.err"; fails=$((fails + 1))
 fi
 
-echo "cnn-dist: $((3 - fails)) passed, $fails failed"
+echo "cnn-dist: $((4 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

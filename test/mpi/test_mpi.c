@@ -283,6 +283,33 @@ static void tiles_the_host_cannot_reach_are_staged(void) {
   OK(mmb_interface_destroy(dev));
 }
 
+/* The same on a GPU's memory: staged through pinned host memory, or straight
+   to MPI when it is CUDA-aware. Skipped (on every rank alike) without a CUDA
+   device. */
+static void gpu_tiles_where_there_is_a_gpu(void) {
+  begin("gpu_tiles_where_there_is_a_gpu");
+  mmbMemSpace *gpu;
+  int here = mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) == MMB_OK, everywhere;
+  MPI_Allreduce(&here, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!everywhere) {
+    if (rank == 0) printf("mpi-tests: gpu_tiles_where_there_is_a_gpu: skipped (no CUDA device)\n");
+    return;
+  }
+  mmbMemInterface *dev;
+  OK(mmb_request_interface(gpu, NULL, &dev));
+  spec s = {30, 20, 8, 8, MMB_TYPE_DOUBLE, MMB_ROWMAJOR, 0, MMB_READ_WRITE};
+  mmbArray *a = make(&s, dev, rank == 0 ? 6 : -1);
+  if (rank == 0) OK(mmb_mpi_tile_send(tile(a, 1, 1), 1, 12, MPI_COMM_WORLD));
+  else OK(mmb_mpi_tile_recv(tile(a, 1, 1), 0, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  expect_tile(tile(a, 1, 1), MMB_TYPE_DOUBLE, value, 6);
+  OK(mmb_mpi_array_bcast(a, 0, MPI_COMM_WORLD));
+  expect_array(a, MMB_TYPE_DOUBLE, value, 6);
+  OK(mmb_mpi_array_allreduce(a, MMB_MERGE_MAX, MPI_COMM_WORLD));
+  expect_array(a, MMB_TYPE_DOUBLE, value, 6);
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(dev));
+}
+
 static double value_root1(size_t i, size_t j, int salt) { return value(i, j, 1); }
 /* After a broadcast of tile (1, 1) (8 x 16) from rank 1, rank 0's array. */
 static double rank0_after(size_t i, size_t j, int salt) {
@@ -563,6 +590,7 @@ int main(int argc, char **argv) {
   send_and_receive_a_contiguous_tile();
   strided_tiles_in_every_layout_and_packing();
   tiles_the_host_cannot_reach_are_staged();
+  gpu_tiles_where_there_is_a_gpu();
   broadcasts();
   allreduce_every_type_and_reduction();
   async_twins_on_a_queue();
@@ -574,7 +602,7 @@ int main(int argc, char **argv) {
   OK(mmb_interface_destroy(sys));
   OK(mmb_finalize());
   for (int i = 0; i < n_wrapped; i++) free(wrapped[i]);
-  if (rank == 0) printf("mpi-tests: 10 groups passed on %d ranks\n", size);
+  if (rank == 0) printf("mpi-tests: 11 groups passed on %d ranks\n", size);
   MPI_Finalize();
   return 0;
 }
