@@ -82,6 +82,7 @@ int cnn_dist_agree(const cnn_dist *d, int status) {
   return status;
 }
 
+#ifdef CNN_HAVE_MPI
 /* The all-reduces' time on the queue: stamps before and after each one,
    taken on the queue's thread (read once the queue is synchronized). */
 static mmbError reduce_begins(void *arg) {
@@ -95,7 +96,6 @@ static mmbError reduce_ends(void *arg) {
   return MMB_OK;
 }
 
-#ifdef CNN_HAVE_MPI
 /* Work submitted to the queue from now on follows the kernels issued so far
    (a GPU's compute stream; nothing on the host, whose kernels are done). */
 static mmbError after_kernels(cnn_dist *d, cnn_plan *plan) {
@@ -105,17 +105,24 @@ static mmbError after_kernels(cnn_dist *d, cnn_plan *plan) {
   if (e == MMB_OK) e = mmb_queue_wait_request(d->q, &d->kernels);
   return e;
 }
+
+/* The sum over ranks of a tile or of a whole array, on the queue, timed. */
+static mmbError reduce(cnn_dist *d, mmbArrayTile *tile, mmbArray *array, mmbRequest *req) {
+  mmbError e = mmb_queue_submit_task(d->q, reduce_begins, d, NULL);
+  if (e == MMB_OK)
+    e = tile ? mmb_mpi_tile_allreduce_async(tile, MMB_MERGE_SUM, MPI_COMM_WORLD, d->q, req)
+             : mmb_mpi_array_allreduce_async(array, MMB_MERGE_SUM, MPI_COMM_WORLD, d->q, req);
+  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_ends, d, NULL);
+  if (e == MMB_OK) d->reduces++;
+  return e;
+}
 #endif
 
 mmbError cnn_dist_reduce_tile(cnn_dist *d, cnn_plan *plan, mmbArrayTile *grad) {
 #ifdef CNN_HAVE_MPI
   /* fire and forget: cnn_dist_settle collects the errors */
   mmbError e = after_kernels(d, plan);
-  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_begins, d, NULL);
-  if (e == MMB_OK) e = mmb_mpi_tile_allreduce_async(grad, MMB_MERGE_SUM, MPI_COMM_WORLD, d->q, NULL);
-  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_ends, d, NULL);
-  if (e == MMB_OK) d->reduces++;
-  return e;
+  return e == MMB_OK ? reduce(d, grad, NULL, NULL) : e;
 #else
   (void)d;
   (void)plan;
@@ -133,12 +140,7 @@ mmbError cnn_dist_reduce(cnn_dist *d, cnn_plan *plan, cnn_param *p) {
   mmbError e = cnn_plan_handoff(plan);
   if (e == MMB_OK) e = mmb_queue_marker(plan->copy_q, &p->merged);
   if (e == MMB_OK) e = mmb_queue_wait_request(d->q, &p->merged);
-  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_begins, d, NULL);
-  if (e == MMB_OK)
-    e = mmb_mpi_array_allreduce_async(p->grad, MMB_MERGE_SUM, MPI_COMM_WORLD, d->q, &p->reduced);
-  if (e == MMB_OK) e = mmb_queue_submit_task(d->q, reduce_ends, d, NULL);
-  if (e == MMB_OK) d->reduces++;
-  return e;
+  return e == MMB_OK ? reduce(d, NULL, p->grad, &p->reduced) : e;
 #else
   (void)d;
   (void)plan;

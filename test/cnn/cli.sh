@@ -11,26 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0; passed=0
 
 # A small set: 300 training and 60 test images of 28x28 (a bright block per class).
-python3 - "$tmp/good" <<'PY'
-import os, random, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-rnd = random.Random(3)
-def write(prefix, n):
-    labels = [rnd.randrange(10) for _ in range(n)]
-    pix = bytearray()
-    for c in labels:
-        img = bytearray(rnd.randrange(40) for _ in range(784))
-        r0, c0 = 4 + 6 * (c // 4), 2 + 6 * (c % 4)
-        for y in range(r0, r0 + 5):
-            for x in range(c0, c0 + 5):
-                img[y * 28 + x] = 230
-        pix += img
-    open(f"{d}/{prefix}-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, n, 28, 28) + pix)
-    open(f"{d}/{prefix}-labels-idx1-ubyte", "wb").write(struct.pack(">II", 0x801, n) + bytes(labels))
-write("train", 300)
-write("t10k", 60)
-PY
+"$(dirname "$0")/small_set.py" "$tmp/good" 300 60 3
 
 expect() {   # expect STATUS WORD -- ARGS...: exit status, and a word of stderr/stdout
   local want="$1" word="$2"; shift 3

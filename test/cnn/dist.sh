@@ -12,26 +12,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-python3 - "$tmp/set" <<'PY'
-import os, random, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-rnd = random.Random(5)
-def write(prefix, n):
-    labels = [rnd.randrange(10) for _ in range(n)]
-    pix = bytearray()
-    for c in labels:
-        img = bytearray(rnd.randrange(40) for _ in range(784))
-        r0, c0 = 4 + 6 * (c // 4), 2 + 6 * (c % 4)
-        for y in range(r0, r0 + 5):
-            for x in range(c0, c0 + 5):
-                img[y * 28 + x] = 230
-        pix += img
-    open(f"{d}/{prefix}-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, n, 28, 28) + pix)
-    open(f"{d}/{prefix}-labels-idx1-ubyte", "wb").write(struct.pack(">II", 0x801, n) + bytes(labels))
-write("train", 403)   # 403 = 12 batches of 32 + 19: the last batch splits 10 + 9
-write("t10k", 100)
-PY
+"$here/small_set.py" "$tmp/set" 403 100 5   # 403 = 12 batches of 32 + 19: the last splits 10 + 9
 
 compare() {   # compare NAME ARGS...: one rank against two
   local name="$1"; shift

@@ -9,6 +9,8 @@
    ends a run that hangs. */
 #include <mmb/mpi.h>
 
+#include "../fake_device.h"   /* memory the host may not touch: a user provider */
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,34 +172,6 @@ static void set_packing(mmbMpiPacking p, double timeout) {
   OK(mmb_mpi_set_options(&o));
 }
 
-/* ---- memory the host may not touch: a user provider ----------------------- */
-
-static mmbError dev_alloc(void *state, size_t n, size_t align, unsigned flags, void **out) {
-  if (flags & MMB_ALLOC_ZERO) return MMB_UNSUPPORTED;
-  return posix_memalign(out, align, n) ? MMB_OUT_OF_MEMORY : MMB_OK;
-}
-static void dev_free(void *state, void *p, size_t n, size_t align) { free(p); }
-static mmbError dev_copy_2d(void *state, void *dst, size_t dpitch, const void *src, size_t spitch,
-                            size_t width, size_t height) {
-  for (size_t r = 0; r < height; r++)
-    memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
-  return MMB_OK;
-}
-static const mmbProviderOps device_ops = {
-    .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "test-device",
-    .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE, .alloc = dev_alloc, .free = dev_free,
-    .copy_2d = dev_copy_2d};
-
-static mmbMemInterface *device_interface(void) {
-  mmbProviderType type;
-  mmbMemSpace *dram;
-  mmbMemInterface *dev;
-  OK(mmb_provider_register(&device_ops, &type));
-  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
-  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.provider = type}, &dev));
-  return dev;
-}
-
 /* ---- the tests ------------------------------------------------------------ */
 
 static const spec rows_f = {64, 32, 16, 32, MMB_TYPE_FLOAT, MMB_ROWMAJOR, 0, MMB_READ_WRITE};
@@ -267,7 +241,8 @@ static void strided_tiles_in_every_layout_and_packing(void) {
    path of a GPU's memory under MPI that is not CUDA-aware). */
 static void tiles_the_host_cannot_reach_are_staged(void) {
   begin("tiles_the_host_cannot_reach_are_staged");
-  mmbMemInterface *dev = device_interface();
+  mmbMemInterface *dev = fake_device_interface(0);
+  CHECK(dev, "the fake device's interface");
   spec s = {30, 20, 8, 8, MMB_TYPE_INT32, MMB_ROWMAJOR, 0, MMB_READ_WRITE};
   mmbArray *a = make(&s, dev, rank == 0 ? 4 : -1);
   mmbTileState st;
