@@ -5,16 +5,19 @@
       into a contiguous buffer and back. Target: >= 0.8x for rows >= 4 KiB.
    2. Iterator overhead per tile, for each schedule, against a plain loop over
       the grid doing the same work. Target: < 50 ns per tile.
-   3. The tiled transpose of examples/tiled_transpose.c against OpenBLAS's
-      cblas_somatcopy (the best known out-of-place transpose here), with the
-      example's naive and cache-blocked ones beside it, at a power-of-two
-      side and at others: rounds interleaved, medians and worst rounds.
-      Target (issue 15): <= 1.2x somatcopy.
-   Usage: bench-tiles [repetitions] */
+   3. The tiled transposes of examples/tiled_transpose.c (direct, and staged
+      through a fast space) against OpenBLAS's cblas_somatcopy (the best
+      known out-of-place transpose here) and a blocked AVX2 transpose written
+      here (8 x 8 register blocks in 64 x 64 cache blocks), at a power-of-two
+      side and at others. Target (issue 15): <= 1.2x somatcopy.
+   Every section alternates its contenders round by round and prints medians
+   and worst rounds. */
+/* Usage: bench-tiles [repetitions] */
 #define TILED_TRANSPOSE_NO_MAIN
 #include "../examples/tiled_transpose.c"
 
 #include <cblas.h>
+#include <immintrin.h>
 
 enum { ROWS = 4096, COLS = 4096 };   /* floats: 64 MiB */
 
@@ -23,6 +26,19 @@ typedef struct tile_case {
 } tile_case;
 
 static int reps = 5;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median and worst of v[0..n), in ms. */
+static void stats_ms(double *v, int n, double *median, double *worst) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  *median = v[n / 2] * 1e3;
+  *worst = v[n - 1] * 1e3;
+}
+
 
 static double mmb_dup_merge(mmbArray *a, mmbMemSpace *fast) {
   mmbTileIterator *it;
@@ -54,10 +70,10 @@ static double memcpy_dup_merge(float *base, const tile_case *c, float *buf) {
 
 static void bench_dup_merge(mmbMemInterface *home, mmbMemSpace *fast, mmbLayout *layout) {
   const tile_case cases[] = {{16, 1024}, {64, 1024}, {256, 2048}, {32, 4096}, {64, 256}};
-  printf("1. duplicate + merge of every tile of a %d x %d float array (2 x 64 MiB moved)\n",
-         ROWS, COLS);
-  printf("%-18s %10s %12s %14s %8s %8s\n", "tile (rows x cols)", "row bytes", "mmb GB/s",
-         "memcpy GB/s", "ratio", "target");
+  printf("1. duplicate + merge of every tile of a %d x %d float array (2 x 64 MiB moved), "
+         "GB/s: median (worst round)\n", ROWS, COLS);
+  printf("%-18s %10s %14s %15s %8s %8s\n", "tile (rows x cols)", "row bytes", "mmb", "memcpy",
+         "ratio", "target");
   mmbArray *a;
   CHECK(mmb_array_create(&(mmbDimensions){2, {ROWS, COLS}}, layout, home, MMB_READ_WRITE, &a));
   float *base = mmb_array_ptr(a);
@@ -66,20 +82,23 @@ static void bench_dup_merge(mmbMemInterface *home, mmbMemSpace *fast, mmbLayout 
     const tile_case *c = &cases[k];
     CHECK(mmb_array_tile(a, &(mmbDimensions){2, {c->rows, c->cols}}));
     float *buf = malloc(c->rows * c->cols * sizeof *buf);
-    double best_mmb = 1e30, best_memcpy = 1e30;
+    double *t_memcpy = malloc(2 * (size_t)reps * sizeof *t_memcpy), *t_mmb = t_memcpy + reps;
     for (int r = 0; r < reps; r++) {
-      double t = memcpy_dup_merge(base, c, buf);
-      if (t < best_memcpy) best_memcpy = t;
-      t = mmb_dup_merge(a, fast);
-      if (t < best_mmb) best_mmb = t;
+      t_memcpy[r] = memcpy_dup_merge(base, c, buf);
+      t_mmb[r] = mmb_dup_merge(a, fast);
     }
+    double mmb_med, mmb_worst, memcpy_med, memcpy_worst;
+    stats_ms(t_mmb, reps, &mmb_med, &mmb_worst);
+    stats_ms(t_memcpy, reps, &memcpy_med, &memcpy_worst);
     free(buf);
-    double bytes = 2.0 * ROWS * COLS * sizeof(float);
+    free(t_memcpy);
+    double mb = 2.0 * ROWS * COLS * sizeof(float) / 1e6;   /* per ms: GB/s */
     size_t row = c->cols * sizeof(float);
     char name[32];
     snprintf(name, sizeof name, "%zu x %zu", c->rows, c->cols);
-    printf("%-18s %10zu %12.2f %14.2f %7.2fx %8s\n", name, row, bytes / best_mmb / 1e9,
-           bytes / best_memcpy / 1e9, best_memcpy / best_mmb, row >= 4096 ? ">= 0.8" : "-");
+    printf("%-18s %10zu %6.2f (%5.2f) %7.2f (%5.2f) %7.2fx %8s\n", name, row, mb / mmb_med,
+           mb / mmb_worst, mb / memcpy_med, mb / memcpy_worst,
+           memcpy_med / mmb_med, row >= 4096 ? ">= 0.8" : "-");
   }
   for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
     if (base[i] != (float)i) {
@@ -113,42 +132,71 @@ static void bench_iterators(mmbMemInterface *home) {
   memset(mmb_array_ptr(a), 1, SIDE * 4 * SIDE * 4);
   const unsigned char *p = mmb_array_ptr(a);
   size_t n = (size_t)SIDE * SIDE, sum = 0;
-  double base = 1e30;
-  for (int r = 0; r < reps; r++) {   /* the hand-written loop over the same grid */
-    double t0 = now();
-    for (size_t i = 0; i < SIDE; i++)
-      for (size_t j = 0; j < SIDE; j++) sum += i * 4 + j * 4 + p[i * 4 * SIDE * 4 + j * 4];
-    double t = now() - t0;
-    if (t < base) base = t;
-  }
-  printf("\n2. iterating %zu tiles (a %d x %d grid)\n", n, SIDE, SIDE);
-  printf("%-12s %12s %18s %16s %8s\n", "schedule", "ns / tile", "plain loop ns/tile",
-         "overhead ns/tile", "target");
+  printf("\n2. iterating %zu tiles (a %d x %d grid), ns per tile: median (worst round)\n", n,
+         SIDE, SIDE);
+  printf("%-12s %16s %18s %16s %8s\n", "schedule", "iterator", "plain loop", "overhead",
+         "target");
   const char *names[] = {"row-major", "col-major", "morton"};
+  double *t_loop = malloc(2 * (size_t)reps * sizeof *t_loop), *t_it = t_loop + reps;
   for (int s = 0; s < 3; s++) {
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-      double t = iterate(a, (mmbTileSchedule)s, &sum);
-      if (t < best) best = t;
+    for (int r = 0; r < reps; r++) {   /* the hand-written loop over the same grid, then mmb's */
+      double t0 = now();
+      for (size_t i = 0; i < SIDE; i++)
+        for (size_t j = 0; j < SIDE; j++) sum += i * 4 + j * 4 + p[i * 4 * SIDE * 4 + j * 4];
+      t_loop[r] = now() - t0;
+      t_it[r] = iterate(a, (mmbTileSchedule)s, &sum);
     }
-    printf("%-12s %12.2f %18.2f %16.2f %8s\n", names[s], best / n * 1e9, base / n * 1e9,
-           (best - base) / n * 1e9, "< 50");
+    double it_med, it_worst, loop_med, loop_worst, per = 1e6 / n;   /* ms to ns per tile */
+    stats_ms(t_it, reps, &it_med, &it_worst);
+    stats_ms(t_loop, reps, &loop_med, &loop_worst);
+    printf("%-12s %7.2f (%6.2f) %8.2f (%6.2f) %16.2f %8s\n", names[s], it_med * per,
+           it_worst * per, loop_med * per, loop_worst * per, (it_med - loop_med) * per, "< 50");
   }
+  free(t_loop);
   if (sum == 42) puts("");   /* keeps the loops */
   CHECK(mmb_array_destroy(a));
   CHECK(mmb_layout_destroy(l));
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+/* The SIMD baseline: dst = src^T (n x n floats) in 8 x 8 AVX2 register
+   blocks within 64 x 64 cache blocks (n a multiple of 8 here, else the
+   edges go element by element). */
+__attribute__((target("avx2"))) static void transpose8(float *dst, size_t dp, const float *src,
+                                                       size_t sp) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * sp);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * dp, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dp, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
 }
 
-/* Median and worst of v[0..n), in ms. */
-static void stats_ms(double *v, int n, double *median, double *worst) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  *median = v[n / 2] * 1e3;
-  *worst = v[n - 1] * 1e3;
+static double avx2_once(float *dst, const float *src, size_t n) {
+  enum { B = 64 };
+  double t0 = now();
+  for (size_t i0 = 0; i0 < n; i0 += B)
+    for (size_t j0 = 0; j0 < n; j0 += B) {
+      size_t i1 = i0 + B < n ? i0 + B : n, j1 = j0 + B < n ? j0 + B : n, i = i0;
+      for (; i + 8 <= i1; i += 8) {
+        size_t j = j0;
+        for (; j + 8 <= j1; j += 8) transpose8(dst + j * n + i, n, src + i * n + j, n);
+        for (; j < j1; j++)
+          for (size_t k = i; k < i + 8; k++) dst[j * n + k] = src[k * n + j];
+      }
+      for (; i < i1; i++)
+        for (size_t j = j0; j < j1; j++) dst[j * n + i] = src[i * n + j];
+    }
+  return now() - t0;
 }
 
 /* OpenBLAS's out-of-place transpose of an n x n float matrix, timed. */
@@ -161,34 +209,40 @@ static double somatcopy_once(float *dst, const float *src, size_t n) {
 
 static void bench_transpose(void) {
   const size_t cases[][2] = {{4096, 256}, {4000, 250}, {8192, 256}};
-  printf("\n3. out-of-place transpose, floats, through a fast space of 4 tiles: %d interleaved "
-         "rounds, ms: median (worst)\n", reps);
-  printf("%-14s %16s %16s %16s %16s %12s\n", "side / tile", "OpenBLAS", "naive", "blocked",
-         "mmb", "mmb/OpenBLAS");
+  enum { W = 6 };   /* OpenBLAS, AVX2, naive, blocked, mmb direct, mmb staged */
+  printf("\n3. out-of-place transpose, floats (staged: through a fast space of 4 tiles): %d "
+         "interleaved rounds, ms: median (worst)\n", reps);
+  printf("%-12s %15s %15s %15s %15s %15s %15s %14s\n", "side / tile", "OpenBLAS", "AVX2 blocked",
+         "naive", "blocked", "mmb direct", "mmb staged", "best mmb/BLAS");
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     size_t n = cases[k][0], tile = cases[k][1];
-    double *t = malloc(4 * (size_t)reps * sizeof *t);
+    double *t = malloc(W * (size_t)reps * sizeof *t);
     float *src = malloc(n * n * sizeof *src), *dst = malloc(n * n * sizeof *dst);
     if (!t || !src || !dst) exit(1);
     for (size_t i = 0; i < n * n; i++) src[i] = (float)(i % 1000003);
     size_t errors = 0;
-    for (int r = 0; r < reps; r++) {   /* OpenBLAS, then the example's three, each round */
+    for (int r = 0; r < reps; r++) {   /* the baselines, then the example's four, each round */
       memset(dst, 0, n * n * sizeof *dst);
       t[r] = somatcopy_once(dst, src, n);
       errors += check_transposed(dst, src, n);
+      memset(dst, 0, n * n * sizeof *dst);
+      t[reps + r] = avx2_once(dst, src, n);
+      errors += check_transposed(dst, src, n);
       transpose_result one = run_transposes(n, tile, 4 * tile * tile * sizeof(float), 1);
-      t[reps + r] = one.naive;
-      t[2 * reps + r] = one.blocked;
-      t[3 * reps + r] = one.tiled;
+      t[2 * reps + r] = one.naive;
+      t[3 * reps + r] = one.blocked;
+      t[4 * reps + r] = one.direct;
+      t[5 * reps + r] = one.tiled;
       errors += one.errors;
     }
-    double med[4], worst[4];
-    for (int w = 0; w < 4; w++) stats_ms(t + w * reps, reps, &med[w], &worst[w]);
+    double med[W], worst[W];
+    for (int w = 0; w < W; w++) stats_ms(t + w * reps, reps, &med[w], &worst[w]);
     char name[32];
     snprintf(name, sizeof name, "%zu / %zu", n, tile);
-    printf("%-14s", name);
-    for (int w = 0; w < 4; w++) printf(" %8.1f (%5.1f)", med[w], worst[w]);
-    printf(" %11.2fx%s\n", med[3] / med[0], errors ? "  WRONG" : "");
+    printf("%-12s", name);
+    for (int w = 0; w < W; w++) printf(" %7.1f (%5.1f)", med[w], worst[w]);
+    double best = med[4] < med[5] ? med[4] : med[5];
+    printf(" %13.2fx%s\n", best / med[0], errors ? "  WRONG" : "");
     free(t);
     free(src);
     free(dst);

@@ -50,7 +50,8 @@ module mamba
     mmb_space_count, mmb_space_distance, mmb_space_get_info, mmb_space_get_stats, &
     mmb_space_info_name, mmb_space_layer, mmb_space_release, mmb_tile_at, mmb_tile_copy, &
     mmb_tile_copy_async, mmb_tile_duplicate, mmb_tile_duplicate_async, mmb_tile_get_info, &
-    mmb_tile_get_state, mmb_tile_mark_written, mmb_tile_discard, &
+    mmb_tile_get_state, mmb_tile_mark_written, mmb_tile_discard, mmb_tile_copy_transposed, &
+    mmb_tile_copy_transposed_async, &
     mmb_tile_get_space_local_handle, mmb_tile_iterator_count, mmb_tile_iterator_create, &
     mmb_tile_iterator_destroy, mmb_tile_iterator_first, mmb_tile_iterator_footprint, &
     mmb_tile_iterator_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
@@ -954,6 +955,13 @@ contains
     call set_err(err, c_mmb_tile_copy(dst%ptr, src%ptr))
   end subroutine
 
+  ! dst = the transpose of src (extents reversed: dst(i, j) = src(j, i)).
+  subroutine mmb_tile_copy_transposed(dst, src, err)
+    type(mmbArrayTile), intent(in) :: dst, src
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_copy_transposed(dst%ptr, src%ptr))
+  end subroutine
+
   ! layout (after err): the duplicate's; absent: the array's.
   subroutine mmb_tile_duplicate(tile, space, access, duplicate, err, layout)
     type(mmbArrayTile), intent(in) :: tile
@@ -1010,6 +1018,14 @@ contains
     type(mmbRequest), intent(inout), optional :: request
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_tile_copy_async(dst%ptr, src%ptr, queue%ptr, request))
+  end subroutine
+
+  subroutine mmb_tile_copy_transposed_async(dst, src, queue, request, err)
+    type(mmbArrayTile), intent(in) :: dst, src
+    type(mmbQueue), intent(in) :: queue
+    type(mmbRequest), intent(inout), optional :: request
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_copy_transposed_async(dst%ptr, src%ptr, queue%ptr, request))
   end subroutine
 
   subroutine mmb_tile_duplicate_async(tile, space, access, queue, request, duplicate, err, layout)

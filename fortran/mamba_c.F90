@@ -558,6 +558,10 @@ module mamba_c
       import :: c_int, c_ptr
       type(c_ptr), value :: dst, src
     end function
+    integer(c_int) function c_mmb_tile_copy_transposed(dst, src) bind(C, name='mmb_tile_copy_transposed')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: dst, src
+    end function
     integer(c_int) function c_mmb_tile_duplicate(t, space, access, layout, out) bind(C, name='mmb_tile_duplicate')
       import :: c_int, c_ptr
       type(c_ptr), value :: t, space, layout
@@ -580,6 +584,12 @@ module mamba_c
       type(c_funptr), value :: fn
     end function
     integer(c_int) function c_mmb_tile_copy_async(dst, src, q, req) bind(C, name='mmb_tile_copy_async')
+      import :: c_int, c_ptr, mmbRequest
+      type(c_ptr), value :: dst, src, q
+      type(mmbRequest), intent(inout), optional :: req
+    end function
+    integer(c_int) function c_mmb_tile_copy_transposed_async(dst, src, q, req) &
+        bind(C, name='mmb_tile_copy_transposed_async')
       import :: c_int, c_ptr, mmbRequest
       type(c_ptr), value :: dst, src, q
       type(mmbRequest), intent(inout), optional :: req

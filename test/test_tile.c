@@ -1,6 +1,7 @@
 /* Tiles: the grid and edge tiles, bad input, and tile copy, duplicate, merge
    and migrate with their coherence rules and out-of-memory behaviour. */
 #include "arrays.h"
+#include "fake_device.h"
 
 #include <stdio.h>
 #include <unistd.h>
@@ -151,6 +152,77 @@ MMB_TEST(tile, copy_between_tiles_of_one_shape_in_any_layout) {
   OK(mmb_tile_copy(tile(f.a, 0, 0), tile(ro, 0, 0)));
   OK(mmb_array_destroy(ro));
   OK(mmb_layout_destroy(l));
+  OK(mmb_array_destroy(b));
+  teardown(&f);
+}
+
+/* Every element of dst is src's at the reversed index: dst = src^T. */
+static void assert_transpose_of(const mmbArrayTile *dst, const mmbArrayTile *src) {
+  size_t idx[MMB_MAX_DIMS], rev[MMB_MAX_DIMS], r = dst->rank;
+  for (size_t k = 0; k < r; k++) idx[k] = dst->lower[k];
+  do {
+    for (size_t k = 0; k < r; k++) rev[k] = src->lower[k] + idx[r - 1 - k] - dst->lower[r - 1 - k];
+    cr_assert_eq(*(double *)tile_elem(dst, idx), *(double *)tile_elem(src, rev));
+  } while (index_next(idx, dst->lower, dst->upper, r));
+}
+
+/* A transposed copy between tiles of reversed extents, in any layout (the
+   blocked kernel for full blocks, its edges, a padded column-major side),
+   on a queue, of rank 3, and into memory the host cannot reach. */
+MMB_TEST(tile, transposed_copies_in_any_layout) {
+  fixture f = setup(1 << 20);
+  enum { R = 70, C = 45 };
+  mmbArray *a = test_array(f.sys, &(mmbDimensions){2, {R, C}}, MMB_ROWMAJOR, 64);
+  mmbArray *b = test_array(f.sys, &(mmbDimensions){2, {C, R}}, MMB_COLMAJOR, 128);
+  fill_array(a, 3);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {32, 20}}));
+  OK(mmb_array_tile(b, &(mmbDimensions){2, {20, 32}}));
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 3; j++) OK(mmb_tile_copy_transposed(tile(b, j, i), tile(a, i, j)));
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 3; j++) assert_transpose_of(tile(b, j, i), tile(a, i, j));
+  mmbTileState st;
+  OK(mmb_tile_get_state(tile(b, 1, 1), &st));
+  cr_assert_eq(st.version, 1, "a write mmb made");
+  /* on a queue, and back: B^T is A again */
+  mmbQueue *q;
+  mmbRequest r = {0};
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  fill_array(a, 9);
+  OK(mmb_tile_copy_transposed_async(tile(a, 1, 2), tile(b, 2, 1), q, &r));
+  OK(mmb_wait(&r));
+  assert_transpose_of(tile(a, 1, 2), tile(b, 2, 1));
+  OK(mmb_queue_destroy(NULL, &q));
+  /* refused: extents not reversed, a tile onto itself, a read-only destination */
+  FAILS(mmb_tile_copy_transposed(tile(b, 0, 0), tile(b, 0, 0)), MMB_INVALID_ARG);
+  FAILS(mmb_tile_copy_transposed(tile(b, 0, 0), tile(a, 2, 2)), MMB_INVALID_ARG);   /* 20x32, 6x5 */
+  FAILS(mmb_tile_copy_transposed(tile(a, 0, 0), tile(a, 0, 0)), MMB_INVALID_ARG);
+  FAILS(mmb_tile_copy_transposed(NULL, tile(a, 0, 0)), MMB_INVALID_ARG);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {1, 1}}));
+  OK(mmb_tile_copy_transposed(tile(a, 0, 0), tile(a, 0, 0)));   /* one element is its transpose */
+  /* rank 3 */
+  mmbArray *c = test_array(f.sys, &(mmbDimensions){3, {3, 5, 7}}, MMB_ROWMAJOR, 0);
+  mmbArray *d = test_array(f.sys, &(mmbDimensions){3, {7, 5, 3}}, MMB_COLMAJOR, 0);
+  fill_array(c, 4);
+  mmbArrayTile *tc, *td, *dev_t, *back;
+  OK(mmb_tile_at(c, &(mmbIndex){3, {0, 0, 0}}, &tc));
+  OK(mmb_tile_at(d, &(mmbIndex){3, {0, 0, 0}}, &td));
+  OK(mmb_tile_copy_transposed(td, tc));
+  assert_transpose_of(td, tc);
+  /* into a duplicate the host cannot reach, and back out through a copy */
+  mmbMemInterface *dev = fake_device_interface(0);
+  mmbMemSpace *dev_space;
+  OK(mmb_interface_space(dev, &dev_space));
+  OK(mmb_tile_duplicate(td, dev_space, MMB_WRITE, NULL, &dev_t));
+  OK(mmb_tile_copy_transposed(dev_t, tc));
+  OK(mmb_tile_duplicate(dev_t, f.home, MMB_READ, NULL, &back));
+  assert_transpose_of(back, tc);
+  OK(mmb_tile_discard(back));
+  OK(mmb_tile_discard(dev_t));
+  OK(mmb_interface_destroy(dev));
+  OK(mmb_array_destroy(c));
+  OK(mmb_array_destroy(d));
+  OK(mmb_array_destroy(a));
   OK(mmb_array_destroy(b));
   teardown(&f);
 }
@@ -558,6 +630,7 @@ Test(tile, needs_init) {
   cr_assert_eq(mmb_tile_get_state(NULL, NULL), MMB_NOT_INITIALIZED);
   cr_assert_eq(mmb_tile_mark_written(NULL), MMB_NOT_INITIALIZED);
   cr_assert_eq(mmb_tile_discard(NULL), MMB_NOT_INITIALIZED);
+  cr_assert_eq(mmb_tile_copy_transposed(NULL, NULL), MMB_NOT_INITIALIZED);
 }
 
 /* A change of order between 4- or 8-byte elements is a blocked (SIMD)

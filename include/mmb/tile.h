@@ -76,6 +76,19 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_at(mmbArray *array, const mmbIndex *t
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile);
 
 /**
+ * Copies the transpose of \p src_tile into \p dst_tile: dst's extents are
+ * src's in reverse order, and element (i0, ..., ik) of dst is element
+ * (ik, ..., i0) of src (for 2-D tiles, dst = src^T). Any spaces, strides and
+ * storage orders: between host tiles of 4- or 8-byte elements it is one
+ * pass of a blocked SIMD transpose, so a tiled out-of-place transpose is a
+ * loop of this call over the tiles of A and B (examples/tiled_transpose.c).
+ * \return as mmb_tile_copy; MMB_INVALID_ARG when dst's extents are not src's
+ *         reversed, or for a tile of more than one element onto itself.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy_transposed(mmbArrayTile *dst_tile,
+                                                           mmbArrayTile *src_tile);
+
+/**
  * Makes \p *out_tile, a duplicate of \p in_tile in \p in_space, with the same
  * absolute indices (lower, upper). \p in_layout gives the order and padding of
  * its storage (its rank must be the tile's and its element size the tile's);
@@ -139,6 +152,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge_with(mmbArrayTile *in_tile, mmb
 /** mmb_tile_copy on a queue. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
                                         mmbQueue *q, mmbRequest *req);
+/** mmb_tile_copy_transposed on a queue. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy_transposed_async(mmbArrayTile *dst_tile,
+                                                                 mmbArrayTile *src_tile,
+                                                                 mmbQueue *q, mmbRequest *req);
 /** mmb_tile_duplicate on a queue: \p *out_tile is set at once, its bytes
     arrive when \p req completes. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,

@@ -46,22 +46,41 @@ static void wrote(mmb__tile *t) {
   if (t->array) t->array->version++;
 }
 
+/* A view of v's elements with its dimensions in reverse order: element
+   (i0, ..., ik) of the result is element (ik, ..., i0) of v. */
+static mmb__view reversed(mmb__view v) {
+  mmb__view r = v;
+  for (size_t k = 0; k < v.rank; k++) {
+    r.dim[k] = v.dim[v.rank - 1 - k];
+    r.stride[k] = v.stride[v.rank - 1 - k];
+  }
+  return r;
+}
+
+/* Copies src (or its transpose) into dst. */
 static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
-                          mmbQueue *q, mmbRequest *req) {
+                          bool transposed, mmbQueue *q, mmbRequest *req) {
   mmb__tile *d, *s;
   mmbError err = tile_arg(func, dst_tile, &d);
   if (err == MMB_OK) err = tile_arg(func, src_tile, &s);
   if (err != MMB_OK) return err;
+  mmb__view sv = mmb__tile_view(s);
+  if (transposed) sv = reversed(sv);
   MMB__ARG(d->pub.rank != s->pub.rank || d->pub.element_size != s->pub.element_size ||
-           memcmp(d->pub.dim, s->pub.dim, d->pub.rank * sizeof *d->pub.dim), func,
-           "the tiles differ in rank, extents or element size");
-  if (d == s) return MMB_OK;
+           memcmp(d->pub.dim, sv.dim, d->pub.rank * sizeof *d->pub.dim), func,
+           transposed ? "the destination's extents are not the source's reversed, or the "
+                        "element sizes differ"
+                      : "the tiles differ in rank, extents or element size");
+  if (d == s && !transposed) return MMB_OK;
+  MMB__ARG(d == s && mmb__view_bytes(&sv) > sv.esize, func,
+           "a tile cannot be transposed onto itself");
   if ((err = check_writable(func, d, "the destination")) != MMB_OK ||
       (err = check_readable(func, s, "the source")) != MMB_OK)
     return err;
-  mmb__job j = {.func = func, .name = "tile copy", .kind = MMB__JOB_COPY,
-                .dst = mmb__tile_view(d), .src = mmb__tile_view(s), .from = s->pub.space,
-                .to = d->pub.space};
+  if (d == s) return MMB_OK;   /* one element: its own transpose */
+  mmb__job j = {.func = func, .name = transposed ? "tile transpose" : "tile copy",
+                .kind = MMB__JOB_COPY, .dst = mmb__tile_view(d), .src = sv,
+                .from = s->pub.space, .to = d->pub.space};
   mmb__job_own_tile(&j, 0, d);
   mmb__job_own_tile(&j, 1, s);
   if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
@@ -71,13 +90,24 @@ static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile
 
 mmbError mmb_tile_copy(mmbArrayTile *dst_tile, mmbArrayTile *src_tile) {
   MMB__REQUIRE_INIT();
-  return tile_copy(__func__, dst_tile, src_tile, NULL, NULL);
+  return tile_copy(__func__, dst_tile, src_tile, false, NULL, NULL);
 }
 
 mmbError mmb_tile_copy_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile, mmbQueue *q,
                              mmbRequest *req) {
   mmbError err = mmb__queue_check(__func__, q, req);
-  return err != MMB_OK ? err : tile_copy(__func__, dst_tile, src_tile, q, req);
+  return err != MMB_OK ? err : tile_copy(__func__, dst_tile, src_tile, false, q, req);
+}
+
+mmbError mmb_tile_copy_transposed(mmbArrayTile *dst_tile, mmbArrayTile *src_tile) {
+  MMB__REQUIRE_INIT();
+  return tile_copy(__func__, dst_tile, src_tile, true, NULL, NULL);
+}
+
+mmbError mmb_tile_copy_transposed_async(mmbArrayTile *dst_tile, mmbArrayTile *src_tile,
+                                        mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err : tile_copy(__func__, dst_tile, src_tile, true, q, req);
 }
 
 static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *space,

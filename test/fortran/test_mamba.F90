@@ -784,7 +784,11 @@ contains
     type(mmbArrayTile) :: t, u, dup, local
     type(mmbTileInfo) :: info
     type(mmbTileState) :: state
-    real(dp), allocatable, target :: x(:,:)
+    type(mmbArray) :: arr2
+    type(mmbArrayTile) :: t2, u2
+    type(mmbQueue) :: queue
+    type(mmbRequest) :: r
+    real(dp), allocatable, target :: x(:,:), y(:,:)
     real(dp), pointer :: p(:,:), q(:,:)
     integer(mmbIndexKind), allocatable :: grid(:)
     integer :: err, i, j
@@ -860,6 +864,29 @@ contains
     call mmb_tile_copy(u, t, err)
     call expect(err, MMB_OK, 'tile copy')
     call ensure(all(x(5:8, 1:3) == 200), 'copied')
+    ! a tile's transpose into another, and on a queue
+    allocate(y(6, 6))
+    y = reshape([(real(i, dp), i = 1, 36)], [6, 6])
+    call mmb_array_create_wrapped(y, shape(y, mmbIndexKind), layout, iface, MMB_READ_WRITE, arr2, err)
+    call mmb_array_tile(arr2, [3_mmbIndexKind, 3_mmbIndexKind], err)
+    call mmb_tile_at(arr2, [0_mmbIndexKind, 1_mmbIndexKind], t2, err)
+    call mmb_tile_at(arr2, [1_mmbIndexKind, 0_mmbIndexKind], u2, err)
+    call mmb_tile_copy_transposed(u2, t2, err)
+    call expect(err, MMB_OK, 'transposed copy')
+    call ensure(all(y(4:6, 1:3) == transpose(y(1:3, 4:6))), 'a tile''s transpose')
+    call mmb_tile_copy_transposed(t2, t2, err)
+    call expect(err, MMB_INVALID_ARG, 'a tile onto itself')
+    call mmb_tile_copy_transposed(t, t2, err)
+    call expect(err, MMB_INVALID_ARG, 'extents that are not reversed')
+    call mmb_tile_at(arr2, [1_mmbIndexKind, 1_mmbIndexKind], u2, err)
+    call mmb_queue_create(queue, err)
+    call mmb_tile_copy_transposed_async(u2, t2, queue, r, err)
+    call expect(err, MMB_OK, 'transposed copy on a queue')
+    call mmb_wait(r, err)
+    call ensure(all(y(4:6, 4:6) == transpose(y(1:3, 4:6))), 'its transpose')
+    call mmb_queue_destroy(queue, err)
+    call mmb_array_destroy(arr2, err)
+    call expect(err, MMB_OK, 'destroy')
     call mmb_tile_migrate(u, dram, MMB_READ_WRITE, err)
     call expect(err, MMB_OK, 'migrate')
     call mmb_tile_get_pointer(u, q, err)
