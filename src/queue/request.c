@@ -21,15 +21,86 @@ static pthread_mutex_t free_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;   /* (
 static mmb__request *free_list;   /* guarded by free_lock; linked through `next` */
 static size_t n_free;
 
-static mmb__request *take_record(void) {
+/* Each thread keeps a stack of up to CACHE records and trades with the
+   shared list in batches of CACHE / 2 (as recycled records do, core/recycle.c):
+   a round trip then takes and gives its record without a lock. */
+#define CACHE 32
+typedef struct request_cache {
+  mmb__request *head;
+  unsigned count;
+  bool registered;
+} request_cache;
+static __thread request_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void destroy_record(mmb__request *r) {
+  pthread_cond_destroy(&r->cond);
+  pthread_mutex_destroy(&r->lock);
+  mmb__object_free(r);
+}
+
+/* Moves up to n records from a thread's stack to the shared list (those it
+   has no room for are destroyed). */
+static void give_batch(request_cache *c, unsigned n) {
+  mmb__request *spill = NULL;
   pthread_mutex_lock(&free_lock);
-  mmb__request *r = free_list;
-  if (r) {
-    free_list = r->next;
-    n_free--;
+  for (; n && c->head; n--, c->count--) {
+    mmb__request *r = c->head;
+    c->head = r->next;
+    r->next = n_free < KEEP ? free_list : spill;
+    if (n_free < KEEP) {
+      free_list = r;
+      n_free++;
+    } else {
+      spill = r;
+    }
   }
   pthread_mutex_unlock(&free_lock);
-  if (r || !(r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r))) return r;
+  while (spill) {
+    mmb__request *next = spill->next;
+    destroy_record(spill);
+    spill = next;
+  }
+}
+
+static void thread_ends(void *arg) {
+  request_cache *c = arg;
+  give_batch(c, c->count);
+}
+
+static void make_key(void) { pthread_key_create(&cache_key, thread_ends); }
+
+static request_cache *my_cache(void) {
+  if (!cache.registered) {
+    pthread_once(&cache_once, make_key);
+    pthread_setspecific(cache_key, &cache);
+    cache.registered = true;
+  }
+  return &cache;
+}
+
+static mmb__request *take_record(void) {
+  request_cache *c = my_cache();
+  if (!c->head) {   /* a batch from the shared list */
+    pthread_mutex_lock(&free_lock);
+    for (unsigned k = 0; k < CACHE / 2 && free_list; k++) {
+      mmb__request *r = free_list;
+      free_list = r->next;
+      n_free--;
+      r->next = c->head;
+      c->head = r;
+      c->count++;
+    }
+    pthread_mutex_unlock(&free_lock);
+  }
+  mmb__request *r = c->head;
+  if (r) {
+    c->head = r->next;
+    c->count--;
+    return r;
+  }
+  if (!(r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r))) return r;
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->cond, NULL);
   return r;
@@ -39,21 +110,14 @@ static void give_record(mmb__request *r) {
   /* a new generation, not held: every copy of the old one is stale now */
   atomic_store_explicit(&r->claim, (atomic_load_explicit(&r->claim, memory_order_relaxed) | 1) + 1,
                         memory_order_release);
-  pthread_mutex_lock(&free_lock);
-  bool keep = n_free < KEEP;
-  if (keep) {
-    r->next = free_list;
-    free_list = r;
-    n_free++;
-  }
-  pthread_mutex_unlock(&free_lock);
-  if (keep) return;
-  pthread_cond_destroy(&r->cond);
-  pthread_mutex_destroy(&r->lock);
-  mmb__object_free(r);
+  request_cache *c = my_cache();
+  r->next = c->head;
+  c->head = r;
+  if (++c->count > CACHE) give_batch(c, CACHE / 2);
 }
 
 void mmb__requests_trim(void) {
+  thread_ends(my_cache());   /* the calling thread's stack too */
   pthread_mutex_lock(&free_lock);
   mmb__request *r = free_list;
   free_list = NULL;
