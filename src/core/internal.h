@@ -4,6 +4,7 @@
 
 #include <mmb/mmb.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -68,10 +69,34 @@ void mmb__free(void *p);
    others write their own. Freed with mmb__free. */
 void *mmb__calloc_lines(size_t size);
 
+/* A free list shared by threads with a stack per thread in front of it
+   (recycle.c): take and give touch the calling thread's stack alone, which
+   trades with the shared list in batches under its lock. Blocks link
+   through the pointer `link` bytes into them; the shared list keeps at
+   most `keep`, and `destroy` ends a block it has no room for. Each list
+   has a slot of its own below MMB__FREELIST_SLOTS. A thread's stacks go
+   back to the shared lists when it ends. */
+#define MMB__FREELIST_SLOTS 20
+#define MMB__FREELIST_SLOT_REQUESTS 16   /* 0..15: the record classes (recycle.c) */
+typedef struct mmb__freelist {
+  pthread_mutex_t lock;   /* adaptive: held for a few stores */
+  void *head;
+  size_t count, keep, link;
+  void (*destroy)(void *block);
+  unsigned slot;
+} mmb__freelist;
+#define MMB__FREELIST_INIT(keep_, link_, destroy_, slot_)                                    \
+  {.lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, .keep = (keep_), .link = (link_),          \
+   .destroy = (destroy_), .slot = (slot_)}
+void *mmb__freelist_take(mmb__freelist *l);   /* NULL when there is none */
+void mmb__freelist_give(mmb__freelist *l, void *block);
+/* Ends every block of the shared list and of the calling thread's stack. */
+void mmb__freelist_trim(mmb__freelist *l);
+
 /* Internal records the library makes and drops at a high rate (requests,
-   work items, fences) come from shared free lists (recycle.c); free needs
-   the size the record was made with. Both allocations count as
-   fault-injection sites. */
+   work items, fences) come from free lists of size classes (recycle.c, on
+   mmb__freelist); free needs the size the record was made with. Both
+   allocations count as fault-injection sites. */
 void *mmb__record_alloc(size_t n);
 void *mmb__record_calloc(size_t n);
 void mmb__record_free(void *p, size_t n);

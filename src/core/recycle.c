@@ -6,7 +6,8 @@
    Here they come back from free lists of 64-byte size classes, last freed
    first out, so a steady loop reuses the same few blocks. Each thread keeps
    a small stack per class (up to CACHE blocks) and trades with the list
-   shared by every thread in batches of CACHE / 2, under the class's lock:
+   shared by every thread in batches of CACHE / 2, under the class's lock
+   (mmb__freelist, which the request records use too):
    records flow one way in an asynchronous loop (made by the caller, freed
    by the worker), and a lock and its cache line taken per record cost more
    than the rest of a request's round trip. The shared list keeps at most
@@ -41,101 +42,140 @@
 #define RECYCLE 1
 #endif
 
-typedef struct free_block {
-  struct free_block *next;
-} free_block;
+/* ---- free lists with a stack per thread ----------------------------------- */
 
-#define CACHE 32   /* blocks a thread keeps per class */
+#define CACHE 32   /* blocks a thread keeps per list; batches of CACHE / 2 */
 
-static struct record_class {
-  pthread_mutex_t lock;
-  free_block *head;
-  size_t count;
-} classes[N_CLASSES] = {[0 ... N_CLASSES - 1] = {PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, NULL, 0}};
-
-static struct record_class *class_of(size_t n) {
-  size_t c = (n + CLASS_BYTES - 1) / CLASS_BYTES;
-  return RECYCLE && c >= 1 && c <= N_CLASSES ? &classes[c - 1] : NULL;
+static void **link_of(const mmb__freelist *l, void *block) {
+  return (void **)((char *)block + l->link);
 }
 
-/* This thread's stacks, one per class. */
-typedef struct thread_cache {
-  free_block *head[N_CLASSES];
-  unsigned count[N_CLASSES];
+/* This thread's stacks, by slot, and the lists they belong to. */
+typedef struct thread_stacks {
+  void *head[MMB__FREELIST_SLOTS];
+  unsigned count[MMB__FREELIST_SLOTS];
   bool registered;   /* with the key whose destructor gives them back */
-} thread_cache;
-static __thread thread_cache cache;
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+} thread_stacks;
+static __thread thread_stacks stacks;
+static mmb__freelist *_Atomic lists[MMB__FREELIST_SLOTS];
+static pthread_key_t stacks_key;
+static pthread_once_t stacks_once = PTHREAD_ONCE_INIT;
 
-/* Moves up to n blocks from the top of *from (count *have) onto rc's shared
-   list; what the list has no room for goes back to free. */
-static void give_batch(struct record_class *rc, free_block **from, unsigned *have, unsigned n) {
-  free_block *spill = NULL;
-  pthread_mutex_lock(&rc->lock);
-  for (; n && *from; n--, (*have)--) {
-    free_block *b = *from;
-    *from = b->next;
-    if (rc->count < KEEP) {
-      b->next = rc->head;
-      rc->head = b;
-      rc->count++;
+/* Moves up to n blocks from the top of a thread's stack to l's shared list;
+   what the list has no room for is destroyed. */
+static void give_batch(mmb__freelist *l, thread_stacks *t, unsigned n) {
+  unsigned s = l->slot;
+  void *spill = NULL;
+  pthread_mutex_lock(&l->lock);
+  for (; n && t->head[s]; n--, t->count[s]--) {
+    void *b = t->head[s];
+    t->head[s] = *link_of(l, b);
+    bool keep = l->count < l->keep;
+    *link_of(l, b) = keep ? l->head : spill;
+    if (keep) {
+      l->head = b;
+      l->count++;
     } else {
-      b->next = spill;
       spill = b;
     }
   }
-  pthread_mutex_unlock(&rc->lock);
+  pthread_mutex_unlock(&l->lock);
   while (spill) {
-    free_block *next = spill->next;
-    free(spill);
+    void *next = *link_of(l, spill);
+    l->destroy(spill);
     spill = next;
   }
 }
 
-/* A thread ends: its stacks go to the shared lists. */
 static void thread_ends(void *arg) {
-  thread_cache *c = arg;
-  for (size_t i = 0; i < N_CLASSES; i++)
-    give_batch(&classes[i], &c->head[i], &c->count[i], c->count[i]);
+  thread_stacks *t = arg;
+  for (unsigned s = 0; s < MMB__FREELIST_SLOTS; s++) {
+    mmb__freelist *l = atomic_load_explicit(&lists[s], memory_order_acquire);
+    if (l) give_batch(l, t, t->count[s]);
+  }
 }
 
-static void make_key(void) { pthread_key_create(&cache_key, thread_ends); }
+static void make_key(void) { pthread_key_create(&stacks_key, thread_ends); }
 
-static thread_cache *my_cache(void) {
-  if (!cache.registered) {
-    pthread_once(&cache_once, make_key);
-    pthread_setspecific(cache_key, &cache);
-    cache.registered = true;
+static thread_stacks *my_stacks(mmb__freelist *l) {
+  if (!stacks.registered) {
+    pthread_once(&stacks_once, make_key);
+    pthread_setspecific(stacks_key, &stacks);
+    stacks.registered = true;
   }
-  return &cache;
+  atomic_store_explicit(&lists[l->slot], l, memory_order_release);   /* (always the same l) */
+  return &stacks;
+}
+
+void *mmb__freelist_take(mmb__freelist *l) {
+  thread_stacks *t = my_stacks(l);
+  unsigned s = l->slot;
+  if (!t->head[s]) {   /* a batch from the shared list */
+    pthread_mutex_lock(&l->lock);
+    for (unsigned k = 0; k < CACHE / 2 && l->head; k++) {
+      void *b = l->head;
+      l->head = *link_of(l, b);
+      l->count--;
+      *link_of(l, b) = t->head[s];
+      t->head[s] = b;
+      t->count[s]++;
+    }
+    pthread_mutex_unlock(&l->lock);
+  }
+  void *b = t->head[s];
+  if (b) {
+    t->head[s] = *link_of(l, b);
+    t->count[s]--;
+  }
+  return b;
+}
+
+void mmb__freelist_give(mmb__freelist *l, void *block) {
+  thread_stacks *t = my_stacks(l);
+  unsigned s = l->slot;
+  *link_of(l, block) = t->head[s];
+  t->head[s] = block;
+  if (++t->count[s] > CACHE) give_batch(l, t, CACHE / 2);
+}
+
+void mmb__freelist_trim(mmb__freelist *l) {
+  thread_stacks *t = my_stacks(l);
+  give_batch(l, t, t->count[l->slot]);
+  pthread_mutex_lock(&l->lock);
+  void *b = l->head;
+  l->head = NULL;
+  l->count = 0;
+  pthread_mutex_unlock(&l->lock);
+  while (b) {
+    void *next = *link_of(l, b);
+    l->destroy(b);
+    b = next;
+  }
+}
+
+/* ---- records: free lists of 64-byte size classes --------------------------- */
+
+static void free_block(void *b) { free(b); }
+
+#define CLASS(i) MMB__FREELIST_INIT(KEEP, 0, free_block, i)
+static mmb__freelist classes[N_CLASSES] = {CLASS(0),  CLASS(1),  CLASS(2),  CLASS(3),
+                                           CLASS(4),  CLASS(5),  CLASS(6),  CLASS(7),
+                                           CLASS(8),  CLASS(9),  CLASS(10), CLASS(11),
+                                           CLASS(12), CLASS(13), CLASS(14), CLASS(15)};
+_Static_assert(N_CLASSES <= MMB__FREELIST_SLOT_REQUESTS, "a slot for each class, and the requests'");
+
+static mmb__freelist *class_of(size_t n) {
+  size_t c = (n + CLASS_BYTES - 1) / CLASS_BYTES;
+  return RECYCLE && c >= 1 && c <= N_CLASSES ? &classes[c - 1] : NULL;
 }
 
 void *mmb__record_alloc(size_t n) {
   if (mmb__fault_hit()) return NULL;
-  struct record_class *rc = class_of(n);
+  mmb__freelist *rc = class_of(n);
   if (!rc) return malloc(n ? n : 1);
-  size_t i = (size_t)(rc - classes);
-  thread_cache *c = my_cache();
-  if (!c->head[i]) {   /* a batch from the shared list */
-    pthread_mutex_lock(&rc->lock);
-    for (unsigned k = 0; k < CACHE / 2 && rc->head; k++) {
-      free_block *b = rc->head;
-      rc->head = b->next;
-      rc->count--;
-      b->next = c->head[i];
-      c->head[i] = b;
-      c->count[i]++;
-    }
-    pthread_mutex_unlock(&rc->lock);
-  }
-  free_block *b = c->head[i];
-  if (b) {
-    c->head[i] = b->next;
-    c->count[i]--;
-  }
+  void *b = mmb__freelist_take(rc);
   /* a fresh block has its class's full size, so any record of the class fits */
-  return b ? (void *)b : malloc((i + 1) * CLASS_BYTES);
+  return b ? b : malloc((size_t)(rc - classes + 1) * CLASS_BYTES);
 }
 
 void *mmb__record_calloc(size_t n) {
@@ -146,31 +186,11 @@ void *mmb__record_calloc(size_t n) {
 
 void mmb__record_free(void *p, size_t n) {
   if (!p) return;
-  struct record_class *rc = class_of(n);
-  if (!rc) {
-    free(p);
-    return;
-  }
-  size_t i = (size_t)(rc - classes);
-  thread_cache *c = my_cache();
-  free_block *b = p;
-  b->next = c->head[i];
-  c->head[i] = b;
-  if (++c->count[i] > CACHE) give_batch(rc, &c->head[i], &c->count[i], CACHE / 2);
+  mmb__freelist *rc = class_of(n);
+  if (rc) mmb__freelist_give(rc, p);
+  else free(p);
 }
 
 void mmb__records_trim(void) {
-  if (RECYCLE) thread_ends(my_cache());   /* the calling thread's stacks too */
-  for (size_t i = 0; i < N_CLASSES; i++) {
-    pthread_mutex_lock(&classes[i].lock);
-    free_block *b = classes[i].head;
-    classes[i].head = NULL;
-    classes[i].count = 0;
-    pthread_mutex_unlock(&classes[i].lock);
-    while (b) {
-      free_block *next = b->next;
-      free(b);
-      b = next;
-    }
-  }
+  for (size_t i = 0; RECYCLE && i < N_CLASSES; i++) mmb__freelist_trim(&classes[i]);
 }

@@ -17,90 +17,21 @@
 #define GEN_SHIFT 48
 #define PTR_MASK (((uintptr_t)1 << GEN_SHIFT) - 1)
 
-static pthread_mutex_t free_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;   /* (held for a few stores: spin, not sleep) */
-static mmb__request *free_list;   /* guarded by free_lock; linked through `next` */
-static size_t n_free;
-
-/* Each thread keeps a stack of up to CACHE records and trades with the
-   shared list in batches of CACHE / 2 (as recycled records do, core/recycle.c):
-   a round trip then takes and gives its record without a lock. */
-#define CACHE 32
-typedef struct request_cache {
-  mmb__request *head;
-  unsigned count;
-  bool registered;
-} request_cache;
-static __thread request_cache cache;
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-
-static void destroy_record(mmb__request *r) {
+static void destroy_record(void *block) {
+  mmb__request *r = block;
   pthread_cond_destroy(&r->cond);
   pthread_mutex_destroy(&r->lock);
   mmb__object_free(r);
 }
 
-/* Moves up to n records from a thread's stack to the shared list (those it
-   has no room for are destroyed). */
-static void give_batch(request_cache *c, unsigned n) {
-  mmb__request *spill = NULL;
-  pthread_mutex_lock(&free_lock);
-  for (; n && c->head; n--, c->count--) {
-    mmb__request *r = c->head;
-    c->head = r->next;
-    r->next = n_free < KEEP ? free_list : spill;
-    if (n_free < KEEP) {
-      free_list = r;
-      n_free++;
-    } else {
-      spill = r;
-    }
-  }
-  pthread_mutex_unlock(&free_lock);
-  while (spill) {
-    mmb__request *next = spill->next;
-    destroy_record(spill);
-    spill = next;
-  }
-}
-
-static void thread_ends(void *arg) {
-  request_cache *c = arg;
-  give_batch(c, c->count);
-}
-
-static void make_key(void) { pthread_key_create(&cache_key, thread_ends); }
-
-static request_cache *my_cache(void) {
-  if (!cache.registered) {
-    pthread_once(&cache_once, make_key);
-    pthread_setspecific(cache_key, &cache);
-    cache.registered = true;
-  }
-  return &cache;
-}
+/* The free records, with a stack per thread in front (core's mmb__freelist):
+   a round trip takes and gives its record without a lock. */
+static mmb__freelist free_records = MMB__FREELIST_INIT(KEEP, offsetof(mmb__request, next),
+                                                       destroy_record, MMB__FREELIST_SLOT_REQUESTS);
 
 static mmb__request *take_record(void) {
-  request_cache *c = my_cache();
-  if (!c->head) {   /* a batch from the shared list */
-    pthread_mutex_lock(&free_lock);
-    for (unsigned k = 0; k < CACHE / 2 && free_list; k++) {
-      mmb__request *r = free_list;
-      free_list = r->next;
-      n_free--;
-      r->next = c->head;
-      c->head = r;
-      c->count++;
-    }
-    pthread_mutex_unlock(&free_lock);
-  }
-  mmb__request *r = c->head;
-  if (r) {
-    c->head = r->next;
-    c->count--;
-    return r;
-  }
-  if (!(r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r))) return r;
+  mmb__request *r = mmb__freelist_take(&free_records);
+  if (r || !(r = mmb__object_new(MMB__KIND_REQUEST, sizeof *r))) return r;
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->cond, NULL);
   return r;
@@ -110,27 +41,10 @@ static void give_record(mmb__request *r) {
   /* a new generation, not held: every copy of the old one is stale now */
   atomic_store_explicit(&r->claim, (atomic_load_explicit(&r->claim, memory_order_relaxed) | 1) + 1,
                         memory_order_release);
-  request_cache *c = my_cache();
-  r->next = c->head;
-  c->head = r;
-  if (++c->count > CACHE) give_batch(c, CACHE / 2);
+  mmb__freelist_give(&free_records, r);
 }
 
-void mmb__requests_trim(void) {
-  thread_ends(my_cache());   /* the calling thread's stack too */
-  pthread_mutex_lock(&free_lock);
-  mmb__request *r = free_list;
-  free_list = NULL;
-  n_free = 0;
-  pthread_mutex_unlock(&free_lock);
-  while (r) {
-    mmb__request *next = r->next;
-    pthread_cond_destroy(&r->cond);
-    pthread_mutex_destroy(&r->lock);
-    mmb__object_free(r);
-    r = next;
-  }
-}
+void mmb__requests_trim(void) { mmb__freelist_trim(&free_records); }
 
 void *mmb__request_hold(mmb__request *r) {
   uint32_t c = atomic_fetch_or_explicit(&r->claim, 1, memory_order_acq_rel) | 1;
