@@ -196,6 +196,7 @@ typedef struct transfer {
   MPI_Datatype type, elem;   /* elem: one element; type: what count counts */
   bool writes;               /* the tile's data changes: record it at the end */
   int64_t tiles;             /* in the operation */
+  mmbElementType etype;      /* the array's element type (fixed by its layout) */
   bool refused;              /* the exchange said no (every side knows it) */
   /* the exchange */
   header mine, theirs;
@@ -240,9 +241,9 @@ static mmbError mpi_failed(const transfer *x, int rc, const char *call) {
   } while (0)
 
 /* The element type on the wire: the reduction's basic type, or bytes. */
-static mmbError element_type(transfer *x, const mmbTileState *st) {
+static mmbError element_type(transfer *x) {
   if (x->kind == ALLREDUCE) {
-    switch (st->type) {
+    switch (x->etype) {
       case MMB_TYPE_FLOAT: x->elem = MPI_FLOAT; return MMB_OK;
       case MMB_TYPE_DOUBLE: x->elem = MPI_DOUBLE; return MMB_OK;
       case MMB_TYPE_INT32: x->elem = MPI_INT32_T; return MMB_OK;
@@ -316,13 +317,10 @@ static mmbError staging_space(const mmbArrayTile *t, bool device, bool to_host, 
 /* A row-major duplicate of the tile where MPI reads or writes it. */
 static mmbError stage(transfer *x, mmbMemSpace *space, mmbAccessType access) {
   mmbLayout *l;
-  mmbTileState st;
-  mmbError err = mmb_tile_get_state(x->tile, &st);
-  if (err == MMB_OK)
-    err = mmb_layout_create_regular_nd(x->tile->element_size, x->tile->rank, MMB_ROWMAJOR,
-                                       (mmbLayoutPadding){0}, &l);
+  mmbError err = mmb_layout_create_regular_nd(x->tile->element_size, x->tile->rank, MMB_ROWMAJOR,
+                                              (mmbLayoutPadding){0}, &l);
   if (err != MMB_OK) return err;
-  if ((err = mmb_layout_set_element_type(l, st.type)) == MMB_OK)
+  if ((err = mmb_layout_set_element_type(l, x->etype)) == MMB_OK)
     err = mmb_tile_duplicate(x->tile, space, access, l, &x->stage);
   mmbError e2 = mmb_layout_destroy(l);
   if (err != MMB_OK) {
@@ -358,14 +356,14 @@ static mmbError prepare(transfer *x) {
     say(MMB_LOG_WARN, x->func, "%zu elements: more than MPI's count can say", n);
     return MMB_OVERFLOW;
   }
-  if ((err = element_type(x, &st)) != MMB_OK) return err;
+  if ((err = element_type(x)) != MMB_OK) return err;
   x->type = x->elem;
   x->count = (int)n;
   bool device = !st.host_accessible, aware = cuda_aware(x->o);
-  bool dense = row_major_run(x->tile) == n * x->tile->element_size;
+  size_t run = row_major_run(x->tile);
+  bool dense = run == n * x->tile->element_size;
   bool pack = !dense && (device || x->kind == ALLREDUCE || x->o->packing == MMB_MPI_PACK_ALWAYS ||
-                         (x->o->packing == MMB_MPI_PACK_AUTO &&
-                          row_major_run(x->tile) < x->o->pack_below));
+                         (x->o->packing == MMB_MPI_PACK_AUTO && run < x->o->pack_below));
   if ((device && !aware) || pack) {
     mmbMemSpace *space;
     mmbAccessType access = x->kind == ALLREDUCE ? MMB_READ_WRITE : reads ? MMB_READ : MMB_WRITE;
@@ -398,10 +396,8 @@ static void finish(transfer *x) {
 
 static void fill_header(transfer *x, header *h) {
   const mmbArrayTile *t = x->tile;
-  mmbTileState st = {0};
   *h = (header){.magic = HEADER_MAGIC, .status = x->err, .tiles = x->tiles,
-                .rank = (int64_t)t->rank, .esize = (int64_t)t->element_size};
-  if (mmb_tile_get_state(x->tile, &st) == MMB_OK) h->type = st.type;
+                .rank = (int64_t)t->rank, .esize = (int64_t)t->element_size, .type = x->etype};
   for (size_t k = 0; k < t->rank; k++) h->dim[k] = (int64_t)t->dim[k];
 }
 
@@ -719,10 +715,12 @@ static mmbError check_call(const call *c, int *rank) {
   return MMB_INVALID_ARG;
 }
 
-static mmbError check_tile(const call *c, mmbArrayTile *t) {
+/* A tile the call can take; its element type. */
+static mmbError check_tile(const call *c, mmbArrayTile *t, mmbElementType *type) {
   mmbTileState st;
   mmbError err = mmb_tile_get_state(t, &st);
   if (err != MMB_OK) return err;
+  *type = st.type;
   if (c->kind == ALLREDUCE && st.type == MMB_TYPE_BYTES) {
     say(MMB_LOG_DEBUG, c->func, "a reduction needs an element type (mmb_layout_set_element_type)");
     return MMB_INVALID_ARG;
@@ -730,12 +728,12 @@ static mmbError check_tile(const call *c, mmbArrayTile *t) {
   return MMB_OK;
 }
 
-static void setup(transfer *x, const call *c, mmbArrayTile *t, const mmbMpiOptions *o, int rank,
-                  int tag_max, size_t tiles) {
+static void setup(transfer *x, const call *c, mmbArrayTile *t, mmbElementType etype,
+                  const mmbMpiOptions *o, int rank, int tag_max, size_t tiles) {
   *x = (transfer){.kind = c->kind, .func = c->func, .tile = t, .peer = c->peer, .tag = c->tag,
                   .ack_tag = c->tag + tag_max + 1, .comm = c->comm, .op = c->op,
                   .status = c->status, .o = o, .root = c->kind == BCAST && c->peer == rank,
-                  .tiles = (int64_t)tiles,
+                  .tiles = (int64_t)tiles, .etype = etype,
                   .type = MPI_DATATYPE_NULL, .elem = MPI_DATATYPE_NULL,
                   .rq = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
   if ((c->kind == SEND || c->kind == RECV) && c->peer == MPI_PROC_NULL) x->phase = DONE;
@@ -768,8 +766,9 @@ static mmbError operation_new(const call *c, mmbArrayTile *tile, mmbArray *array
       for (size_t k = grid.size, rest = i; k-- > 0; rest /= grid.d[k]) at.d[k] = rest % grid.d[k];
       if ((err = mmb_tile_at(array, &at, &t)) != MMB_OK) goto fail;
     }
-    if ((err = check_tile(c, t)) != MMB_OK) goto fail;
-    setup(&op->xs[i], c, t, &op->o, rank, tag_max, n);
+    mmbElementType etype;
+    if ((err = check_tile(c, t, &etype)) != MMB_OK) goto fail;
+    setup(&op->xs[i], c, t, etype, &op->o, rank, tag_max, n);
   }
   *out = op;
   return MMB_OK;

@@ -103,7 +103,9 @@ static thread_stacks *my_stacks(mmb__freelist *l) {
     pthread_setspecific(stacks_key, &stacks);
     stacks.registered = true;
   }
-  atomic_store_explicit(&lists[l->slot], l, memory_order_release);   /* (always the same l) */
+  /* known to thread_ends; stored once, not on every call: the word is shared */
+  if (atomic_load_explicit(&lists[l->slot], memory_order_relaxed) != l)
+    atomic_store_explicit(&lists[l->slot], l, memory_order_release);
   return &stacks;
 }
 
