@@ -13,14 +13,20 @@
      window W         W blocks live; each step frees a random one and
                       allocates in its place (W = 1, 64, 1000, 100000)
      batch N          allocate 1000, free them in the same / reverse order
+     a region's job   allocate 4096, then free them all: what a region does
+                      with one reset (glibc's figure for it is the bound the
+                      region is held to)
      2 threads        each thread a window of 64 (mmb: a thread-safe pool)
      cross-thread     one thread allocates, another frees (ns per block)
      random           RMM's random_allocations: 1 B - 4 MiB log-uniform,
                       random free order, up to 512 MiB live (ns per call)
    and memory: bytes held per byte requested at the peak of window 100000,
    run first (mmb: the growth of a fresh pool's reserved bytes; the others:
-   the growth of the process's resident memory; the most any round saw). Then regions against a hand-written bump allocator (the
-   limit: a pointer increment).
+   the growth of the process's resident memory; the most any round saw).
+   Then regions (allocate 4096, one reset), in the same rounds, against a
+   hand-written bump allocator (the limit: a pointer increment) and against
+   each baseline's malloc and free doing the same job. Every block is
+   touched once, by the region and the bump allocator as by the others.
 
    Usage: bench-alloc [scale]   (scale 1 = default; 0.1 for a quick look) */
 #include <mmb/mmb.h>
@@ -162,6 +168,19 @@ static double window(const allocator *a, size_t w, double *bytes_per_byte) {
   return t * 1e9 / n;
 }
 
+/* A region's job: REGION_JOB blocks, then every one freed. */
+enum { REGION_JOB = 4096 };
+static double region_job(const allocator *a) {
+  static void *p[REGION_JOB];
+  size_t n = ops(4000000) / REGION_JOB * REGION_JOB;
+  double t = now();
+  for (size_t done = 0; done < n; done += REGION_JOB) {
+    for (size_t i = 0; i < REGION_JOB; i++) p[i] = a->alloc(a->ctx, sizes[i]);
+    for (size_t i = 0; i < REGION_JOB; i++) a->free(a->ctx, p[i]);
+  }
+  return (now() - t) * 1e9 / n;
+}
+
 static double batch(const allocator *a, bool reverse) {
   enum { N = 1000 };
   void *p[N];
@@ -270,11 +289,11 @@ static double random_workload(const allocator *a) {
 
 /* ---- every pattern once ----------------------------------------------------- */
 
-enum { P_PAIRS, P_W1, P_W64, P_W1000, P_W100000, P_BATCH, P_BATCH_REV, P_TWO, P_CROSS,
-       P_RANDOM, P_MEMORY, N_PATTERNS };
+enum { P_PAIRS, P_W1, P_W64, P_W1000, P_W100000, P_BATCH, P_BATCH_REV, P_REGION_JOB, P_TWO,
+       P_CROSS, P_RANDOM, P_MEMORY, N_PATTERNS };
 static const char *const pattern_name[N_PATTERNS] = {
     "pairs", "window 1", "window 64", "window 1000", "window 100000", "batch 1000, same order",
-    "batch 1000, reverse order", "2 threads, window 64 each", "cross-thread frees (per block)",
+    "batch 1000, reverse order", "a region's job: 4096, all freed", "2 threads, window 64 each", "cross-thread frees (per block)",
     "random 1 B-4 MiB (per call)", "bytes held per byte, window 100000"};
 
 /* The big window first: what it holds per byte is measured from the state
@@ -287,6 +306,7 @@ static void run_all(const allocator *a, const allocator *threaded, double *out) 
   out[P_W1000] = window(a, 1000, NULL);
   out[P_BATCH] = batch(a, false);
   out[P_BATCH_REV] = batch(a, true);
+  out[P_REGION_JOB] = region_job(a);
   out[P_TWO] = two_threads(threaded);
   out[P_CROSS] = cross_thread(threaded);
   out[P_RANDOM] = random_workload(a);
@@ -385,13 +405,17 @@ static bool run_child(const char *self, baseline *b) {
 
 /* ---- regions against a bump allocator -------------------------------------- */
 
+_Static_assert((int)SIZES == (int)REGION_JOB, "the region's job is the same as the baselines'");
+
 static double region_run(mmbRegion *r) {
   size_t n = ops(4000000);
   void *p = NULL;
   double t = now();
   for (size_t done = 0; done < n; done += SIZES) {
-    for (int i = 0; i < SIZES; i++)
+    for (int i = 0; i < SIZES; i++) {
       if (mmb_region_alloc(r, sizes[i], 16, &p) != MMB_OK) abort();
+      *(volatile char *)p = 1;
+    }
     *sink = p;
     if (mmb_region_reset(r) != MMB_OK) abort();
   }
@@ -409,6 +433,7 @@ static double bump_run(char *arena, size_t bytes) {
       p = (at + 15) & ~(uintptr_t)15;
       if (p + sizes[i] > end) abort();
       at = p + sizes[i];
+      *(volatile char *)p = 1;
     }
     *sink = (void *)p;
   }
@@ -442,9 +467,16 @@ int main(int argc, char **argv) {
                                   {"jemalloc", NULL, {.rounds = 0}}};
   base[1].library = find_library("libmimalloc.so.2");
   base[2].library = find_library("libjemalloc.so.2");
-  static series mine;
-  for (int r = 0; r < REPS; r++) {   /* mmb and each baseline, in turn */
+  mmbRegion *region;
+  CHECK(mmb_region_create(basic, NULL, &region));
+  char *arena = malloc(2u << 20);
+  if (!arena) abort();
+  static series mine, regions;   /* regions: pattern 0 the region, 1 the bump allocator */
+  for (int r = 0; r < REPS; r++) {   /* mmb, the region, the bump and each baseline, in turn */
     run_all(&mp, &ms, mine.v[mine.rounds++]);
+    regions.v[r][0] = region_run(region);
+    regions.v[r][1] = bump_run(arena, 2u << 20);
+    regions.rounds++;
     for (int b = 0; b < N_BASE; b++)
       if ((b == 0 || base[b].library) && !run_child(argv[0], &base[b]))
         fprintf(stderr, "bench-alloc: the %s child failed\n", base[b].name);
@@ -473,18 +505,16 @@ int main(int argc, char **argv) {
     printf("\n");
   }
 
-  mmbRegion *region;
-  CHECK(mmb_region_create(basic, NULL, &region));
-  char *arena = malloc(2u << 20);
-  if (!arena) abort();
-  static series regions;   /* pattern 0: the region, 1: the bump allocator */
-  for (int r = 0; r < REPS; r++, regions.rounds++) {
-    regions.v[r][0] = region_run(region);
-    regions.v[r][1] = bump_run(arena, 2u << 20);
-  }
   double rw, bw, rm = median(&regions, 0, &rw), bm = median(&regions, 1, &bw);
   printf("\nregion alloc (inline bump, reset per 4096): %.2f ns (worst %.2f); a hand-written bump "
-         "allocator %.2f ns (worst %.2f): %.2fx\n", rm, rw, bm, bw, rm / bm);
+         "allocator %.2f ns (worst %.2f): %.2fx (target: <= 1.2x)\n", rm, rw, bm, bw, rm / bm);
+  for (int b = 0; b < N_BASE; b++) {
+    if (!base[b].s.rounds) continue;
+    double jw, pw, job = median(&base[b].s, P_REGION_JOB, &jw), pair = median(&base[b].s, P_PAIRS, &pw);
+    printf("  %-9s malloc+free doing the region's job %.2f ns (worst %.2f): the region %.1fx "
+           "faster%s; a malloc+free pair in place %.2f ns: %.1fx\n", base[b].name, job, jw,
+           job / rm, b == 0 ? " (target: >= 20x)" : "", pair, pair / rm);
+  }
   mmbStats st;
   CHECK(mmb_interface_get_stats(pool, &st));
   printf("pool after everything: %llu allocations served by %llu provider trips, %.1f MiB "

@@ -23,7 +23,7 @@ static mmbError issue_copy(mmb__work *w, mmb__stream *s) {
 static mmbError begin(const char *func, mmbQueue *q, mmbRequest *req, copy_work **out) {
   mmbError err = mmb__queue_check(func, q, req);
   if (err != MMB_OK) return err;
-  copy_work *c = (copy_work *)mmb__work_new(sizeof *c, run_copy);
+  copy_work *c = (copy_work *)mmb__work_new(sizeof *c, run_copy, req != NULL);
   if (!c) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the work");
   c->w.issue = issue_copy;
   *out = c;

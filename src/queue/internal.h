@@ -20,19 +20,31 @@ typedef struct mmb__event_ops {
 
 /* A request is done when its work completed on the host, or, for work
    issued on a stream, once its event has passed: whoever sees that first
-   (a waiter, a poll) settles it. */
+   (a waiter, a poll) settles it.
+
+   Its state is one atomic word: whether it is settling (err being written)
+   or done, whether a waiter may be asleep on cond, and the references. The
+   worker that ran the work marks it done and drops its reference in one
+   atomic operation. Its first cache line holds that word and what a waiter
+   reads; the second, a small work item made with the request (the work of
+   mmb_queue_submit, a marker), so that a round trip moves two adjacent
+   lines between caller and worker, not three scattered ones. */
+#define MMB__RQ_SETTLING 1u
+#define MMB__RQ_DONE 2u
+#define MMB__RQ_SLEEPERS 4u      /* a waiter sleeps, or is about to: wake it */
+#define MMB__RQ_REF 8u           /* one reference */
+#define MMB__REQUEST_WORK_BYTES 64   /* a work item this small lives in its request */
 typedef struct mmb__request {
+  _Atomic uint32_t state;       /* MMB__RQ_* flags, references * MMB__RQ_REF */
   _Atomic uint32_t claim;       /* generation << 1 | 1 while a caller's mmbRequest holds it */
-  _Atomic int done;             /* 0 pending, 1 settling (err being written), 2 done */
-  mmbError err;                 /* written before done becomes 2 */
-  _Atomic int refs;
-  _Atomic unsigned sleepers;    /* waiters asleep on cond (or about to be) */
-  pthread_mutex_t lock;         /* with cond: for waiters that sleep; attach */
-  pthread_cond_t cond;
+  mmbError err;                 /* written (while settling) before done is set */
   const mmbQueue *q;            /* the queue it was submitted on */
   _Atomic(void *) event;        /* set once the work is issued on a stream */
   const mmb__event_ops *event_ops;   /* written before event is released */
   struct mmb__request *next;    /* the free records */
+  _Alignas(16) unsigned char work[MMB__REQUEST_WORK_BYTES];   /* a work item made with it */
+  pthread_mutex_t lock;         /* with cond: for waiters that sleep */
+  pthread_cond_t cond;
 } mmb__request;
 
 mmb__request *mmb__request_new(void);              /* one reference; NULL on OOM */
@@ -40,12 +52,15 @@ void mmb__request_ref(mmb__request *r);
 void mmb__request_unref(mmb__request *r);
 /* Done, with err (the first settle wins; later ones are ignored). */
 void mmb__request_complete(mmb__request *r, mmbError err);
+/* The work's end: completes r with err and drops the work's reference. */
+void mmb__request_finish(mmb__request *r, mmbError err);
 /* The work is issued on a stream: r is done once `event` has passed. */
 void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops);
 /* Settles r if its event has passed; true when r is done. */
 bool mmb__request_poll(mmb__request *r);
 static inline bool mmb__request_done(mmb__request *r) {
-  return atomic_load_explicit(&r->done, memory_order_acquire) == 2 || mmb__request_poll(r);
+  return (atomic_load_explicit(&r->state, memory_order_acquire) & MMB__RQ_DONE) ||
+         mmb__request_poll(r);
 }
 /* How long a waiter (and an idle worker) spins before it sleeps: longer
    than a sleeping thread takes to wake (tens of microseconds in a VM,
@@ -66,7 +81,8 @@ bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield);
 /* The region's bytes are read by the work behind r: reset and destroy of
    the region wait for it. */
 void mmb__region_read_by(mmbRegion *region, mmb__request *r);
-/* The caller's mmbRequest.impl for r, which the caller now holds. */
+/* The caller's mmbRequest.impl for r, which the caller now holds; r is
+   new, not yet seen by another thread. */
 void *mmb__request_hold(mmb__request *r);
 /* MMB_OK when req is empty (*out NULL) or refers to a request its caller
    still holds (*out it); else MMB_INVALID_ARG (a stale copy, or not a
@@ -103,15 +119,20 @@ struct mmb__work {
      first). MMB_UNSUPPORTED, with nothing issued: run it on the host. */
   mmbError (*issue)(mmb__work *w, mmb__stream *s);
   mmb__request *req;               /* completed after run (may be NULL) */
-  bool orphan;                     /* the caller holds no request: errors are deferred */
   mmb__request *after;             /* optional: run only once it is done */
   mmb__work *next;
-  size_t size;                     /* as made by mmb__work_new */
+  uint32_t size;                   /* as made by mmb__work_new */
+  bool orphan;                     /* the caller holds no request: errors are deferred */
+  bool in_request;                 /* it lives in req's record (and goes with it) */
 };
 
 /* A work item with `size` bytes (at least sizeof(mmb__work)) whose payload
-   follows the header; NULL on OOM. */
-mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w));
+   follows the header; NULL on OOM. With `requested` (the work will be
+   pushed with a request, the caller's or a tracked one), a small item is
+   made inside its request's record, and w->req is that request. */
+mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w), bool requested);
+/* Frees an item that was not pushed, or has run (with its own request's
+   reference, when it lives in it). */
 void mmb__work_free(mmb__work *w);
 
 typedef struct mmb__queue_backend {

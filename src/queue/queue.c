@@ -4,23 +4,33 @@
 
 #include <string.h>
 
-mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w)) {
-  mmb__work *w = mmb__record_calloc(size);
-  if (w) {
-    w->run = run;
-    w->size = size;
+mmb__work *mmb__work_new(size_t size, mmbError (*run)(mmb__work *w), bool requested) {
+  mmb__work *w;
+  mmb__request *r = NULL;
+  if (requested && size <= MMB__REQUEST_WORK_BYTES) {
+    if (!(r = mmb__request_new())) return NULL;
+    w = memset(r->work, 0, size);
+    w->req = r;
+    w->in_request = true;
+  } else if (!(w = mmb__record_calloc(size))) {
+    return NULL;
   }
+  w->run = run;
+  w->size = (uint32_t)size;
   return w;
 }
 
-void mmb__work_free(mmb__work *w) { mmb__record_free(w, w->size); }
+void mmb__work_free(mmb__work *w) {
+  if (w->in_request) mmb__request_unref(w->req);
+  else mmb__record_free(w, w->size);
+}
 
 static mmbError noop(mmb__work *w) { return MMB_OK; }
 static mmbError issue_noop(mmb__work *w, mmb__stream *s) { return MMB_OK; }
 
 /* An item that does nothing but mark its place (a fence, a dependency). */
-static mmb__work *marker(void) {
-  mmb__work *w = mmb__work_new(sizeof *w, noop);
+static mmb__work *marker(bool requested) {
+  mmb__work *w = mmb__work_new(sizeof *w, noop, requested);
   if (w) w->issue = issue_noop;
   return w;
 }
@@ -36,11 +46,13 @@ static void settle(mmbQueue *q, mmb__work *w, mmbError err) {
     mmb__log(MMB_LOG_WARN, "queue: fire-and-forget work failed: %s", mmb_error_string(err));
     keep_error(q, err);
   }
-  if (w->req) {
-    mmb__request_complete(w->req, err);
-    mmb__request_unref(w->req);
+  mmb__request *r = w->req;
+  if (!r) {
+    mmb__work_free(w);
+    return;
   }
-  mmb__work_free(w);
+  if (!w->in_request) mmb__work_free(w);
+  mmb__request_finish(r, err);   /* w, if it lives in r, may be gone from here on */
 }
 
 /* On a stream, a dependency issued on a stream of the same kind becomes a
@@ -57,13 +69,15 @@ static void wait_after(mmbQueue *q, mmb__request *a) {
 /* Issued work's request is done when the event recorded after it passes. */
 static void settle_issued(mmbQueue *q, mmb__work *w) {
   mmb__stream *s = q->stream;
+  mmb__request *r = w->req;
   void *ev;
-  if (w->req && s->record(s, &ev) == MMB_OK) {
-    mmb__request_attach(w->req, ev, s->events);
-    mmb__request_unref(w->req);
-    w->req = NULL;
+  if (r && s->record(s, &ev) == MMB_OK) {
+    if (!w->in_request) mmb__work_free(w);
+    mmb__request_attach(r, ev, s->events);   /* a poll may settle it from here on */
+    mmb__request_unref(r);                   /* the work's reference (w may go with it) */
+    return;
   }
-  settle(q, w, w->req ? s->sync(s) : MMB_OK);   /* no event: wait for the stream */
+  settle(q, w, r ? s->sync(s) : MMB_OK);   /* no event: wait for the stream */
 }
 
 void mmb__work_execute(mmbQueue *q, mmb__work *w) {
@@ -90,20 +104,22 @@ mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
 mmbError mmb__queue_push(const char *func, mmbQueue *q, mmb__work *w, mmbRequest *req,
                          mmb__request **track) {
   w->orphan = !req;
-  if (req || track) {
+  if ((req || track) && !w->req) {
     if (!(w->req = mmb__request_new())) {
       mmb__work_free(w);
       return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a request");
     }
-    w->req->q = q;
-    if (req) {   /* one reference for the work, one per holder */
-      mmb__request_ref(w->req);
-      req->impl = mmb__request_hold(w->req);
-    }
-    if (track) {
-      mmb__request_ref(w->req);
-      *track = w->req;
-    }
+  }
+  if (w->req) {   /* one reference for the work, one per holder */
+    mmb__request *r = w->req;
+    r->q = q;
+    /* nobody else sees r before the push: plain stores, no atomic operations */
+    uint32_t refs = (uint32_t)(req != NULL) + (uint32_t)(track != NULL);
+    atomic_store_explicit(&r->state,
+                          atomic_load_explicit(&r->state, memory_order_relaxed) + refs * MMB__RQ_REF,
+                          memory_order_relaxed);
+    if (req) req->impl = mmb__request_hold(r);
+    if (track) *track = r;
   }
   q->backend->push(q, w);
   return MMB_OK;
@@ -117,7 +133,7 @@ void mmb__pending_wait(mmb__request **slot) {
 }
 
 static mmbError push_after(const char *func, mmbQueue *q, mmb__request *r) {
-  mmb__work *w = marker();
+  mmb__work *w = marker(false);
   if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a dependency");
   w->after = r;
   mmb__request_ref(r);
@@ -223,7 +239,7 @@ mmbError mmb_queue_get_native(const mmbQueue *q, void **out) {
 
 /* A marker pushed on q: done once everything pushed before it has run. */
 static mmbError push_marker(const char *func, mmbQueue *q, mmbRequest *req, mmb__request **track) {
-  mmb__work *w = marker();
+  mmb__work *w = marker(req || track);
   if (!w) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a marker");
   return mmb__queue_push(func, q, w, req, track);
 }
@@ -296,6 +312,8 @@ typedef struct user_work {
   void *arg;
 } user_work;
 
+_Static_assert(sizeof(user_work) <= MMB__REQUEST_WORK_BYTES, "a submission lives in its request");
+
 static mmbError run_user(mmb__work *w) {
   user_work *u = (user_work *)w;
   u->fn(u->arg);
@@ -313,7 +331,7 @@ mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequ
   mmbError err = mmb__queue_check(__func__, q, req);
   if (err != MMB_OK) return err;
   MMB__ARG(!fn, __func__, "fn is NULL");
-  user_work *u = (user_work *)mmb__work_new(sizeof *u, run_user);
+  user_work *u = (user_work *)mmb__work_new(sizeof *u, run_user, req != NULL);
   if (!u) return MMB_OUT_OF_MEMORY;
   u->w.issue = issue_user;
   u->fn = fn;
@@ -339,7 +357,7 @@ mmbError mmb_queue_submit_task(mmbQueue *q, mmbTaskFunction fn, void *arg, mmbRe
   mmbError err = mmb__queue_check(__func__, q, req);
   if (err != MMB_OK) return err;
   MMB__ARG(!fn, __func__, "fn is NULL");
-  task_work *t = (task_work *)mmb__work_new(sizeof *t, run_task);
+  task_work *t = (task_work *)mmb__work_new(sizeof *t, run_task, req != NULL);
   if (!t) return MMB_OUT_OF_MEMORY;
   t->fn = fn;
   t->arg = arg;

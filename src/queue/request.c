@@ -1,8 +1,8 @@
-/* Requests: a completion word and an error, with a reference for the caller
+/* Requests: a state word and an error, with a reference for the caller
    and one for the work that completes it; for work issued on a stream, the
-   event that marks its end. Completing one is a store (and a wake-up only
-   when a waiter went to sleep); waiting spins for up to MMB__SPIN_NS, then
-   sleeps. */
+   event that marks its end. Completing one is an atomic operation on the
+   state word (and a wake-up only when a waiter went to sleep); waiting
+   spins for up to MMB__SPIN_NS, then sleeps. */
 #include "queue/internal.h"
 
 #include <sched.h>
@@ -16,6 +16,10 @@
 #define KEEP 256
 #define GEN_SHIFT 48
 #define PTR_MASK (((uintptr_t)1 << GEN_SHIFT) - 1)
+
+/* An object starts 16 bytes into a 64-byte line (after its header): the
+   state and the fields a waiter reads fill that line, the work the next. */
+_Static_assert(offsetof(mmb__request, work) == 48, "a request's work starts a cache line");
 
 static void destroy_record(void *block) {
   mmb__request *r = block;
@@ -47,16 +51,15 @@ static void give_record(mmb__request *r) {
 void mmb__requests_trim(void) { mmb__freelist_trim(&free_records); }
 
 void *mmb__request_hold(mmb__request *r) {
-  uint32_t c = atomic_fetch_or_explicit(&r->claim, 1, memory_order_acq_rel) | 1;
+  uint32_t c = atomic_load_explicit(&r->claim, memory_order_relaxed) | 1;
+  atomic_store_explicit(&r->claim, c, memory_order_relaxed);   /* r is not shared yet */
   return (void *)((uintptr_t)r | (uintptr_t)(c >> 1 & 0xffff) << GEN_SHIFT);
 }
 
 mmb__request *mmb__request_new(void) {
   mmb__request *r = take_record();
   if (!r) return NULL;
-  atomic_init(&r->done, 0);
-  atomic_init(&r->sleepers, 0);
-  atomic_init(&r->refs, 1);
+  atomic_init(&r->state, MMB__RQ_REF);
   atomic_init(&r->event, NULL);
   r->event_ops = NULL;
   r->err = MMB_OK;
@@ -65,40 +68,67 @@ mmb__request *mmb__request_new(void) {
   return r;
 }
 
-void mmb__request_ref(mmb__request *r) { atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed); }
+static uint32_t refs_of(uint32_t state) { return state / MMB__RQ_REF; }
 
-void mmb__request_unref(mmb__request *r) {
-  if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+void mmb__request_ref(mmb__request *r) {
+  atomic_fetch_add_explicit(&r->state, MMB__RQ_REF, memory_order_relaxed);
+}
+
+static void last_ref_gone(mmb__request *r) {
   void *ev = atomic_load_explicit(&r->event, memory_order_acquire);
   if (ev) r->event_ops->destroy(ev);
   give_record(r);
 }
 
-/* Wakes the waiters that sleep. With sequentially consistent accesses on
-   both sides (the waiter counts itself, then looks at the request; the
-   completer changes the request, then looks at the count), either the
+void mmb__request_unref(mmb__request *r) {
+  uint32_t s = atomic_fetch_sub_explicit(&r->state, MMB__RQ_REF, memory_order_acq_rel);
+  if (refs_of(s) == 1) last_ref_gone(r);
+}
+
+/* Wakes the waiters that sleep (the caller still holds a reference). A
+   waiter sets MMB__RQ_SLEEPERS with an atomic operation on the state word,
+   then looks at the request; the completer changes the word, then wakes if
+   the flag was set: operations on one word are ordered, so either the
    waiter sees the change or the completer sees the waiter. */
 static void wake(mmb__request *r) {
-  if (!atomic_load_explicit(&r->sleepers, memory_order_seq_cst)) return;
   pthread_mutex_lock(&r->lock);
   pthread_cond_broadcast(&r->cond);
   pthread_mutex_unlock(&r->lock);
 }
 
 void mmb__request_complete(mmb__request *r, mmbError err) {
-  int pending = 0;   /* the first settle wins */
-  if (!atomic_compare_exchange_strong_explicit(&r->done, &pending, 1, memory_order_acquire,
-                                               memory_order_relaxed))
-    return;
+  /* the first settle wins */
+  uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
+  do {
+    if (s & (MMB__RQ_SETTLING | MMB__RQ_DONE)) return;
+  } while (!atomic_compare_exchange_weak_explicit(&r->state, &s, s | MMB__RQ_SETTLING,
+                                                  memory_order_acquire, memory_order_relaxed));
   r->err = err;
-  atomic_store_explicit(&r->done, 2, memory_order_seq_cst);
-  wake(r);
+  /* settling -> done */
+  s = atomic_fetch_add_explicit(&r->state, MMB__RQ_DONE - MMB__RQ_SETTLING, memory_order_seq_cst);
+  if (s & MMB__RQ_SLEEPERS) wake(r);
+}
+
+void mmb__request_finish(mmb__request *r, mmbError err) {
+  /* Host work that succeeded, with nobody asleep: done and the work's
+     reference dropped in one operation (err is MMB_OK from the start). */
+  uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
+  while (err == MMB_OK && !(s & (MMB__RQ_SETTLING | MMB__RQ_DONE | MMB__RQ_SLEEPERS)))
+    if (atomic_compare_exchange_weak_explicit(&r->state, &s, s + MMB__RQ_DONE - MMB__RQ_REF,
+                                              memory_order_acq_rel, memory_order_relaxed)) {
+      if (refs_of(s) == 1) last_ref_gone(r);   /* nobody held it */
+      return;
+    }
+  /* otherwise the wake-up needs the reference kept until it is done */
+  mmb__request_complete(r, err);
+  mmb__request_unref(r);
 }
 
 void mmb__request_attach(mmb__request *r, void *event, const mmb__event_ops *ops) {
   r->event_ops = ops;
   atomic_store_explicit(&r->event, event, memory_order_seq_cst);
-  wake(r);   /* sleepers go on to wait for the event */
+  /* sleepers go on to wait for the event */
+  if (atomic_load_explicit(&r->state, memory_order_seq_cst) & MMB__RQ_SLEEPERS) wake(r);
 }
 
 bool mmb__request_poll(mmb__request *r) {
@@ -113,7 +143,7 @@ bool mmb__request_poll(mmb__request *r) {
 
 static bool issued(void *arg) {
   mmb__request *r = arg;
-  return atomic_load_explicit(&r->done, memory_order_seq_cst) == 2 ||
+  return (atomic_load_explicit(&r->state, memory_order_seq_cst) & MMB__RQ_DONE) ||
          atomic_load_explicit(&r->event, memory_order_seq_cst);
 }
 
@@ -136,12 +166,12 @@ bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield) {
 void *mmb__request_issued(mmb__request *r) {
   if (!mmb__spin(issued, r, false)) {
     pthread_mutex_lock(&r->lock);
-    atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
+    /* the flag stays set: a completer that finds it takes the slow path */
+    atomic_fetch_or_explicit(&r->state, MMB__RQ_SLEEPERS, memory_order_seq_cst);
     while (!issued(r)) pthread_cond_wait(&r->cond, &r->lock);
-    atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
   }
-  return atomic_load_explicit(&r->done, memory_order_acquire) == 2
+  return atomic_load_explicit(&r->state, memory_order_acquire) & MMB__RQ_DONE
              ? NULL : atomic_load_explicit(&r->event, memory_order_acquire);
 }
 
@@ -149,7 +179,8 @@ void *mmb__request_issued(mmb__request *r) {
 mmbError mmb__request_wait(mmb__request *r) {
   void *ev = mmb__request_issued(r);   /* NULL: done; else its stream's event */
   if (ev) mmb__request_complete(r, r->event_ops->sync(ev));
-  while (atomic_load_explicit(&r->done, memory_order_acquire) != 2) mmb__cpu_relax();   /* settling */
+  while (!(atomic_load_explicit(&r->state, memory_order_acquire) & MMB__RQ_DONE))
+    mmb__cpu_relax();   /* settling */
   return r->err;
 }
 

@@ -95,7 +95,7 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   }
   job_work *w = NULL;
   if ((err = each_slot(j, slot_order, q)) != MMB_OK ||
-      !(w = (job_work *)mmb__work_new(sizeof *w, work_run))) {
+      !(w = (job_work *)mmb__work_new(sizeof *w, work_run, true))) {
     if (j->made) MMB__MUST(mmb_free(j->made));
     return err != MMB_OK ? err : mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
   }
