@@ -122,6 +122,39 @@ MMB_TEST(queue, errors_come_back_through_requests_and_synchronize) {
   cr_assert_null(q);
 }
 
+/* A task that sleeps past the waiter's spin (MMB__SPIN_NS, 200 us), then
+   fails with the error it was given. */
+static mmbError slow_error(void *arg) {
+  usleep(5000);
+  return (mmbError)(intptr_t)arg;
+}
+
+/* A waiter that went to sleep is woken, and gets the work's error; work
+   that finishes while nobody waits completes on the worker's fast path
+   (done and its reference dropped at once), with its error kept. */
+MMB_TEST(queue, sleeping_waiters_are_woken_with_the_works_error) {
+  mmbQueue *q = thread_queue();
+  for (int i = 0; i < 4; i++) {
+    mmbError want = i % 2 ? MMB_IO : MMB_OK;
+    mmbRequest r = {0};
+    OK(mmb_queue_submit_task(q, slow_error, (void *)(intptr_t)want, &r));
+    cr_assert_eq(mmb_wait(&r), want, "round %d: the error after a sleep", i);
+    cr_assert_null(r.impl);
+  }
+  mmbRequest fast = {0}, failed = {0}, user = {0};
+  OK(mmb_queue_submit_task(q, return_error, (void *)(intptr_t)MMB_OK, &fast));
+  OK(mmb_queue_submit_task(q, return_error, (void *)(intptr_t)MMB_UNSUPPORTED, &failed));
+  OK(mmb_queue_submit(q, nothing, NULL, &user));
+  OK(mmb_queue_synchronize(q));   /* both done before anyone waits */
+  bool done = false;
+  OK(mmb_request_is_complete(&fast, &done));
+  cr_assert(done);
+  OK(mmb_wait(&fast));
+  FAILS(mmb_wait(&failed), MMB_UNSUPPORTED);
+  OK(mmb_wait(&user));
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
 static _Atomic int gate, stage;
 static void wait_for_gate(void *arg) {
   (void)arg;
