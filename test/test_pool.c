@@ -432,6 +432,67 @@ MMB_TEST(pool, thread_safe_interface_from_four_threads_with_cross_thread_frees) 
   OK(mmb_interface_destroy(iface));
 }
 
+/* Blocks one thread allocates and another frees travel back through the
+   depot in batches (thousands of them: every bin overflows many times): a
+   third thread then gets every block again with no provider trip, no block
+   handed out twice (the live ranges never overlap), and exact stats. */
+enum { HANDOFF = 20000 };
+typedef struct handoff {
+  mmbMemInterface *iface;
+  mmbAllocation **a;
+  int errors;
+} handoff;
+
+static void *allocate_all(void *arg) {
+  handoff *h = arg;
+  uint64_t seed = 5;
+  for (int i = 0; i < HANDOFF; i++) {
+    size_t n = 64 + test_rand(&seed) % 257;
+    if (mmb_allocate(n, h->iface, &h->a[i]) != MMB_OK) {
+      h->errors++;
+      continue;
+    }
+    memset(mmb_allocation_ptr(h->a[i]), i & 0xff, n);
+  }
+  return NULL;
+}
+
+static int by_address(const void *x, const void *y) {
+  uintptr_t p = (uintptr_t)mmb_allocation_ptr(*(mmbAllocation *const *)x);
+  uintptr_t q = (uintptr_t)mmb_allocation_ptr(*(mmbAllocation *const *)y);
+  return (p > q) - (p < q);
+}
+
+MMB_TEST(pool, blocks_freed_by_another_thread_come_back_in_batches) {
+  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE, 0);
+  mmbAllocation **a = calloc(HANDOFF, sizeof *a);
+  cr_assert_not_null(a);
+  handoff h = {iface, a, 0};
+  pthread_t t;
+  unsigned long long trips = 0;   /* provider trips after the first round */
+  for (int round = 0; round < 2; round++) {
+    pthread_create(&t, NULL, allocate_all, &h);
+    pthread_join(t, NULL);
+    cr_assert_eq(h.errors, 0);
+    mmbStats st = stats_of(iface);
+    cr_assert_eq(st.n_allocs - st.n_frees, HANDOFF);
+    if (round == 1) cr_assert_eq(st.n_provider_allocs, trips, "the second round reused nothing");
+    qsort(a, HANDOFF, sizeof *a, by_address);
+    for (int i = 1; i < HANDOFF; i++)
+      cr_assert_leq((uintptr_t)mmb_allocation_ptr(a[i - 1]) + mmb_allocation_size(a[i - 1]),
+                    (uintptr_t)mmb_allocation_ptr(a[i]), "round %d: two live blocks overlap", round);
+    for (int i = 0; i < HANDOFF; i++) OK(mmb_free(a[i]));   /* this thread frees them all */
+    st = stats_of(iface);
+    cr_assert_eq(st.used_current, 0);
+    cr_assert_eq(st.n_allocs, st.n_frees);
+    trips = st.n_provider_allocs;
+  }
+  OK(mmb_interface_trim(iface, 0));   /* the depot's batches go back too */
+  cr_assert_eq(stats_of(iface).reserved_current, 0);
+  OK(mmb_interface_destroy(iface));
+  free(a);
+}
+
 /* ---- poisoning ------------------------------------------------------------ */
 
 #ifdef __SANITIZE_ADDRESS__

@@ -118,6 +118,13 @@ static inline uint16_t slab_cap_max(size_t cls) {
 
 typedef struct pool_tcache pool_tcache;
 
+/* A list of parked handles of one quick bin, linked through next. */
+typedef struct pool_batch {
+  mmbAllocation *head, *tail;
+  uint32_t n;
+} pool_batch;
+#define POOL_DEPOT_BATCHES 8
+
 typedef struct pool {
   mmbMemInterface *iface;
   uint64_t id;                       /* never reused: thread caches find their pool by it */
@@ -129,9 +136,13 @@ typedef struct pool {
   /* With thread caches: blocks one thread's bins gave up, still parked on
      their handles, for another thread's refill (a transfer cache: a block
      freed by the thread that did not allocate it travels back in a batch,
-     with no trip through its slab and no handle given up and retaken). */
-  mmbAllocation *depot[POOL_QUICK_BINS];
-  uint32_t depot_count[POOL_QUICK_BINS];
+     with no trip through its slab and no handle given up and retaken). A
+     batch goes in and comes out whole, a list spliced in O(1) under the
+     interface lock: its handles, last written by another thread, are never
+     walked while the lock is held. */
+  pool_batch depot[POOL_QUICK_BINS][POOL_DEPOT_BATCHES];
+  uint8_t depot_batches[POOL_QUICK_BINS];
+  uint32_t depot_count[POOL_QUICK_BINS];   /* blocks in the bin's batches */
   pool_segment *segments, *free_segments;
   pool_block *spare_blocks;          /* block records to reuse */
   void *record_chunks;               /* every chunk of block records, for finalize */
@@ -226,6 +237,18 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
   return a != NULL;
 }
 
+/* A freed quick block parked on its handle, on top of its bin (counted). */
+static MMB__ALWAYS_INLINE void mmb__pool_park(mmbMemInterface *iface, pool_cache *cache,
+                                              mmbAllocation *a) {
+  size_t cls = quick_bin_of(a);
+  mmb__count_free(cache->c, a->size);
+  mmb__poison(mmb__iface_host_accessible(iface), a->ptr, a->reserved);
+  atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
+  a->next = cache->bin[cls];
+  cache->bin[cls] = a;
+  cache->count[cls]++;
+}
+
 /* a->flags says MMB__QUICK (and MMB__SLAB for a slab's): a->reserved is the
    block's size, a->ptr its start. */
 static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
@@ -236,14 +259,7 @@ static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbA
   pool_cache *cache = pool_cache_of(p);
   size_t cls = quick_bin_of(a);
   bool hit = cache && cache->count[cls] < cache->cap[cls];
-  if (MMB__LIKELY(hit)) {
-    mmb__count_free(cache->c, a->size);
-    mmb__poison(mmb__iface_host_accessible(iface), a->ptr, a->reserved);
-    atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
-    a->next = cache->bin[cls];
-    cache->bin[cls] = a;
-    cache->count[cls]++;
-  }
+  if (MMB__LIKELY(hit)) mmb__pool_park(iface, cache, a);
   if (locked) pthread_mutex_unlock(&iface->lock);
   return hit;
 }

@@ -98,37 +98,63 @@ static uint32_t depot_max(const pool_cache *cache, size_t bin) {
   return bin < SLAB_CLASSES ? 2u * slab_cap_max(bin) : 2u * cache->cap[bin];
 }
 
-/* A bin's blocks beyond `keep` go to the depot (with thread caches, while it
-   has room), else back to their slabs or the pool. */
-static void flush_class(pool *p, pool_cache *cache, size_t cls, size_t keep) {
-  uint32_t max = p->thread_caches ? depot_max(cache, cls) : 0, held = p->depot_count[cls];
-  uint32_t room = held < max ? max - held : 0;
-  while (cache->count[cls] > keep) {
-    mmbAllocation *a = cache->bin[cls];
-    cache->bin[cls] = a->next;
-    cache->count[cls]--;
-    if (room) {
-      room--;
-      a->next = p->depot[cls];
-      p->depot[cls] = a;
-      p->depot_count[cls]++;
-      continue;
-    }
+/* The top n handles of a bin (n <= its count), cut off as a batch. Only the
+   cache's own thread walks them: no lock is needed. */
+static pool_batch cut_batch(pool_cache *cache, size_t bin, uint32_t n) {
+  pool_batch b = {cache->bin[bin], cache->bin[bin], n};
+  for (uint32_t i = 1; i < n; i++) b.tail = b.tail->next;
+  cache->bin[bin] = b.tail->next;
+  b.tail->next = NULL;
+  cache->count[bin] = (uint16_t)(cache->count[bin] - n);
+  return b;
+}
+
+/* Every block of a batch back to its slab or the pool, its handle to
+   `handles` (interface lock held). */
+static void give_batch(pool *p, mmb__handle_cache *handles, pool_batch b) {
+  for (mmbAllocation *a = b.head, *next; a; a = next) {
+    next = a->next;
     pool_give_block(p, a);
-    mmb__handle_give(cache->handles, a);
+    mmb__handle_give(handles, a);
   }
+}
+
+/* Into the bin's depot if it has room (interface lock held); false: the
+   caller gives the batch back instead. */
+static bool depot_put(pool *p, const pool_cache *cache, size_t bin, pool_batch b) {
+  if (!p->thread_caches || p->depot_batches[bin] == POOL_DEPOT_BATCHES ||
+      p->depot_count[bin] + b.n > depot_max(cache, bin))
+    return false;
+  p->depot[bin][p->depot_batches[bin]++] = b;
+  p->depot_count[bin] += b.n;
+  return true;
+}
+
+/* A batch from the bin's depot onto the cache's bin (interface lock held);
+   false when the depot has none. */
+static bool depot_take(pool *p, pool_cache *cache, size_t bin) {
+  if (!p->depot_batches[bin]) return false;
+  pool_batch b = p->depot[bin][--p->depot_batches[bin]];
+  p->depot_count[bin] -= b.n;
+  b.tail->next = cache->bin[bin];
+  cache->bin[bin] = b.head;
+  cache->count[bin] = (uint16_t)(cache->count[bin] + b.n);
+  return true;
+}
+
+/* A bin's blocks beyond `keep` go to the depot (with thread caches, while it
+   has room), else back to their slabs or the pool (interface lock held). */
+static void flush_class(pool *p, pool_cache *cache, size_t cls, size_t keep) {
+  if (cache->count[cls] <= keep) return;
+  pool_batch b = cut_batch(cache, cls, (uint32_t)(cache->count[cls] - keep));
+  if (!depot_put(p, cache, cls, b)) give_batch(p, cache->handles, b);
 }
 
 /* Every depot's blocks back to their slabs or the pool (trim, a refusal,
    the release threshold, finalize); their handles to the interface's cache. */
 static void depot_drain(pool *p) {
   for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++) {
-    while (p->depot[bin]) {
-      mmbAllocation *a = p->depot[bin];
-      p->depot[bin] = a->next;
-      pool_give_block(p, a);
-      mmb__handle_give(&p->iface->handles, a);
-    }
+    while (p->depot_batches[bin]) give_batch(p, &p->iface->handles, p->depot[bin][--p->depot_batches[bin]]);
     p->depot_count[bin] = 0;
   }
 }
@@ -157,16 +183,7 @@ static void cache_drop(pool_cache *cache) {
    what the pool already holds: a refill never takes memory from the
    provider, so on a size-limited space it cannot refuse another thread. */
 static bool park_one(pool *p, pool_cache *cache, size_t bin) {
-  mmbAllocation *a = p->depot[bin];
-  if (a) {   /* a block another thread gave up, with its handle */
-    p->depot[bin] = a->next;
-    p->depot_count[bin]--;
-    a->next = cache->bin[bin];
-    cache->bin[bin] = a;
-    cache->count[bin]++;
-    return true;
-  }
-  a = mmb__handle_take(cache->handles);
+  mmbAllocation *a = mmb__handle_take(cache->handles);
   if (!a) return false;
   if (bin < SLAB_CLASSES) {
     pool_slab *s;
@@ -195,7 +212,7 @@ none:
 
 /* A miss brings more blocks of its class: half the (doubled, up to
    slab_cap_max) cap of a slab class, a quarter of a granule class's cap
-   with thread caches. */
+   with thread caches; batches other threads gave up first. */
 static void refill(pool *p, pool_cache *cache, size_t bin) {
   size_t want;
   if (bin < SLAB_CLASSES) {
@@ -205,6 +222,11 @@ static void refill(pool *p, pool_cache *cache, size_t bin) {
     want = cache->cap[bin] / 4;
   } else {
     return;
+  }
+  while (cache->count[bin] < want &&
+         cache->count[bin] + (p->depot_batches[bin] ? p->depot[bin][p->depot_batches[bin] - 1].n : 0) <=
+             cache->cap[bin] &&
+         depot_take(p, cache, bin)) {
   }
   while (cache->count[bin] < want && park_one(p, cache, bin)) {
   }
@@ -266,6 +288,13 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
 
+  if (cache && p->thread_caches && !flags && pool_quick(p, n, align)) {
+    /* an empty bin: a batch another thread gave up, if the depot has one */
+    mmb__iface_lock(iface);
+    bool got = depot_take(p, cache, quick_bin_of_request(n, align));
+    mmb__iface_unlock(iface);
+    if (got && mmb__pool_alloc_quick(iface, n, align, out)) return MMB_OK;
+  }
   mmb__iface_lock(iface);
   mmbAllocation *a = mmb__handle_take(handles);
   bool got = a && take_block(p, a, n, align);
@@ -312,6 +341,19 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
 
+  if (cache && p->thread_caches && !flags && a->flags & MMB__QUICK && pool_under_threshold(iface)) {
+    /* a thread's overflowing bin: the block is parked like any other, and
+       the top half of the bin cut off here (the cache is this thread's
+       alone); the lock is taken for the depot only */
+    size_t bin = quick_bin_of(a);
+    mmb__pool_park(iface, cache, a);
+    pool_batch b = cut_batch(cache, bin, (uint32_t)(cache->count[bin] - cache->cap[bin] / 2));
+    mmb__iface_lock(iface);
+    if (!depot_put(p, cache, bin, b)) give_batch(p, handles, b);
+    sample_high(p);
+    mmb__iface_unlock(iface);
+    return;
+  }
   mmb__iface_lock(iface);
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(c, a->size);
   if (cache && !pool_under_threshold(iface)) {
