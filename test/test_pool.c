@@ -433,9 +433,9 @@ MMB_TEST(pool, thread_safe_interface_from_four_threads_with_cross_thread_frees) 
 }
 
 /* Blocks one thread allocates and another frees travel back through the
-   depot in batches (thousands of them: every bin overflows many times): a
-   third thread then gets every block again with no provider trip, no block
-   handed out twice (the live ranges never overlap), and exact stats. */
+   depot in batches (thousands of them: every bin overflows many times): the
+   next rounds get every block again with no provider trip, no block handed
+   out twice (the live ranges never overlap), and exact stats. */
 enum { HANDOFF = 20000 };
 typedef struct handoff {
   mmbMemInterface *iface;
@@ -463,20 +463,26 @@ static int by_address(const void *x, const void *y) {
   return (p > q) - (p < q);
 }
 
-MMB_TEST(pool, blocks_freed_by_another_thread_come_back_in_batches) {
-  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE, 0);
+/* With `threads`, a thread-safe pool whose blocks another thread allocates;
+   without, one thread's pool, whose overflowing bins use the depot too. */
+static void batches_come_back(bool threads) {
+  mmbMemInterface *iface = pool_interface(threads ? MMB_INTERFACE_THREAD_SAFE : 0, 0);
   mmbAllocation **a = calloc(HANDOFF, sizeof *a);
   cr_assert_not_null(a);
   handoff h = {iface, a, 0};
   pthread_t t;
   unsigned long long trips = 0;   /* provider trips after the first round */
-  for (int round = 0; round < 2; round++) {
-    pthread_create(&t, NULL, allocate_all, &h);
-    pthread_join(t, NULL);
+  for (int round = 0; round < 3; round++) {
+    if (threads) {
+      pthread_create(&t, NULL, allocate_all, &h);
+      pthread_join(t, NULL);
+    } else {
+      allocate_all(&h);
+    }
     cr_assert_eq(h.errors, 0);
     mmbStats st = stats_of(iface);
     cr_assert_eq(st.n_allocs - st.n_frees, HANDOFF);
-    if (round == 1) cr_assert_eq(st.n_provider_allocs, trips, "the second round reused nothing");
+    if (round > 0) cr_assert_eq(st.n_provider_allocs, trips, "round %d reused nothing", round);
     qsort(a, HANDOFF, sizeof *a, by_address);
     for (int i = 1; i < HANDOFF; i++)
       cr_assert_leq((uintptr_t)mmb_allocation_ptr(a[i - 1]) + mmb_allocation_size(a[i - 1]),
@@ -492,6 +498,9 @@ MMB_TEST(pool, blocks_freed_by_another_thread_come_back_in_batches) {
   OK(mmb_interface_destroy(iface));
   free(a);
 }
+
+MMB_TEST(pool, blocks_freed_by_another_thread_come_back_in_batches) { batches_come_back(true); }
+MMB_TEST(pool, one_threads_overflowing_bins_come_back_in_batches) { batches_come_back(false); }
 
 /* ---- poisoning ------------------------------------------------------------ */
 

@@ -122,7 +122,9 @@ static void give_batch(pool *p, mmb__handle_cache *handles, pool_batch b) {
 /* Into the bin's depot if it has room (interface lock held); false: the
    caller gives the batch back instead. */
 static bool depot_put(pool *p, const pool_cache *cache, size_t bin, pool_batch b) {
-  if (!p->thread_caches || p->depot_batches[bin] == POOL_DEPOT_BATCHES ||
+  /* a granule class's blocks may coalesce into larger ones: without thread
+     caches they go back to the pool instead */
+  if ((!p->thread_caches && bin >= SLAB_CLASSES) || p->depot_batches[bin] == POOL_DEPOT_BATCHES ||
       p->depot_count[bin] + b.n > depot_max(cache, bin))
     return false;
   p->depot[bin][p->depot_batches[bin]++] = b;
@@ -288,8 +290,8 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
 
-  if (cache && p->thread_caches && !flags && pool_quick(p, n, align)) {
-    /* an empty bin: a batch another thread gave up, if the depot has one */
+  if (cache && !flags && pool_quick(p, n, align)) {
+    /* an empty bin: a batch given up before, if the depot has one */
     mmb__iface_lock(iface);
     bool got = depot_take(p, cache, quick_bin_of_request(n, align));
     mmb__iface_unlock(iface);
@@ -341,16 +343,18 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
 
-  if (cache && p->thread_caches && !flags && a->flags & MMB__QUICK && pool_under_threshold(iface)) {
-    /* a thread's overflowing bin: the block is parked like any other, and
-       the top half of the bin cut off here (the cache is this thread's
-       alone); the lock is taken for the depot only */
+  if (cache && !flags && pool_under_threshold(iface) &&
+      (p->thread_caches ? a->flags & MMB__QUICK : !mmb__iface_ts(iface) && a->flags & MMB__SLAB)) {
+    /* an overflowing bin of a cache one thread owns (its thread cache, or
+       the cache of an interface that is not thread-safe): the block is
+       parked like any other and the top half of the bin cut off here, with
+       no lock; the lock is taken for the depot only */
     size_t bin = quick_bin_of(a);
     mmb__pool_park(iface, cache, a);
     pool_batch b = cut_batch(cache, bin, (uint32_t)(cache->count[bin] - cache->cap[bin] / 2));
     mmb__iface_lock(iface);
     if (!depot_put(p, cache, bin, b)) give_batch(p, handles, b);
-    sample_high(p);
+    if (p->thread_caches) sample_high(p);
     mmb__iface_unlock(iface);
     return;
   }
