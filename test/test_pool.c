@@ -502,6 +502,63 @@ static void batches_come_back(bool threads) {
 MMB_TEST(pool, blocks_freed_by_another_thread_come_back_in_batches) { batches_come_back(true); }
 MMB_TEST(pool, one_threads_overflowing_bins_come_back_in_batches) { batches_come_back(false); }
 
+/* A double free is refused on the quick path too: in turn on any pool, and
+   when two threads free the same handles at once on a thread-safe pool,
+   exactly one of the two frees of each handle succeeds, the stats count it
+   once, and no block is handed out twice afterwards. */
+enum { RACED = 2000 };
+typedef struct racer {
+  mmbAllocation **a;
+  _Atomic int *arrived;   /* both threads meet before each handle */
+  int freed;
+} racer;
+
+static void *free_them(void *arg) {
+  racer *r = arg;
+  for (int i = 0; i < RACED; i++) {
+    atomic_fetch_add(r->arrived, 1);
+    while (atomic_load(r->arrived) < 2 * (i + 1)) {
+    }
+    r->freed += mmb_free(r->a[i]) == MMB_OK;
+  }
+  return NULL;
+}
+
+MMB_TEST(pool, double_frees_are_refused_on_the_quick_path_and_in_a_race) {
+  for (int ts = 0; ts < 2; ts++) {
+    mmbMemInterface *iface = pool_interface(ts ? MMB_INTERFACE_THREAD_SAFE : 0, 0);
+    mmbAllocation *a;
+    OK(mmb_allocate(100, iface, &a));
+    OK(mmb_free(a));
+    FAILS(mmb_free(a), MMB_INVALID_ARG);
+    mmbStats st = stats_of(iface);
+    cr_assert_eq(st.n_frees, 1);
+    cr_assert_eq(st.used_current, 0);
+    OK(mmb_interface_destroy(iface));
+  }
+  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE, 0);
+  mmbAllocation **a = calloc(RACED, sizeof *a);
+  cr_assert_not_null(a);
+  for (int i = 0; i < RACED; i++) OK(mmb_allocate(64 + (size_t)i % 200, iface, &a[i]));
+  _Atomic int arrived = 0;
+  racer r[2] = {{a, &arrived, 0}, {a, &arrived, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, free_them, &r[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  cr_assert_eq(r[0].freed + r[1].freed, RACED, "%d + %d frees succeeded", r[0].freed, r[1].freed);
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.n_frees, RACED);
+  cr_assert_eq(st.used_current, 0);
+  for (int i = 0; i < RACED; i++) OK(mmb_allocate(64 + (size_t)i % 200, iface, &a[i]));
+  qsort(a, RACED, sizeof *a, by_address);
+  for (int i = 1; i < RACED; i++)
+    cr_assert_leq((uintptr_t)mmb_allocation_ptr(a[i - 1]) + mmb_allocation_size(a[i - 1]),
+                  (uintptr_t)mmb_allocation_ptr(a[i]), "a block handed out twice");
+  for (int i = 0; i < RACED; i++) OK(mmb_free(a[i]));
+  OK(mmb_interface_destroy(iface));
+  free(a);
+}
+
 /* ---- poisoning ------------------------------------------------------------ */
 
 #ifdef __SANITIZE_ADDRESS__

@@ -12,9 +12,34 @@ static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocat
   *out = a;
 }
 
-/* The pool's quick bins are tried first, straight from here: the common
-   case of a pooled interface is a list pop with no call through the table. */
+/* The pool's quick bins the calling thread owns (a pool that is not
+   thread-safe, or this thread's cache of one that is) are tried first,
+   straight from here, with nothing that needs a call: the common case is a
+   list pop. Everything else (another strategy, a miss, deferred frees to
+   sweep, tracing) takes the general path. */
+static mmbError allocate_general(size_t n_bytes, mmbMemInterface *iface,
+                                 mmbAllocation **out_allocation) __attribute__((noinline));
+
 mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
+  bool shared;
+  pool_cache *cache;
+  if (MMB__LIKELY(mmb__initialized() && mmb__object_is(iface, MMB__KIND_INTERFACE) &&
+                  out_allocation && n_bytes && n_bytes <= POOL_QUICK_MAX &&
+                  (cache = mmb__pool_owned_cache(iface, &shared)) &&
+                  !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed) &&
+                  !mmb__trace_active())) {
+    mmbAllocation *a = mmb__pool_pop(iface, cache, n_bytes, MMB_DEFAULT_ALIGNMENT);
+    if (MMB__LIKELY(a != NULL)) {
+      atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
+      *out_allocation = a;
+      return MMB_OK;
+    }
+  }
+  return allocate_general(n_bytes, iface, out_allocation);
+}
+
+static mmbError allocate_general(size_t n_bytes, mmbMemInterface *iface,
+                                 mmbAllocation **out_allocation) {
   mmbAllocation *a;
   if (MMB__LIKELY(mmb__initialized() && mmb__object_is(iface, MMB__KIND_INTERFACE) &&
                   out_allocation && n_bytes && iface->strategy == &mmb__pool_strategy)) {

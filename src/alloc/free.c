@@ -108,9 +108,40 @@ void mmb__allocation_release(mmbAllocation *a) {
   iface->strategy->release(iface, a, 0);
 }
 
+static mmbError free_general(mmbAllocation *allocation) __attribute__((noinline));
+
+/* An allocation parked on a quick bin the calling thread owns (a pool that
+   is not thread-safe, or this thread's cache of one that is), straight from
+   here with nothing that needs a call; everything else takes the general
+   path, which also reports what is not a live allocation. */
 mmbError mmb_free(mmbAllocation *allocation) {
+  if (MMB__LIKELY(mmb__initialized() && allocation && mmb__handle_is_ours(allocation) &&
+                  atomic_load_explicit(&allocation->state, memory_order_relaxed) ==
+                      MMB__HANDLE_LIVE)) {
+    mmbMemInterface *iface = allocation->interface;
+    bool shared;
+    pool_cache *cache = mmb__pool_owned_cache(iface, &shared);
+    size_t bin = quick_bin_of(allocation);
+    if (MMB__LIKELY(cache && (allocation->flags & ~MMB__SLAB) == MMB__QUICK &&
+                    !allocation->fences &&
+                    !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed) &&
+                    !mmb__trace_active() && pool_under_threshold(iface) &&
+                    cache->count[bin] < cache->cap[bin])) {
+      /* LIVE -> FREE; on a thread-safe interface, only by the one thread
+         whose exchange finds it LIVE (a concurrent double free loses) */
+      uint32_t live = MMB__HANDLE_LIVE;
+      if (shared && !atomic_compare_exchange_strong(&allocation->state, &live, MMB__HANDLE_FREEING))
+        return free_general(allocation);
+      mmb__pool_park(iface, cache, allocation);
+      return MMB_OK;
+    }
+  }
+  return free_general(allocation);
+}
+
+static mmbError free_general(mmbAllocation *allocation) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!allocation, __func__, "allocation is NULL");
+  MMB__ARG(!allocation, "mmb_free", "allocation is NULL");
   if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation))) {
     mmb__log(MMB_LOG_ERROR, "mmb_free: %p is not a live allocation (freed twice, or not "
              "from mmb); nothing was freed", (void *)allocation);

@@ -211,6 +211,10 @@ struct mmbMemInterface {
   mmb__provider provider;
   const mmb__strategy_ops *strategy;
   void *strategy_state;
+  /* The pool's quick bins when one thread owns them (an interface that is
+     not thread-safe): the fast paths go straight to them. NULL otherwise. */
+  struct pool_cache *quick;
+  bool quick_threads;   /* a pool with a cache per thread (pool.h: mmb__pool_owned_cache) */
   unsigned flags;
   size_t release_threshold;
   /* With MMB_INTERFACE_THREAD_SAFE: guards the strategy's shared state, c,

@@ -204,6 +204,22 @@ static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
   return mmb__pool_tcache_find(p);
 }
 
+/* The quick bins the calling thread owns for iface, found with no call:
+   the interface's own (not thread-safe), or this thread's cache of a pool
+   with thread caches when the first slot has it. NULL otherwise (the caller
+   takes its general path). *shared: another thread may free the same handle
+   at the same time (a claim must then be atomic). */
+static MMB__ALWAYS_INLINE pool_cache *mmb__pool_owned_cache(const mmbMemInterface *iface,
+                                                            bool *shared) {
+  *shared = false;
+  if (MMB__LIKELY(iface->quick != NULL)) return iface->quick;
+  *shared = true;
+  if (iface->quick_threads &&
+      MMB__LIKELY(mmb__tl_slots[0].pool_id == ((const pool *)iface->strategy_state)->id))
+    return &mmb__tl_slots[0].tc->cache;
+  return NULL;
+}
+
 static inline bool pool_under_threshold(const mmbMemInterface *iface) {
   return !iface->release_threshold || MMB__GET(iface->reserved) <= iface->release_threshold;
 }
@@ -213,17 +229,12 @@ static inline bool pool_quick(const pool *p, size_t n, size_t align) {
 }
 
 /* ---- the fast paths: a pop or a push on a quick bin ---------------------- */
-/* Both return false to send the caller to the slow path. Without thread
-   caches, a thread-safe interface does the same under its lock. */
-static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, size_t n, size_t align,
-                                         mmbAllocation **out) {
-  pool *p = iface->strategy_state;
-  if (MMB__UNLIKELY(!pool_quick(p, n, align))) return false;
-  bool locked = mmb__iface_ts(iface) && !p->thread_caches;
-  if (locked) pthread_mutex_lock(&iface->lock);
-  pool_cache *cache = pool_cache_of(p);
+/* A block of n bytes (n <= POOL_QUICK_MAX, align <= the pool's) from the
+   top of its quick bin, counted; NULL when the bin is empty. */
+static MMB__ALWAYS_INLINE mmbAllocation *mmb__pool_pop(mmbMemInterface *iface, pool_cache *cache,
+                                                      size_t n, size_t align) {
   size_t cls = quick_bin_of_request(n, align);
-  mmbAllocation *a = cache ? cache->bin[cls] : NULL;
+  mmbAllocation *a = cache->bin[cls];
   if (MMB__LIKELY(a != NULL)) {
     cache->bin[cls] = a->next;
     cache->count[cls]--;
@@ -231,9 +242,30 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
     a->align_log2 = mmb__log2(align);
     mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
     mmb__count_alloc(cache->c, n);
-    *out = a;
   }
+  return a;
+}
+
+/* Both return false to send the caller to the slow path. Without thread
+   caches, a thread-safe interface does the same under its lock. */
+static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, size_t n, size_t align,
+                                         mmbAllocation **out) {
+  /* every pool block is aligned to at least SLAB_ALIGN (block_align is 256
+     or more): a constant alignment up to it needs no look at the pool */
+  if (MMB__UNLIKELY(n > POOL_QUICK_MAX ||
+                    (align > SLAB_ALIGN && align > ((pool *)iface->strategy_state)->block_align)))
+    return false;
+  pool_cache *cache = iface->quick;
+  bool locked = false;
+  if (!cache) {
+    pool *p = iface->strategy_state;
+    locked = mmb__iface_ts(iface) && !p->thread_caches;
+    if (locked) pthread_mutex_lock(&iface->lock);
+    cache = pool_cache_of(p);
+  }
+  mmbAllocation *a = cache ? mmb__pool_pop(iface, cache, n, align) : NULL;
   if (locked) pthread_mutex_unlock(&iface->lock);
+  *out = a;
   return a != NULL;
 }
 
@@ -252,11 +284,15 @@ static MMB__ALWAYS_INLINE void mmb__pool_park(mmbMemInterface *iface, pool_cache
 /* a->flags says MMB__QUICK (and MMB__SLAB for a slab's): a->reserved is the
    block's size, a->ptr its start. */
 static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
-  pool *p = iface->strategy_state;
   if (MMB__UNLIKELY(!pool_under_threshold(iface))) return false;
-  bool locked = mmb__iface_ts(iface) && !p->thread_caches;
-  if (locked) pthread_mutex_lock(&iface->lock);
-  pool_cache *cache = pool_cache_of(p);
+  pool_cache *cache = iface->quick;
+  bool locked = false;
+  if (!cache) {
+    pool *p = iface->strategy_state;
+    locked = mmb__iface_ts(iface) && !p->thread_caches;
+    if (locked) pthread_mutex_lock(&iface->lock);
+    cache = pool_cache_of(p);
+  }
   size_t cls = quick_bin_of(a);
   bool hit = cache && cache->count[cls] < cache->cap[cls];
   if (MMB__LIKELY(hit)) mmb__pool_park(iface, cache, a);

@@ -417,11 +417,15 @@ static mmbError pool_init(mmbMemInterface *iface) {
   live_pools = p;
   pthread_mutex_unlock(&tc_lock);
   iface->strategy_state = p;
+  iface->quick = mmb__iface_ts(iface) ? NULL : &p->own;
+  iface->quick_threads = p->thread_caches;
   return MMB_OK;
 }
 
 static void pool_finalize(mmbMemInterface *iface) {
   pool *p = iface->strategy_state;
+  iface->quick = NULL;
+  iface->quick_threads = false;
   pthread_mutex_lock(&tc_lock);
   pool **link = &live_pools;
   while (*link != p) link = &(*link)->next_live;
