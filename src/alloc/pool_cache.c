@@ -4,7 +4,10 @@
    slabs (slab.c), in batches: a miss brings half a bin's cap at once, an
    overflow gives half of it back, and each miss doubles the class's cap, so
    a code that keeps thousands of small blocks live pays the shared part
-   once per batch, not once per block.
+   once per batch, not once per block. A thread cache's overflow doubles the
+   cap too, so a thread that frees what another allocates hands its blocks
+   back in batches of hundreds; a refill that finds such a batch in the
+   depot takes it and goes no further.
 
    Without MMB_INTERFACE_THREAD_SAFE the interface has one set of quick bins.
    With it, every thread gets its own (a thread cache, found through a few
@@ -225,12 +228,13 @@ static void refill(pool *p, pool_cache *cache, size_t bin) {
   } else {
     return;
   }
+  bool took = false;   /* a batch from the depot is refill enough */
   while (cache->count[bin] < want &&
          cache->count[bin] + (p->depot_batches[bin] ? p->depot[bin][p->depot_batches[bin] - 1].n : 0) <=
              cache->cap[bin] &&
-         depot_take(p, cache, bin)) {
-  }
-  while (cache->count[bin] < want && park_one(p, cache, bin)) {
+         depot_take(p, cache, bin))
+    took = true;
+  while (!took && cache->count[bin] < want && park_one(p, cache, bin)) {
   }
 }
 
@@ -351,6 +355,13 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
        no lock; the lock is taken for the depot only */
     size_t bin = quick_bin_of(a);
     mmb__pool_park(iface, cache, a);
+    if (p->thread_caches && bin < SLAB_CLASSES && cache->cap[bin] < slab_cap_max(bin)) {
+      /* a thread that frees more blocks of a class than it allocates (the
+         consumer of a producer's blocks) grows its bin as a miss would, so
+         its batches grow too */
+      cache->cap[bin] = (uint16_t)mmb__min(2u * cache->cap[bin], slab_cap_max(bin));
+      return;
+    }
     pool_batch b = cut_batch(cache, bin, (uint32_t)(cache->count[bin] - cache->cap[bin] / 2));
     mmb__iface_lock(iface);
     if (!depot_put(p, cache, bin, b)) give_batch(p, handles, b);
