@@ -246,6 +246,18 @@ static MMB__ALWAYS_INLINE mmbAllocation *mmb__pool_pop(mmbMemInterface *iface, p
   return a;
 }
 
+/* The quick bins the calling thread may use now: the interface's own, this
+   thread's cache, or (a thread-safe pool without thread caches) the shared
+   bins, with the interface lock taken (*locked: the caller unlocks). */
+static MMB__ALWAYS_INLINE pool_cache *pool_cache_locking(mmbMemInterface *iface, bool *locked) {
+  *locked = false;
+  if (iface->quick) return iface->quick;
+  pool *p = iface->strategy_state;
+  *locked = mmb__iface_ts(iface) && !p->thread_caches;
+  if (*locked) pthread_mutex_lock(&iface->lock);
+  return pool_cache_of(p);
+}
+
 /* Both return false to send the caller to the slow path. Without thread
    caches, a thread-safe interface does the same under its lock. */
 static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, size_t n, size_t align,
@@ -255,14 +267,8 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
   if (MMB__UNLIKELY(n > POOL_QUICK_MAX ||
                     (align > SLAB_ALIGN && align > ((pool *)iface->strategy_state)->block_align)))
     return false;
-  pool_cache *cache = iface->quick;
-  bool locked = false;
-  if (!cache) {
-    pool *p = iface->strategy_state;
-    locked = mmb__iface_ts(iface) && !p->thread_caches;
-    if (locked) pthread_mutex_lock(&iface->lock);
-    cache = pool_cache_of(p);
-  }
+  bool locked;
+  pool_cache *cache = pool_cache_locking(iface, &locked);
   mmbAllocation *a = cache ? mmb__pool_pop(iface, cache, n, align) : NULL;
   if (locked) pthread_mutex_unlock(&iface->lock);
   *out = a;
@@ -285,14 +291,8 @@ static MMB__ALWAYS_INLINE void mmb__pool_park(mmbMemInterface *iface, pool_cache
    block's size, a->ptr its start. */
 static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
   if (MMB__UNLIKELY(!pool_under_threshold(iface))) return false;
-  pool_cache *cache = iface->quick;
-  bool locked = false;
-  if (!cache) {
-    pool *p = iface->strategy_state;
-    locked = mmb__iface_ts(iface) && !p->thread_caches;
-    if (locked) pthread_mutex_lock(&iface->lock);
-    cache = pool_cache_of(p);
-  }
+  bool locked;
+  pool_cache *cache = pool_cache_locking(iface, &locked);
   size_t cls = quick_bin_of(a);
   bool hit = cache && cache->count[cls] < cache->cap[cls];
   if (MMB__LIKELY(hit)) mmb__pool_park(iface, cache, a);

@@ -347,13 +347,14 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmb__counters *c = cache ? cache->c : &iface->c;
   mmb__handle_cache *handles = cache ? cache->handles : &iface->handles;
 
+  size_t bin = quick_bin_of(a);   /* meaningful with MMB__QUICK */
   if (cache && !flags && pool_under_threshold(iface) &&
-      (p->thread_caches ? a->flags & MMB__QUICK : !mmb__iface_ts(iface) && a->flags & MMB__SLAB)) {
+      (p->thread_caches ? a->flags & MMB__QUICK : !mmb__iface_ts(iface) && a->flags & MMB__SLAB) &&
+      cache->count[bin] >= cache->cap[bin]) {
     /* an overflowing bin of a cache one thread owns (its thread cache, or
        the cache of an interface that is not thread-safe): the block is
        parked like any other and the top half of the bin cut off here, with
        no lock; the lock is taken for the depot only */
-    size_t bin = quick_bin_of(a);
     mmb__pool_park(iface, cache, a);
     if (p->thread_caches && bin < SLAB_CLASSES && cache->cap[bin] < slab_cap_max(bin)) {
       /* a thread that frees more blocks of a class than it allocates (the
@@ -376,8 +377,7 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
     depot_drain(p);
     mmb__slab_release_spares(p);
   } else if (cache && (a->flags & MMB__SLAB || (p->thread_caches && a->flags & MMB__QUICK))) {
-    size_t bin = quick_bin_of(a);   /* an overflowing quick bin: half of it back */
-    flush_class(p, cache, bin, cache->cap[bin] / 2);
+    flush_class(p, cache, bin, cache->cap[bin] / 2);   /* an overflowing quick bin: half back */
   }
   pool_give_block(p, a);
   mmb__handle_give(handles, a);
