@@ -60,17 +60,6 @@ static double mmb_dup_merge(mmbArray *a, mmbMemSpace *fast) {
   return t;
 }
 
-static double memcpy_dup_merge(float *base, const tile_case *c, float *buf) {
-  double t0 = now();
-  for (size_t i0 = 0; i0 < ROWS; i0 += c->rows)
-    for (size_t j0 = 0; j0 < COLS; j0 += c->cols) {
-      size_t w = c->cols * sizeof(float);
-      for (size_t r = 0; r < c->rows; r++) memcpy(buf + r * c->cols, base + (i0 + r) * COLS + j0, w);
-      for (size_t r = 0; r < c->rows; r++) memcpy(base + (i0 + r) * COLS + j0, buf + r * c->cols, w);
-    }
-  return now() - t0;
-}
-
 /* One row with vector loads and stores, inline. */
 static inline void vec_row(char *restrict d, const char *restrict s, size_t n) {
 #ifdef __AVX512F__
@@ -82,17 +71,32 @@ static inline void vec_row(char *restrict d, const char *restrict s, size_t n) {
   if (n) memcpy(d, s, n);
 }
 
-static double vec_dup_merge(float *base, const tile_case *c, float *buf) {
+/* Each tile's rows into buf and back, by hand: with glibc's memcpy per row,
+   or with vec_row (inlined: `vector` is a constant at each call). */
+static inline __attribute__((always_inline)) double dup_merge_by_hand(float *base,
+                                                                      const tile_case *c,
+                                                                      float *buf, bool vector) {
   double t0 = now();
   size_t w = c->cols * sizeof(float);
   for (size_t i0 = 0; i0 < ROWS; i0 += c->rows)
-    for (size_t j0 = 0; j0 < COLS; j0 += c->cols) {
-      for (size_t r = 0; r < c->rows; r++)
-        vec_row((char *)(buf + r * c->cols), (const char *)(base + (i0 + r) * COLS + j0), w);
-      for (size_t r = 0; r < c->rows; r++)
-        vec_row((char *)(base + (i0 + r) * COLS + j0), (const char *)(buf + r * c->cols), w);
-    }
+    for (size_t j0 = 0; j0 < COLS; j0 += c->cols)
+      for (int back = 0; back < 2; back++)
+        for (size_t r = 0; r < c->rows; r++) {
+          float *tile_row = base + (i0 + r) * COLS + j0, *buf_row = buf + r * c->cols;
+          char *d = (char *)(back ? tile_row : buf_row);
+          const char *from = (const char *)(back ? buf_row : tile_row);
+          if (vector) vec_row(d, from, w);
+          else memcpy(d, from, w);
+        }
   return now() - t0;
+}
+
+static double memcpy_dup_merge(float *base, const tile_case *c, float *buf) {
+  return dup_merge_by_hand(base, c, buf, false);
+}
+
+static double vec_dup_merge(float *base, const tile_case *c, float *buf) {
+  return dup_merge_by_hand(base, c, buf, true);
 }
 
 static void bench_dup_merge(mmbMemInterface *home, mmbMemSpace *fast, mmbLayout *layout) {
