@@ -72,6 +72,7 @@ DEPS_LIB      := $(BUILD)/.deps-lib
 DEPS_EXAMPLES := $(BUILD)/.deps-examples
 DEPS_TEST     := $(BUILD)/.deps-test
 DEPS_BENCH    := $(BUILD)/.deps-bench
+DEPS_COUNT    := $(BUILD)/.deps-count
 DEPS_FORTRAN  := $(BUILD)/.deps-fortran
 # Module mamba (Fortran): built when $(FC) is found (see docs/fortran.md).
 ifeq ($(origin FC),default)
@@ -103,7 +104,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples uninstall docs test run demo data bench bench-cnn install clean deps install-check plot-check cnn-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn install clean deps install-check plot-check cnn-check \
         layers-check fuzz fortran fortran-check mpi mpi-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
@@ -114,7 +115,7 @@ examples: $(EXAMPLES)
 # (a static pattern: each stamp is a target, so pattern rules can rely on it)
 DEPS_DOCS     := $(BUILD)/.deps-docs
 DEPS_MPI      := $(BUILD)/.deps-mpi
-$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_DOCS) $(DEPS_FORTRAN) $(DEPS_MPI): $(BUILD)/.deps-%:
+$(DEPS_LIB) $(DEPS_EXAMPLES) $(DEPS_TEST) $(DEPS_BENCH) $(DEPS_COUNT) $(DEPS_DOCS) $(DEPS_FORTRAN) $(DEPS_MPI): $(BUILD)/.deps-%:
 	@scripts/install-deps.sh $*
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_LIB)
@@ -206,6 +207,12 @@ $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 $(BUILD)/bin/bench-alloc: bench/alloc.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
+
+# The same program for valgrind (no AVX-512), counting instructions per
+# operation: make bench-alloc-instructions (bench/alloc-instructions.sh).
+$(BUILD)/bin/bench-alloc-count: bench/alloc.c $(SHARED) | $(DEPS_COUNT)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 $< -o $@ $(APP_LINK) -lpthread -lm
 
 # The tiles benchmark times the transpose example's own code, against OpenBLAS (somatcopy).
 $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
@@ -470,6 +477,9 @@ data:
 # The CNN against PyTorch, and streamed against resident (bench/cnn.sh).
 bench-cnn: $(BUILD)/bin/cnn
 	BUILD=$(BUILD) bench/cnn.sh
+
+bench-alloc-instructions: $(BUILD)/bin/bench-alloc-count
+	bench/alloc-instructions.sh $<
 
 bench: $(BENCHES) $(if $(filter 1,$(MPI)),$(BUILD)/bin/bench-mpi)
 	$(BUILD)/bin/bench-copy

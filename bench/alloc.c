@@ -28,7 +28,9 @@
    each baseline's malloc and free doing the same job. Every block is
    touched once, by the region and the bump allocator as by the others.
 
-   Usage: bench-alloc [scale]   (scale 1 = default; 0.1 for a quick look) */
+   Usage: bench-alloc [scale]   (scale 1 = default; 0.1 for a quick look)
+          bench-alloc --count WHO PATTERN   (one pattern for valgrind's
+          callgrind: bench/alloc-instructions.sh, instructions per operation) */
 #include <mmb/mmb.h>
 
 #include <math.h>
@@ -44,6 +46,22 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/* Instructions per operation (bench/alloc-instructions.sh): the timed part
+   of each single-thread pattern is the only part valgrind's callgrind counts
+   (run with --collect-atstart=no); outside valgrind these are a few no-op
+   instructions outside the timed loops. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define COUNT_TOGGLE() CALLGRIND_TOGGLE_COLLECT
+#endif
+#endif
+#ifndef COUNT_TOGGLE
+#define COUNT_TOGGLE() ((void)0)
+#endif
+static bool counting;        /* --count: the timed parts toggle callgrind's collection */
+static size_t counted_ops;   /* the operations the last pattern timed */
 
 #define CHECK(call)                                                                   \
   do {                                                                                \
@@ -131,11 +149,24 @@ static size_t mmb_held(void *ctx) {
 
 /* ---- the patterns ---------------------------------------------------------- */
 
+/* The timed part of a single-thread pattern of n operations: start() and
+   stop() also bound what callgrind counts. */
+static double start(size_t n) {
+  counted_ops = n;
+  if (counting) COUNT_TOGGLE();
+  return now();
+}
+static double stop(double t) {
+  t = now() - t;
+  if (counting) COUNT_TOGGLE();
+  return t * 1e9 / (double)counted_ops;
+}
+
 static double pairs(const allocator *a) {
   size_t n = ops(4000000);
-  double t = now();
+  double t = start(n);
   for (size_t i = 0; i < n; i++) a->free(a->ctx, a->alloc(a->ctx, sizes[i % SIZES]));
-  return (now() - t) * 1e9 / n;
+  return stop(t);
 }
 
 /* W live blocks; *bytes_per_byte: held per requested at the peak */
@@ -151,7 +182,7 @@ static double window(const allocator *a, size_t w, double *bytes_per_byte) {
   }
   size_t n = ops(4000000);
   uint64_t s = 11;
-  double t = now();
+  double t = start(n);
   for (size_t i = 0; i < n; i++) {
     size_t k = w == 1 ? 0 : rng_next(&s) % w;
     a->free(a->ctx, slot[k]);
@@ -160,12 +191,12 @@ static double window(const allocator *a, size_t w, double *bytes_per_byte) {
     slot[k] = a->alloc(a->ctx, len[k]);
     requested += len[k];
   }
-  t = now() - t;
+  t = stop(t);
   if (bytes_per_byte) *bytes_per_byte = (double)(a->held(a->ctx) - before) / (double)requested;
   for (size_t k = 0; k < w; k++) a->free(a->ctx, slot[k]);
   free(slot);
   free(len);
-  return t * 1e9 / n;
+  return t;
 }
 
 /* A region's job: REGION_JOB blocks, then every one freed. */
@@ -173,24 +204,24 @@ enum { REGION_JOB = 4096 };
 static double region_job(const allocator *a) {
   static void *p[REGION_JOB];
   size_t n = ops(4000000) / REGION_JOB * REGION_JOB;
-  double t = now();
+  double t = start(n);
   for (size_t done = 0; done < n; done += REGION_JOB) {
     for (size_t i = 0; i < REGION_JOB; i++) p[i] = a->alloc(a->ctx, sizes[i]);
     for (size_t i = 0; i < REGION_JOB; i++) a->free(a->ctx, p[i]);
   }
-  return (now() - t) * 1e9 / n;
+  return stop(t);
 }
 
 static double batch(const allocator *a, bool reverse) {
   enum { N = 1000 };
   void *p[N];
   size_t n = ops(4000000) / N * N;
-  double t = now();
+  double t = start(n);
   for (size_t done = 0; done < n; done += N) {
     for (size_t i = 0; i < N; i++) p[i] = a->alloc(a->ctx, sizes[(done + i) % SIZES]);
     for (size_t i = 0; i < N; i++) a->free(a->ctx, p[reverse ? N - 1 - i : i]);
   }
-  return (now() - t) * 1e9 / n;
+  return stop(t);
 }
 
 typedef struct thread_arg {
@@ -296,20 +327,29 @@ static const char *const pattern_name[N_PATTERNS] = {
     "batch 1000, reverse order", "a region's job: 4096, all freed", "2 threads, window 64 each", "cross-thread frees (per block)",
     "random 1 B-4 MiB (per call)", "bytes held per byte, window 100000"};
 
+static double run_pattern(const allocator *a, const allocator *threaded, int p, double *memory) {
+  switch (p) {
+  case P_PAIRS: return pairs(a);
+  case P_W1: return window(a, 1, NULL);
+  case P_W64: return window(a, 64, NULL);
+  case P_W1000: return window(a, 1000, NULL);
+  case P_W100000: return window(a, 100000, memory);
+  case P_BATCH: return batch(a, false);
+  case P_BATCH_REV: return batch(a, true);
+  case P_REGION_JOB: return region_job(a);
+  case P_TWO: return two_threads(threaded);
+  case P_CROSS: return cross_thread(threaded);
+  case P_RANDOM: return random_workload(a);
+  default: return 0;   /* P_MEMORY: measured by window 100000 */
+  }
+}
+
 /* The big window first: what it holds per byte is measured from the state
    the allocator starts in (a fresh process, a fresh interface). */
 static void run_all(const allocator *a, const allocator *threaded, double *out) {
-  out[P_W100000] = window(a, 100000, &out[P_MEMORY]);
-  out[P_PAIRS] = pairs(a);
-  out[P_W1] = window(a, 1, NULL);
-  out[P_W64] = window(a, 64, NULL);
-  out[P_W1000] = window(a, 1000, NULL);
-  out[P_BATCH] = batch(a, false);
-  out[P_BATCH_REV] = batch(a, true);
-  out[P_REGION_JOB] = region_job(a);
-  out[P_TWO] = two_threads(threaded);
-  out[P_CROSS] = cross_thread(threaded);
-  out[P_RANDOM] = random_workload(a);
+  out[P_W100000] = run_pattern(a, threaded, P_W100000, &out[P_MEMORY]);
+  for (int p = 0; p < N_PATTERNS; p++)
+    if (p != P_W100000 && p != P_MEMORY) out[p] = run_pattern(a, threaded, p, NULL);
 }
 
 /* The child: one allocator (whatever malloc is in this process), one round. */
@@ -403,6 +443,57 @@ static bool run_child(const char *self, baseline *b) {
   return ok;
 }
 
+/* ---- instructions per operation ----------------------------------------------- */
+
+/* `--count WHO PATTERN`: one single-thread pattern at a small scale, run once
+   to warm up and once more with callgrind collecting in its timed part
+   (bench/alloc-instructions.sh runs it under valgrind); prints the
+   operations counted. WHO: mmb (the pool), mmb-threads (a thread-safe pool),
+   malloc (this process's malloc: the script preloads each baseline). */
+static const struct {
+  const char *key;
+  int pattern;
+} countable[] = {{"pairs", P_PAIRS},         {"window-1", P_W1},       {"window-64", P_W64},
+                 {"window-1000", P_W1000},   {"batch", P_BATCH},       {"batch-reverse", P_BATCH_REV},
+                 {"region-job", P_REGION_JOB}};
+
+static int count_one(const char *who, const char *key) {
+  int p = -1;
+  for (size_t i = 0; i < sizeof countable / sizeof *countable; i++)
+    if (strcmp(key, countable[i].key) == 0) p = countable[i].pattern;
+  bool is_mmb = strcmp(who, "mmb") == 0, threads = strcmp(who, "mmb-threads") == 0;
+  if (p < 0 || !(is_mmb || threads || strcmp(who, "malloc") == 0)) {
+    fprintf(stderr, "usage: bench-alloc --count mmb|mmb-threads|malloc PATTERN (PATTERN:");
+    for (size_t i = 0; i < sizeof countable / sizeof *countable; i++)
+      fprintf(stderr, " %s", countable[i].key);
+    fprintf(stderr, ")\n");
+    return 2;
+  }
+  scale = 0.02;
+  allocator a = {malloc_alloc, malloc_free, NULL, malloc_held};
+  mmbMemInterface *iface = NULL;
+  if (is_mmb || threads) {
+    CHECK(mmb_init(NULL));
+    mmbMemSpace *dram;
+    CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+    CHECK(mmb_request_interface(
+        dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                       .flags = threads ? MMB_INTERFACE_THREAD_SAFE : 0},
+        &iface));
+    a = (allocator){mmb_alloc, mmb_release, iface, mmb_held};
+  }
+  run_pattern(&a, &a, p, NULL);
+  counting = true;
+  run_pattern(&a, &a, p, NULL);
+  counting = false;
+  printf("ops %zu\n", counted_ops);
+  if (iface) {
+    CHECK(mmb_interface_destroy(iface));
+    CHECK(mmb_finalize());
+  }
+  return 0;
+}
+
 /* ---- regions against a bump allocator -------------------------------------- */
 
 _Static_assert((int)SIZES == (int)REGION_JOB, "the region's job is the same as the baselines'");
@@ -448,6 +539,7 @@ int main(int argc, char **argv) {
   uint64_t s = 7;
   for (int i = 0; i < SIZES; i++) sizes[i] = 64 + rng_next(&s) % 257;
   if (as_child) return child();
+  if (argc == 4 && strcmp(argv[1], "--count") == 0) return count_one(argv[2], argv[3]);
 
   CHECK(mmb_init(NULL));
   mmbMemSpace *dram;

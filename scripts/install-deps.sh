@@ -9,6 +9,7 @@
 #                                      the trace checks), cmake (the find_package check),
 #                                      clang and libclang-rt-14-dev (make fuzz), gfortran, Open MPI
 #   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
+#   scripts/install-deps.sh count      + mimalloc, jemalloc and valgrind (bench/alloc-instructions.sh)
 #   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
 #   scripts/install-deps.sh docs       + doxygen (make docs)
 #   scripts/install-deps.sh torch      + PyTorch (python3-torch), bench/cnn.sh's baseline
@@ -42,6 +43,7 @@ want_fortran()  { command -v gfortran >/dev/null 2>&1 || need+=(gfortran); }
 want_mpi()      { command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 ||
                     need+=(libopenmpi-dev openmpi-bin)
                   command -v ssh >/dev/null 2>&1 || command -v rsh >/dev/null 2>&1 || need+=(openssh-client); }
+want_valgrind() { command -v valgrind >/dev/null 2>&1 || need+=(valgrind); }
 want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
 want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
 
@@ -56,12 +58,13 @@ case "$set_name" in
   mpi) want_mpi ;;
   test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran; want_mpi ;;
   bench) want_openblas; want_allocators ;;
+  count) want_allocators; want_valgrind ;;
   fuzz) want_fuzz ;;
   docs) want_doxygen ;;
   torch) want_torch ;;
   all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen
        want_fortran; want_mpi ;;
-  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, fuzz, docs, torch, all)" >&2
+  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, count, fuzz, docs, torch, all)" >&2
      exit 2 ;;
 esac
 }
