@@ -62,7 +62,8 @@ for p in $patterns; do
   printf "%-15s" "$p"
   for w in "${whos[@]}"; do
     IFS='|' read -r arg _ lib <<<"$w"
-    read -r calls loop <<<"$(count "$arg" "$lib" "$p")"
+    r=$(count "$arg" "$lib" "$p")   # (a failed count stops the script here)
+    read -r calls loop <<<"$r"
     printf "  %6s / %-8s" "$calls" "$loop"
   done
   echo
