@@ -23,6 +23,9 @@
    and memory: bytes held per byte requested at the peak of window 100000,
    run first (mmb: the growth of a fresh pool's reserved bytes; the others:
    the growth of the process's resident memory; the most any round saw).
+   The thread-safe pool's other design, one set of quick bins behind the
+   interface lock (MMB_POOL_THREAD_CACHES=0), runs the two threaded
+   patterns in the same rounds, against the thread caches.
    Then regions (allocate 4096, one reset), in the same rounds, against a
    hand-written bump allocator (the limit: a pointer increment) and against
    each baseline's malloc and free doing the same job. Every block is
@@ -551,8 +554,21 @@ int main(int argc, char **argv) {
                                                              .flags = MMB_INTERFACE_THREAD_SAFE},
                               &shared));
   CHECK(mmb_request_interface(dram, NULL, &basic));
+  /* the other thread-safe design, one set of quick bins behind the lock:
+     MMB_POOL_THREAD_CACHES is read when an interface is made */
+  mmbMemInterface *locked;
+  const char *caches_env = getenv("MMB_POOL_THREAD_CACHES");
+  char *saved = caches_env ? strdup(caches_env) : NULL;
+  setenv("MMB_POOL_THREAD_CACHES", "0", 1);
+  CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                             .flags = MMB_INTERFACE_THREAD_SAFE},
+                              &locked));
+  if (saved) setenv("MMB_POOL_THREAD_CACHES", saved, 1);
+  else unsetenv("MMB_POOL_THREAD_CACHES");
+  free(saved);
   allocator mp = {mmb_alloc, mmb_release, pool, mmb_held};
   allocator ms = {mmb_alloc, mmb_release, shared, mmb_held};
+  allocator ml = {mmb_alloc, mmb_release, locked, mmb_held};
 
   static baseline base[N_BASE] = {{"glibc", NULL, {.rounds = 0}},
                                   {"mimalloc", NULL, {.rounds = 0}},
@@ -563,12 +579,17 @@ int main(int argc, char **argv) {
   CHECK(mmb_region_create(basic, NULL, &region));
   char *arena = malloc(2u << 20);
   if (!arena) abort();
-  static series mine, regions;   /* regions: pattern 0 the region, 1 the bump allocator */
+  /* regions: pattern 0 the region, 1 the bump allocator; in_lock: P_TWO and
+     P_CROSS on the pool with one set of bins behind the lock */
+  static series mine, regions, in_lock;
   for (int r = 0; r < REPS; r++) {   /* mmb, the region, the bump and each baseline, in turn */
     run_all(&mp, &ms, mine.v[mine.rounds++]);
     regions.v[r][0] = region_run(region);
     regions.v[r][1] = bump_run(arena, 2u << 20);
     regions.rounds++;
+    in_lock.v[r][P_TWO] = two_threads(&ml);
+    in_lock.v[r][P_CROSS] = cross_thread(&ml);
+    in_lock.rounds++;
     for (int b = 0; b < N_BASE; b++)
       if ((b == 0 || base[b].library) && !run_child(argv[0], &base[b]))
         fprintf(stderr, "bench-alloc: the %s child failed\n", base[b].name);
@@ -607,6 +628,12 @@ int main(int argc, char **argv) {
            "faster%s; a malloc+free pair in place %.2f ns: %.1fx\n", base[b].name, job, jw,
            job / rm, b == 0 ? " (target: >= 20x)" : "", pair, pair / rm);
   }
+  printf("\nthe thread-safe pool with one set of quick bins behind its lock "
+         "(MMB_POOL_THREAD_CACHES=0), against its thread caches above:\n");
+  for (int p = P_TWO; p <= P_CROSS; p++) {
+    double lw, l = median(&in_lock, p, &lw), c = median(&mine, p, NULL);
+    printf("  %-34s %7.2f (%6.2f)  %5.2fx\n", pattern_name[p], l, lw, l / c);
+  }
   mmbStats st;
   CHECK(mmb_interface_get_stats(pool, &st));
   printf("pool after everything: %llu allocations served by %llu provider trips, %.1f MiB "
@@ -615,6 +642,7 @@ int main(int argc, char **argv) {
   CHECK(mmb_region_destroy(region));
   CHECK(mmb_interface_destroy(pool));
   CHECK(mmb_interface_destroy(shared));
+  CHECK(mmb_interface_destroy(locked));
   CHECK(mmb_interface_destroy(basic));
   CHECK(mmb_finalize());
   return 0;
