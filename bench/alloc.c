@@ -152,24 +152,26 @@ static size_t mmb_held(void *ctx) {
 
 /* ---- the patterns ---------------------------------------------------------- */
 
-/* The timed part of a single-thread pattern of n operations: start() and
-   stop() also bound what callgrind counts. */
+/* The timed part of a pattern of n operations, in ns per operation: with
+   --count (one thread), start() and stop() also bound what callgrind counts. */
 static double start(size_t n) {
-  counted_ops = n;
-  if (counting) COUNT_TOGGLE();
+  if (counting) {
+    counted_ops = n;
+    COUNT_TOGGLE();
+  }
   return now();
 }
-static double stop(double t) {
+static double stop(double t, size_t n) {
   t = now() - t;
   if (counting) COUNT_TOGGLE();
-  return t * 1e9 / (double)counted_ops;
+  return t * 1e9 / (double)n;
 }
 
 static double pairs(const allocator *a) {
   size_t n = ops(4000000);
   double t = start(n);
   for (size_t i = 0; i < n; i++) a->free(a->ctx, a->alloc(a->ctx, sizes[i % SIZES]));
-  return stop(t);
+  return stop(t, n);
 }
 
 /* W live blocks; *bytes_per_byte: held per requested at the peak */
@@ -194,7 +196,7 @@ static double window(const allocator *a, size_t w, double *bytes_per_byte) {
     slot[k] = a->alloc(a->ctx, len[k]);
     requested += len[k];
   }
-  t = stop(t);
+  t = stop(t, n);
   if (bytes_per_byte) *bytes_per_byte = (double)(a->held(a->ctx) - before) / (double)requested;
   for (size_t k = 0; k < w; k++) a->free(a->ctx, slot[k]);
   free(slot);
@@ -212,7 +214,7 @@ static double region_job(const allocator *a) {
     for (size_t i = 0; i < REGION_JOB; i++) p[i] = a->alloc(a->ctx, sizes[i]);
     for (size_t i = 0; i < REGION_JOB; i++) a->free(a->ctx, p[i]);
   }
-  return stop(t);
+  return stop(t, n);
 }
 
 static double batch(const allocator *a, bool reverse) {
@@ -224,7 +226,7 @@ static double batch(const allocator *a, bool reverse) {
     for (size_t i = 0; i < N; i++) p[i] = a->alloc(a->ctx, sizes[(done + i) % SIZES]);
     for (size_t i = 0; i < N; i++) a->free(a->ctx, p[reverse ? N - 1 - i : i]);
   }
-  return stop(t);
+  return stop(t, n);
 }
 
 typedef struct thread_arg {
