@@ -42,13 +42,13 @@ count() {
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk -v ops="$ops" '
     function n(s) { gsub(",", "", s); return s + 0 }
     /PROGRAM TOTALS/ { total = n($1) }
-    $3 ~ /:(mmb_alloc|mmb_release|malloc_alloc|malloc_free)$/ {
+    $3 ~ /:(mmb_alloc|mmb_release|mmb_ptr_alloc_one|mmb_ptr_release|malloc_alloc|malloc_free)$/ {
       split($3, f, ":"); v = n($1); if (v > best[f[2]]) best[f[2]] = v }
     END { w = 0; for (k in best) w += best[k]; printf "%.1f %.1f", w / ops, total / ops }'
 }
 
 patterns="pairs window-1 window-64 window-1000 batch batch-reverse region-job"
-whos=("mmb|mmb|" "mmb-threads|mmb thread-safe|" "malloc|glibc|")
+whos=("mmb|mmb|" "mmb-threads|mmb thread-safe|" "mmb-ptr|mmb_ptr_alloc|" "mmb-ptr-threads|ptr thread-safe|" "malloc|glibc|")
 [ -n "$mimalloc" ] && whos+=("malloc|mimalloc|$mimalloc")
 [ -n "$jemalloc" ] && whos+=("malloc|jemalloc|$jemalloc")
 

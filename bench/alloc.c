@@ -144,6 +144,15 @@ static void mmb_release(void *ctx, void *a) {
   (void)ctx;
   if (mmb_free(a) != MMB_OK) abort();
 }
+static void *mmb_ptr_alloc_one(void *ctx, size_t n) {
+  void *p;
+  if (mmb_ptr_alloc(ctx, n, &p) != MMB_OK) abort();
+  *(volatile char *)p = 1;
+  return p;
+}
+static void mmb_ptr_release(void *ctx, void *p) {
+  if (mmb_ptr_free(ctx, p) != MMB_OK) abort();
+}
 static size_t mmb_held(void *ctx) {
   mmbStats st;
   CHECK(mmb_interface_get_stats(ctx, &st));
@@ -448,13 +457,36 @@ static bool run_child(const char *self, baseline *b) {
   return ok;
 }
 
+/* The figures of one way of using mmb, against each baseline. */
+static void print_table(const char *title, const char *who, const series *mine,
+                        const baseline *base) {
+  printf("\n%s\n%-36s %-16s", title, "pattern", who);
+  for (int b = 0; b < N_BASE; b++)
+    printf("  %-25s", base[b].s.rounds ? base[b].name : "(missing)");
+  printf("\n");
+  for (int p = 0; p < N_PATTERNS; p++) {
+    double worst, m = median(mine, p, &worst);
+    printf("%-36s %7.2f (%6.2f)", pattern_name[p], m, worst);
+    for (int b = 0; b < N_BASE; b++) {
+      if (!base[b].s.rounds) {
+        printf("  %-25s", "-");
+        continue;
+      }
+      double bw, bm = median(&base[b].s, p, &bw);
+      printf("  %7.2f (%6.2f) %5.2fx", bm, bw, m / bm);
+    }
+    printf("\n");
+  }
+}
+
 /* ---- instructions per operation ----------------------------------------------- */
 
 /* `--count WHO PATTERN`: one single-thread pattern at a small scale, run once
    to warm up and once more with callgrind collecting in its timed part
    (bench/alloc-instructions.sh runs it under valgrind); prints the
    operations counted. WHO: mmb (the pool), mmb-threads (a thread-safe pool),
-   malloc (this process's malloc: the script preloads each baseline). */
+   mmb-ptr and mmb-ptr-threads (the same through mmb_ptr_alloc), malloc (this
+   process's malloc: the script preloads each baseline). */
 static const struct {
   const char *key;
   int pattern;
@@ -466,9 +498,12 @@ static int count_one(const char *who, const char *key) {
   int p = -1;
   for (size_t i = 0; i < sizeof countable / sizeof *countable; i++)
     if (strcmp(key, countable[i].key) == 0) p = countable[i].pattern;
-  bool is_mmb = strcmp(who, "mmb") == 0, threads = strcmp(who, "mmb-threads") == 0;
+  bool ptrs = strncmp(who, "mmb-ptr", 7) == 0;
+  const char *kind = ptrs ? who + 7 : strncmp(who, "mmb", 3) == 0 ? who + 3 : NULL;
+  bool is_mmb = kind && !*kind, threads = kind && strcmp(kind, "-threads") == 0;
   if (p < 0 || !(is_mmb || threads || strcmp(who, "malloc") == 0)) {
-    fprintf(stderr, "usage: bench-alloc --count mmb|mmb-threads|malloc PATTERN (PATTERN:");
+    fprintf(stderr, "usage: bench-alloc --count mmb|mmb-threads|mmb-ptr|mmb-ptr-threads|malloc "
+            "PATTERN (PATTERN:");
     for (size_t i = 0; i < sizeof countable / sizeof *countable; i++)
       fprintf(stderr, " %s", countable[i].key);
     fprintf(stderr, ")\n");
@@ -485,7 +520,8 @@ static int count_one(const char *who, const char *key) {
         dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
                                        .flags = threads ? MMB_INTERFACE_THREAD_SAFE : 0},
         &iface));
-    a = (allocator){mmb_alloc, mmb_release, iface, mmb_held};
+    a = ptrs ? (allocator){mmb_ptr_alloc_one, mmb_ptr_release, iface, mmb_held}
+             : (allocator){mmb_alloc, mmb_release, iface, mmb_held};
   }
   run_pattern(&a, &a, p, NULL);
   counting = true;
@@ -568,6 +604,15 @@ int main(int argc, char **argv) {
   if (saved) setenv("MMB_POOL_THREAD_CACHES", saved, 1);
   else unsetenv("MMB_POOL_THREAD_CACHES");
   free(saved);
+  /* the same pools through mmb_ptr_alloc / mmb_ptr_free, on interfaces of their own */
+  mmbMemInterface *ptr_pool, *ptr_shared;
+  CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
+                              &ptr_pool));
+  CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                             .flags = MMB_INTERFACE_THREAD_SAFE},
+                              &ptr_shared));
+  allocator pp = {mmb_ptr_alloc_one, mmb_ptr_release, ptr_pool, mmb_held};
+  allocator ps = {mmb_ptr_alloc_one, mmb_ptr_release, ptr_shared, mmb_held};
   allocator mp = {mmb_alloc, mmb_release, pool, mmb_held};
   allocator ms = {mmb_alloc, mmb_release, shared, mmb_held};
   allocator ml = {mmb_alloc, mmb_release, locked, mmb_held};
@@ -583,9 +628,10 @@ int main(int argc, char **argv) {
   if (!arena) abort();
   /* regions: pattern 0 the region, 1 the bump allocator; in_lock: P_TWO and
      P_CROSS on the pool with one set of bins behind the lock */
-  static series mine, regions, in_lock;
+  static series mine, bare, regions, in_lock;
   for (int r = 0; r < REPS; r++) {   /* mmb, the region, the bump and each baseline, in turn */
     run_all(&mp, &ms, mine.v[mine.rounds++]);
+    run_all(&pp, &ps, bare.v[bare.rounds++]);
     regions.v[r][0] = region_run(region);
     regions.v[r][1] = bump_run(arena, 2u << 20);
     regions.rounds++;
@@ -597,28 +643,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench-alloc: the %s child failed\n", base[b].name);
   }
   /* memory: every round on a fresh pool would need one; the first round had it */
-  for (int r = 1; r < mine.rounds; r++) mine.v[r][P_MEMORY] = mine.v[0][P_MEMORY];
+  for (int r = 1; r < mine.rounds; r++) {
+    mine.v[r][P_MEMORY] = mine.v[0][P_MEMORY];
+    bare.v[r][P_MEMORY] = bare.v[0][P_MEMORY];
+  }
 
   printf("bench-alloc: %d rounds, median (worst); ns per allocate+free (lower is better); ratio "
          "= mmb / baseline,\nof the medians; blocks of 64-320 B; each baseline in a process of its "
-         "own\n\n", REPS);
-  printf("%-36s %-16s", "pattern", "mmb");
-  for (int b = 0; b < N_BASE; b++)
-    printf("  %-25s", base[b].s.rounds ? base[b].name : "(missing)");
-  printf("\n");
-  for (int p = 0; p < N_PATTERNS; p++) {
-    double worst, m = median(&mine, p, &worst);
-    printf("%-36s %7.2f (%6.2f)", pattern_name[p], m, worst);
-    for (int b = 0; b < N_BASE; b++) {
-      if (!base[b].s.rounds) {
-        printf("  %-25s", "-");
-        continue;
-      }
-      double bw, bm = median(&base[b].s, p, &bw);
-      printf("  %7.2f (%6.2f) %5.2fx", bm, bw, m / bm);
-    }
-    printf("\n");
-  }
+         "own\n", REPS);
+  print_table("mmb_allocate + mmb_allocation_ptr + mmb_free (a handle per block)", "mmb", &mine,
+              base);
+  print_table("mmb_ptr_alloc + mmb_ptr_free (malloc-style, bare pointers)", "mmb ptr", &bare,
+              base);
 
   double rw, bw, rm = median(&regions, 0, &rw), bm = median(&regions, 1, &bw);
   printf("\nregion alloc (inline bump, reset per 4096): %.2f ns (worst %.2f); a hand-written bump "
@@ -644,6 +680,8 @@ int main(int argc, char **argv) {
   CHECK(mmb_region_destroy(region));
   CHECK(mmb_interface_destroy(pool));
   CHECK(mmb_interface_destroy(shared));
+  CHECK(mmb_interface_destroy(ptr_pool));
+  CHECK(mmb_interface_destroy(ptr_shared));
   CHECK(mmb_interface_destroy(locked));
   CHECK(mmb_interface_destroy(basic));
   CHECK(mmb_finalize());

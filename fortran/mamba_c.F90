@@ -377,6 +377,16 @@ module mamba_c
       type(c_ptr), value :: parent
       type(c_ptr), intent(out) :: out
     end function
+    integer(c_int) function c_mmb_ptr_alloc(iface, n, out) bind(C, name='mmb_ptr_alloc')
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: iface
+      integer(c_size_t), value :: n
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_ptr_free(iface, p) bind(C, name='mmb_ptr_free')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: iface, p
+    end function
     integer(c_int) function c_mmb_region_alloc(region, n, alignment, out) bind(C, name='mmb_region_alloc')
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: region

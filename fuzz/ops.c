@@ -40,14 +40,23 @@ typedef struct region_slot {
   bool live;
 } region_slot;
 
+#define N_BARE 6
+typedef struct bare_slot {   /* a block of mmb_ptr_alloc on the pool */
+  unsigned char *p;          /* kept after a free: freeing it again is misuse */
+  size_t n;
+  unsigned char fill;
+  bool live;
+} bare_slot;
+
 static mmbMemSpace *dram, *small;
-static mmbMemInterface *iface;
+static mmbMemInterface *iface, *pool;
 static mmbQueue *queue;
 
 static layout_slot layouts[N_LAYOUTS];
 static array_slot arrays[N_ARRAYS];
 static dup_slot dups[N_DUPS];
 static region_slot regions[N_REGIONS];
+static bare_slot bare[N_BARE];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
@@ -56,6 +65,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   mmbMemSpaceConfig cfg = {.size_limit = 4u << 20, .name = "fuzz, small"};
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, &cfg, &small) == MMB_OK, "space");
   CHECK(mmb_request_interface(dram, NULL, &iface) == MMB_OK, "interface");
+  CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
+                              &pool) == MMB_OK, "pool");
   CHECK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &queue) == MMB_OK, "q");
   return 0;
 }
@@ -255,6 +266,43 @@ static void op_region(input *in) {
   }
 }
 
+/* Freeing q: it is the block of the live slot that has that address (a
+   stale pointer of a freed slot may name a block handed out again, as
+   with malloc), else it is refused. */
+static void bare_free(unsigned char *q) {
+  bare_slot *owner = NULL;
+  for (int k = 0; k < N_BARE; k++)
+    if (bare[k].live && bare[k].p == q) owner = &bare[k];
+  if (owner)
+    for (size_t i = 0; i < owner->n; i++) CHECK(q[i] == owner->fill, "a bare block lost byte %zu", i);
+  EXPECT(mmb_ptr_free(pool, q), owner ? MMB_OK : MMB_INVALID_ARG);
+  if (owner) owner->live = false;
+}
+
+/* Bare blocks: allocate (small and large), free, free twice, free inside a
+   block or on the other interface; a live block keeps its bytes. */
+static void op_bare(input *in) {
+  bare_slot *b = &bare[in_u8(in) % N_BARE];
+  switch (in_u8(in) % 4) {
+    case 0:
+      if (b->live) return;
+      b->n = 1 + (size_t)in_u8(in) * (in_u8(in) % 2 ? 9 : 301);
+      b->fill = in_u8(in);
+      EXPECT(mmb_ptr_alloc(pool, b->n, (void **)&b->p), MMB_OK);
+      memset(b->p, b->fill, b->n);
+      b->live = true;
+      return;
+    case 1:
+      if (b->p) bare_free(b->p);
+      return;
+    case 2:
+      if (b->p && b->n > 64) bare_free(b->p + 64);
+      return;
+    default:
+      if (b->p) EXPECT(mmb_ptr_free(iface, b->p), MMB_INVALID_ARG);
+  }
+}
+
 static void op_requests(input *in) {
   mmbRequest req = {0};
   EXPECT(mmb_queue_marker(queue, &req), MMB_OK);
@@ -327,6 +375,9 @@ static void cleanup(void) {
     if (layouts[k].live) EXPECT(mmb_layout_destroy(layouts[k].h), MMB_OK);
   for (int k = 0; k < N_REGIONS; k++)
     if (regions[k].live) EXPECT(mmb_region_destroy(regions[k].h), MMB_OK);
+  for (int k = 0; k < N_BARE; k++)
+    if (bare[k].live) EXPECT(mmb_ptr_free(pool, bare[k].p), MMB_OK);
+  memset(bare, 0, sizeof bare);
   memset(dups, 0, sizeof dups);
   memset(arrays, 0, sizeof arrays);
   memset(layouts, 0, sizeof layouts);
@@ -336,7 +387,7 @@ static void cleanup(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   while (in.n) {
-    switch (in_u8(&in) % 15) {
+    switch (in_u8(&in) % 16) {
       case 0: op_layout(&in, true); break;
       case 1: op_layout(&in, false); break;
       case 2: op_array_create(&in); break;
@@ -350,6 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 10: op_array_copy(&in); break;
       case 11: op_region(&in); break;
       case 12: op_requests(&in); break;
+      case 13: op_bare(&in); break;
       default: op_iterate(&in); break;
     }
     check_arrays();
@@ -358,5 +410,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mmbStats st;
   CHECK(mmb_interface_get_stats(iface, &st) == MMB_OK && st.used_current == 0,
         "%zu bytes left allocated", st.used_current);
+  CHECK(mmb_interface_get_stats(pool, &st) == MMB_OK && st.used_current == 0,
+        "%zu bytes left on the pool", st.used_current);
   return 0;
 }

@@ -36,6 +36,7 @@ static void bring_down(void) {
   mmb__space_set_release_hook(NULL);
   mmb__dup_interfaces_forget();
   mmb__interfaces_finalize();
+  mmb__slab_map_finalize();
   mmb__engine_finalize();
   mmb__trace_finalize();
   mmb__registry_finalize();

@@ -55,6 +55,32 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_interface(const mmbAllocation *
                                              mmbMemInterface **out_interface);
 
 /**
+ * malloc-style: allocates \p n_bytes from \p interface and returns the bare
+ * pointer (device memory: a device pointer), aligned to
+ * MMB_DEFAULT_ALIGNMENT. No handle: give it back with mmb_ptr_free on the
+ * same interface. On a pool interface, blocks up to 2 KiB come from slabs
+ * of their own through a cache of the calling thread, a stack pop with no
+ * lock; the stats count them like any allocation (mmb_interface_destroy is
+ * MMB_BUSY while one lives). Copies, arrays and queue-aware reuse
+ * (mmb_free_async) take handles: use mmb_allocate for those.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p n_bytes == 0; otherwise
+ *         as mmb_allocate.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_alloc(mmbMemInterface *interface, size_t n_bytes,
+                                                void **out_ptr);
+
+/**
+ * Frees a pointer mmb_ptr_alloc returned from \p interface. As with free(),
+ * an address freed and handed out again by a later mmb_ptr_alloc names that
+ * new block.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a pointer already freed, one
+ *         from another interface or from mmb_allocate, or anything mmb did
+ *         not hand out (reported at error level; nothing is freed);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_free(mmbMemInterface *interface, void *ptr);
+
+/**
  * Copies all of \p src to the start of \p dst (\p dst == \p src: nothing
  * moves, in any memory).
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, handles that are not live

@@ -89,6 +89,7 @@ static void interface_teardown(mmbMemInterface *iface) {
   mmb__space_retire_interface(iface);
   if (iface->strategy->finalize) iface->strategy->finalize(iface);
   mmb__handle_cache_flush(&iface->handles);
+  mmb__ptr_table_free(&iface->ptrs);
   provider_stop(iface);
   atomic_fetch_sub(&iface->space->n_users, 1);
   pthread_mutex_destroy(&iface->lock);

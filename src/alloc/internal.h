@@ -206,6 +206,18 @@ extern const mmb__strategy_ops mmb__pool_strategy;
 
 typedef struct mmb__region_cache mmb__region_cache;   /* region.c */
 
+/* mmb_ptr_alloc's blocks that have a handle (ptr.c): pointer -> handle, open
+   addressing; guarded like mmbMemInterface.c. */
+typedef struct mmb__ptr_table {
+  void **key;
+  mmbAllocation **val;
+  size_t cap, n;   /* cap: 0 or a power of two */
+} mmb__ptr_table;
+/* Frees the table (teardown: its handles were released with the rest). */
+void mmb__ptr_table_free(mmb__ptr_table *t);
+/* Frees the slab map's leaves (finalize, after every interface is gone). */
+void mmb__slab_map_finalize(void);
+
 struct mmbMemInterface {
   mmbMemSpace *space;
   mmb__provider provider;
@@ -230,6 +242,7 @@ struct mmbMemInterface {
   unsigned copy_threads;                     /* mmbMemInterfaceConfig.copy_threads */
   mmb__region_cache *region_cache;           /* NULL until a region uses it */
   mmb__handle_cache handles;                 /* guarded like c */
+  mmb__ptr_table ptrs;                       /* mmb_ptr_alloc's blocks with handles */
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
   _Atomic size_t n_deferred;
   mmbMemInterface *next, *prev;

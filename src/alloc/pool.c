@@ -231,6 +231,60 @@ pool_block *mmb__pool_take_slab(pool *p) {
   return b;
 }
 
+/* b (taken) cut at `at` bytes (a granule multiple inside it): the part
+   after gets a record of its own, taken too; NULL when no record is left. */
+static pool_block *cut(pool *p, pool_block *b, size_t at) {
+  pool_block *r = record_new(p);
+  if (!r) return NULL;
+  *r = (pool_block){.ptr = b->ptr + at, .size = b->size - at, .seg = b->seg, .prev = b,
+                    .next = b->next};
+  if (b->next) b->next->prev = r;
+  b->next = r;
+  b->size = at;
+  return r;
+}
+
+/* The bytes of b past SLAB_BYTES back to the pool, where they coalesce
+   with the free bytes after them (split would leave two free blocks side by
+   side, and every slab a hole no later slab fits). */
+static pool_block *slab_trimmed(pool *p, pool_block *b) {
+  if (b->size > SLAB_BYTES) {
+    pool_block *rest = cut(p, b, SLAB_BYTES);
+    if (!rest) {
+      mmb__pool_put(p, b);
+      return NULL;
+    }
+    mmb__pool_put(p, rest);
+  }
+  return b;
+}
+
+pool_block *mmb__pool_take_slab_aligned(pool *p, bool provider) {
+  /* a free block that starts at 64 KiB (a slab given back, say) first */
+  pool_block *b = mmb__pool_take_held(p, SLAB_BYTES);
+  if (b && !((uintptr_t)b->ptr & (SLAB_BYTES - 1))) return slab_trimmed(p, b);
+  if (b) mmb__pool_put(p, b);
+  size_t span = pool_round(2 * SLAB_BYTES - p->block_align);   /* room for any start */
+  b = mmb__pool_take_held(p, span);
+  if (!b && provider && (b = segment_for(p, span, false, false))) b->free = false;
+  if (!b) return NULL;
+  size_t pad = (size_t)(-(uintptr_t)b->ptr & (SLAB_BYTES - 1));
+  if (pad % POOL_GRANULE) {   /* a segment whose blocks never start at 64 KiB */
+    mmb__pool_put(p, b);
+    return NULL;
+  }
+  if (pad) {   /* b keeps the bytes before (its record may be its segment's first) */
+    pool_block *r = cut(p, b, pad);
+    if (!r) {
+      mmb__pool_put(p, b);
+      return NULL;
+    }
+    mmb__pool_put(p, b);
+    b = r;
+  }
+  return slab_trimmed(p, b);
+}
+
 pool_block *mmb__pool_take_held(pool *p, size_t need) {
   pool_bins *bins = need > POOL_SMALL_MAX ? &p->large : &p->small;
   pool_block *b = bins_find(bins, need);

@@ -59,16 +59,57 @@ static inline size_t slab_class_size(size_t cls) {
 
 /* A slab: its blocks, and the indices of the free ones (a stack). The
    record lives in host memory, never in the slab: the slab may be device
-   memory. */
+   memory.
+
+   A slab of malloc-style blocks (mmb_ptr_alloc, ptr.c) is 64 KiB aligned
+   and listed in the slab map, so a bare pointer finds it. Its record holds,
+   after the free stack, an entry per 64 B of the slab: at the start of each
+   live block, what it was asked for; 0 everywhere else (mmb_ptr_free's
+   check, one exchange: no division by the class size, and a pointer inside
+   a block reads 0). The record is never freed while the pool lives, so a
+   stale map entry read by a racing misuse still points at a record. */
 typedef struct pool_slab {
   struct pool_block *block;           /* the pool block it is carved from */
   char *base;
+  mmbMemInterface *iface;             /* malloc-style: its interface; else NULL */
   uint32_t cls, n_blocks, n_free;
   struct pool_slab *prev, *next;      /* its class's slabs with free blocks, or none */
   struct pool_slab *all_prev, *all_next;   /* every slab of the pool */
   bool listed;                        /* on that list */
   uint16_t free[];                    /* n_free indices of free blocks */
 } pool_slab;
+
+#define SLAB_MAX_BLOCKS (SLAB_BYTES / SLAB_ALIGN)
+/* Slab map: the malloc-style slab of a 64 KiB page of the address space,
+   two levels over 48-bit addresses (as mimalloc's segment map and
+   jemalloc's rtree): set and cleared under a global lock, read with none. */
+#define SLAB_MAP_BITS 16
+extern pool_slab *_Atomic *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS]
+    __attribute__((visibility("hidden")));
+static MMB__ALWAYS_INLINE pool_slab *mmb__slab_of(const void *ptr) {
+  uintptr_t page = (uintptr_t)ptr >> 16;
+  if (MMB__UNLIKELY(page >> (2 * SLAB_MAP_BITS))) return NULL;
+  pool_slab *_Atomic *leaf =
+      atomic_load_explicit(&mmb__slab_map[page >> SLAB_MAP_BITS], memory_order_acquire);
+  if (MMB__UNLIKELY(!leaf)) return NULL;
+  return atomic_load_explicit(&leaf[page & (((uintptr_t)1 << SLAB_MAP_BITS) - 1)],
+                              memory_order_acquire);
+}
+/* false: the address is beyond the map, or no memory for a leaf. */
+bool mmb__slab_map_set(const void *base, pool_slab *s);
+void mmb__slab_map_clear(const void *base);
+
+/* A malloc-style block parked in a cache: its address and its asked entry. */
+typedef struct pool_ptr {
+  char *ptr;
+  _Atomic uint16_t *asked;
+} pool_ptr;
+/* A slab class's parked malloc-style blocks: a stack of e (allocated at the
+   first refill, slab_cap_max entries); cap adapts as a handle bin's does. */
+typedef struct pool_ptr_bin {
+  pool_ptr *e;
+  uint16_t n, cap;
+} pool_ptr_bin;
 
 typedef struct pool_segment pool_segment;
 
@@ -108,6 +149,7 @@ typedef struct pool_cache {
   uint16_t cap[POOL_QUICK_BINS];
   mmb__counters *c;
   mmb__handle_cache *handles;
+  pool_ptr_bin ptrs[SLAB_CLASSES];    /* malloc-style blocks (ptr.c) */
 } pool_cache;
 #define SLAB_CAP_MIN 16
 /* the most blocks a slab class's bin may hold: 1024, and 256 KiB */
@@ -130,9 +172,11 @@ typedef struct pool {
   uint64_t id;                       /* never reused: thread caches find their pool by it */
   size_t block_align;                /* every block's pointer is aligned to this */
   pool_bins small, large;
-  pool_slab *partial[SLAB_CLASSES];  /* slabs with free blocks, by class */
-  pool_slab *spare[SLAB_CLASSES];    /* one wholly free slab kept per class */
+  /* [0]: slabs of handle blocks; [1]: of malloc-style blocks */
+  pool_slab *partial[2][SLAB_CLASSES];  /* slabs with free blocks, by class */
+  pool_slab *spare[2][SLAB_CLASSES];    /* one wholly free slab kept per class */
   pool_slab *slabs;                  /* every slab */
+  pool_slab *ptr_records;            /* records of malloc-style slabs to reuse */
   /* With thread caches: blocks one thread's bins gave up, still parked on
      their handles, for another thread's refill (a transfer cache: a block
      freed by the thread that did not allocate it travels back in a batch,
@@ -312,13 +356,17 @@ pool_block *mmb__pool_take(pool *p, size_t need, size_t align);
 pool_block *mmb__pool_take_slab(pool *p);
 /* The same from the free blocks the pool already holds: never the provider. */
 pool_block *mmb__pool_take_held(pool *p, size_t need);
+/* A slab's 64 KiB at a multiple of 64 KiB, from what the pool holds (the
+   bytes before it stay free), or with `provider` also from a new segment. */
+pool_block *mmb__pool_take_slab_aligned(pool *p, bool provider);
 void mmb__pool_put(pool *p, pool_block *b);
 
 /* ---- slab.c: the slabs; the caller holds the interface lock ------------- */
 /* A free block of slab class cls, from a slab with free blocks, the spare,
    or a new slab (from what the pool holds; with `provider`, also from the
-   provider). NULL: none could be had. *out_slab: its slab. */
-char *mmb__slab_take(pool *p, size_t cls, bool provider, pool_slab **out_slab);
+   provider); from a malloc-style slab with `ptrs`. NULL: none could be had.
+   *out_slab: its slab. */
+char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, pool_slab **out_slab);
 /* Gives a block back to its slab; a slab wholly free becomes its class's
    spare, or goes back to the pool. */
 void mmb__slab_put(pool *p, pool_slab *s, char *ptr);
@@ -334,8 +382,25 @@ static inline void pool_give_block(pool *p, mmbAllocation *a) {
   else mmb__pool_put(p, a->block);
 }
 
+/* The asked entry of the 64 B at ptr in a malloc-style slab s (ptr in its
+   64 KiB, 64-byte aligned). */
+static MMB__ALWAYS_INLINE _Atomic uint16_t *slab_asked(pool_slab *s, const char *ptr) {
+  return (_Atomic uint16_t *)(void *)(s->free + SLAB_MAX_BLOCKS) + ((size_t)(ptr - s->base) >> 6);
+}
+
 /* ---- pool_cache.c -------------------------------------------------------- */
 /* Returns every block of a cache to the shared pool (interface lock held). */
 void mmb__pool_cache_flush(pool *p, pool_cache *cache);
+/* The bin's stack allocated (cap SLAB_CAP_MIN the first time); false: no memory. */
+bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls);
+/* Malloc-style blocks of class cls onto the cache's bin, to half its
+   (doubled) cap; the first may come from the provider. false: none. */
+bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls);
+/* A malloc-style bin's blocks beyond keep back to their slabs. */
+void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep);
+/* Before refusing memory: parked blocks of every cache and the spares back. */
+void mmb__pool_flush_parked(pool *p, pool_cache *mine);
+/* The pool's sampled high watermark, raised (thread caches). */
+void mmb__pool_sample_high(pool *p);
 
 #endif /* MMB_POOL_INTERNAL_H */

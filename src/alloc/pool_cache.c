@@ -94,6 +94,9 @@ pool_cache *mmb__pool_tcache_find(pool *p) {
 void mmb__pool_cache_init(pool_cache *cache) {
   for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++)
     cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
+  /* a malloc-style bin holds nothing until its stack is allocated */
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++)
+    cache->ptrs[cls].cap = cache->ptrs[cls].e ? SLAB_CAP_MIN : 0;
 }
 
 /* The most a bin's depot holds: two full bins. */
@@ -164,14 +167,54 @@ static void depot_drain(pool *p) {
   }
 }
 
+/* ---- malloc-style blocks (mmb_ptr_alloc) --------------------------------- */
+/* A bin of bare pointers per slab class, beside the handle bins: a miss
+   takes half the (doubled) cap from the slabs at once, an overflow gives
+   half back, both under the interface lock. */
+
+void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep) {
+  pool_ptr_bin *bin = &cache->ptrs[cls];
+  while (bin->n > keep) {
+    char *ptr = bin->e[--bin->n].ptr;
+    mmb__slab_put(p, mmb__slab_of(ptr), ptr);
+  }
+}
+
+bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls) {
+  pool_ptr_bin *bin = &cache->ptrs[cls];
+  if (bin->e) return true;
+  if (!(bin->e = mmb__malloc(slab_cap_max(cls) * sizeof *bin->e))) return false;
+  bin->cap = SLAB_CAP_MIN;
+  return true;
+}
+
+bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
+  pool_ptr_bin *bin = &cache->ptrs[cls];
+  if (!mmb__pool_ptr_bin_ready(cache, cls)) return false;
+  bin->cap = (uint16_t)mmb__min(2u * bin->cap, slab_cap_max(cls));
+  size_t want = bin->cap / 2;
+  while (bin->n < want) {
+    pool_slab *s;
+    char *ptr = mmb__slab_take(p, cls, bin->n == 0, true, &s);
+    if (!ptr) break;
+    bin->e[bin->n++] = (pool_ptr){ptr, slab_asked(s, ptr)};
+  }
+  return bin->n > 0;
+}
+
 /* Everything back, and the caps start over. */
 void mmb__pool_cache_flush(pool *p, pool_cache *cache) {
   for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) flush_class(p, cache, cls, 0);
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) mmb__pool_ptr_flush(p, cache, cls, 0);
   mmb__pool_cache_init(cache);
 }
 
 /* Returns parked handles to the registry; their blocks go with the segments. */
 static void cache_drop(pool_cache *cache) {
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) {
+    mmb__free(cache->ptrs[cls].e);
+    cache->ptrs[cls] = (pool_ptr_bin){0};
+  }
   for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) {
     while (cache->bin[cls]) {
       mmbAllocation *a = cache->bin[cls];
@@ -192,7 +235,7 @@ static bool park_one(pool *p, pool_cache *cache, size_t bin) {
   if (!a) return false;
   if (bin < SLAB_CLASSES) {
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, bin, false, &s);
+    char *ptr = mmb__slab_take(p, bin, false, false, &s);
     if (!ptr) goto none;
     mmb__handle_fill(a, p->iface, 0, 0, slab_class_size(bin), s);
     a->ptr = ptr;
@@ -242,7 +285,7 @@ static void refill(pool *p, pool_cache *cache, size_t bin) {
    and in those of exited threads go back to the pool, and so do the spare
    slabs (a live thread's cache is its own; it gives back beyond its caps,
    and all at mmb_interface_trim). Interface lock held. */
-static void flush_parked(pool *p, pool_cache *mine) {
+void mmb__pool_flush_parked(pool *p, pool_cache *mine) {
   if (mine) mmb__pool_cache_flush(p, mine);
   for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
     int idle = 0;
@@ -254,7 +297,7 @@ static void flush_parked(pool *p, pool_cache *mine) {
   mmb__slab_release_spares(p);
 }
 
-static void sample_high(pool *p) {
+void mmb__pool_sample_high(pool *p) {
   mmb__merged m = {0};
   mmb__merge_interface(&m, p->iface);
   mmb__raise_high(&p->iface->used_high_sampled, m.used);
@@ -266,7 +309,7 @@ static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
   if (slab_fits(n, align)) {
     size_t cls = slab_bin(n);
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, cls, true, &s);
+    char *ptr = mmb__slab_take(p, cls, true, false, &s);
     if (ptr) {
       mmb__handle_fill(a, p->iface, n, align, slab_class_size(cls), s);
       a->ptr = ptr;
@@ -308,7 +351,7 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
     mmb__iface_unlock(iface);
     mmb__deferred_sweep(iface, false);
     mmb__iface_lock(iface);
-    flush_parked(p, cache);
+    mmb__pool_flush_parked(p, cache);
     got = take_block(p, a, n, align);
   }
   if (!got) {
@@ -318,7 +361,7 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
   }
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_alloc(c, n);
   if (cache && a->flags & MMB__QUICK) refill(p, cache, quick_bin_of(a));
-  if (p->thread_caches) sample_high(p);
+  if (p->thread_caches) mmb__pool_sample_high(p);
   mmb__iface_unlock(iface);
 
   mmb__unpoison(mmb__iface_host_accessible(iface), a->ptr, n);
@@ -366,7 +409,7 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
     pool_batch b = cut_batch(cache, bin, (uint32_t)(cache->count[bin] - cache->cap[bin] / 2));
     mmb__iface_lock(iface);
     if (!depot_put(p, cache, bin, b)) give_batch(p, handles, b);
-    if (p->thread_caches) sample_high(p);
+    if (p->thread_caches) mmb__pool_sample_high(p);
     mmb__iface_unlock(iface);
     return;
   }
@@ -381,7 +424,7 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   }
   pool_give_block(p, a);
   mmb__handle_give(handles, a);
-  if (p->thread_caches) sample_high(p);
+  if (p->thread_caches) mmb__pool_sample_high(p);
   mmb__iface_unlock(iface);
 }
 
@@ -397,7 +440,7 @@ static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool *p = iface->strategy_state;
   pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
-  flush_parked(p, mine);
+  mmb__pool_flush_parked(p, mine);
   mmb__pool_release_free(p, keep);
   mmb__iface_unlock(iface);
 }

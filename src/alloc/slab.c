@@ -12,38 +12,79 @@
    give (a space whose limit leaves no 64 KiB) is no error: the caller takes
    a granule block instead.
 
+   Slabs of malloc-style blocks (mmb_ptr_alloc) are kept apart from those
+   of handle blocks, on lists of their own: they are 64 KiB aligned, listed
+   in the slab map, and their records are reused rather than freed.
+
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). */
 #include "alloc/pool.h"
 
 static bool host(const pool *p) { return mmb__iface_host_accessible(p->iface); }
 
+static int kind(const pool_slab *s) { return s->iface != NULL; }
+
 static void list_add(pool *p, pool_slab *s) {
   s->prev = NULL;
-  s->next = p->partial[s->cls];
+  s->next = p->partial[kind(s)][s->cls];
   if (s->next) s->next->prev = s;
-  p->partial[s->cls] = s;
+  p->partial[kind(s)][s->cls] = s;
   s->listed = true;
 }
 
 static void list_remove(pool *p, pool_slab *s) {
   if (s->prev) s->prev->next = s->next;
-  else p->partial[s->cls] = s->next;
+  else p->partial[kind(s)][s->cls] = s->next;
   if (s->next) s->next->prev = s->prev;
   s->listed = false;
 }
 
-static pool_slab *slab_new(pool *p, size_t cls, bool provider) {
-  size_t size = slab_class_size(cls), n = SLAB_BYTES / size;
-  pool_slab *s = mmb__malloc(sizeof *s + n * sizeof s->free[0]);
-  if (!s) return NULL;
-  pool_block *b = provider ? mmb__pool_take_slab(p) : mmb__pool_take_held(p, SLAB_BYTES);
-  if (!b) {
+/* A malloc-style slab's record: room for the most blocks, then an asked
+   entry per 64 B (pool.h: slab_asked). */
+#define PTR_RECORD_BYTES (sizeof(pool_slab) + 2 * SLAB_MAX_BLOCKS * sizeof(uint16_t))
+
+static pool_slab *record_take(pool *p, bool ptrs, size_t n) {
+  if (!ptrs) return mmb__malloc(sizeof(pool_slab) + n * sizeof(uint16_t));
+  pool_slab *s = p->ptr_records;
+  if (s) p->ptr_records = s->next;
+  return s ? s : mmb__malloc(PTR_RECORD_BYTES);
+}
+
+static void record_give(pool *p, pool_slab *s) {
+  if (!s->iface) {
     mmb__free(s);
+    return;
+  }
+  s->next = p->ptr_records;
+  p->ptr_records = s;
+}
+
+/* A malloc-style slab: nothing live, and listed in the map. */
+static bool ptr_slab_start(pool *p, pool_slab *s) {
+  s->iface = p->iface;
+  for (size_t i = 0; i < SLAB_MAX_BLOCKS; i++) atomic_init(slab_asked(s, s->base + 64 * i), 0);
+  return mmb__slab_map_set(s->base, s);
+}
+
+static pool_slab *slab_new(pool *p, size_t cls, bool provider, bool ptrs) {
+  size_t size = slab_class_size(cls), n = SLAB_BYTES / size;
+  pool_slab *s = record_take(p, ptrs, n);
+  if (!s) return NULL;
+  pool_block *b = ptrs       ? mmb__pool_take_slab_aligned(p, provider)
+                  : provider ? mmb__pool_take_slab(p)
+                             : mmb__pool_take_held(p, SLAB_BYTES);
+  if (!b) {
+    s->iface = ptrs ? p->iface : NULL;
+    record_give(p, s);
     return NULL;
   }
   *s = (pool_slab){.block = b, .base = b->ptr, .cls = (uint32_t)cls, .n_blocks = (uint32_t)n,
                    .n_free = (uint32_t)n};
+  if (ptrs && !ptr_slab_start(p, s)) {   /* an address beyond the map */
+    mmb__pool_put(p, b);
+    record_give(p, s);
+    return NULL;
+  }
   for (size_t i = 0; i < n; i++) s->free[i] = (uint16_t)(n - 1 - i);   /* low addresses first */
   s->all_next = p->slabs;
   if (s->all_next) s->all_next->all_prev = s;
@@ -56,15 +97,16 @@ static void slab_release(pool *p, pool_slab *s) {
   if (s->all_prev) s->all_prev->all_next = s->all_next;
   else p->slabs = s->all_next;
   if (s->all_next) s->all_next->all_prev = s->all_prev;
+  if (s->iface) mmb__slab_map_clear(s->base);
   mmb__pool_put(p, s->block);
-  mmb__free(s);
+  record_give(p, s);
 }
 
-char *mmb__slab_take(pool *p, size_t cls, bool provider, pool_slab **out_slab) {
-  pool_slab *s = p->partial[cls];
+char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, pool_slab **out_slab) {
+  pool_slab *s = p->partial[ptrs][cls];
   if (!s) {
-    if ((s = p->spare[cls])) p->spare[cls] = NULL;
-    else if (!(s = slab_new(p, cls, provider))) return NULL;
+    if ((s = p->spare[ptrs][cls])) p->spare[ptrs][cls] = NULL;
+    else if (!(s = slab_new(p, cls, provider, ptrs))) return NULL;
     list_add(p, s);
   }
   uint16_t i = s->free[--s->n_free];
@@ -80,22 +122,30 @@ void mmb__slab_put(pool *p, pool_slab *s, char *ptr) {
   list_remove(p, s);   /* wholly free */
   const mmbMemInterface *iface = p->iface;
   bool keep = !iface->release_threshold || MMB__GET(iface->reserved) <= iface->release_threshold;
-  if (keep && !p->spare[s->cls]) p->spare[s->cls] = s;
+  if (keep && !p->spare[kind(s)][s->cls]) p->spare[kind(s)][s->cls] = s;
   else slab_release(p, s);
 }
 
 void mmb__slab_release_spares(pool *p) {
-  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) {
-    if (p->spare[cls]) slab_release(p, p->spare[cls]);
-    p->spare[cls] = NULL;
-  }
+  for (int k = 0; k < 2; k++)
+    for (size_t cls = 0; cls < SLAB_CLASSES; cls++) {
+      if (p->spare[k][cls]) slab_release(p, p->spare[k][cls]);
+      p->spare[k][cls] = NULL;
+    }
 }
 
-/* The slabs' bytes go with the pool's segments; only the records are freed. */
+/* The slabs' bytes go with the pool's segments; only the records are freed
+   (and the map forgets the malloc-style slabs). */
 void mmb__slab_finalize(pool *p) {
   while (p->slabs) {
     pool_slab *s = p->slabs;
     p->slabs = s->all_next;
+    if (s->iface) mmb__slab_map_clear(s->base);
+    mmb__free(s);
+  }
+  while (p->ptr_records) {
+    pool_slab *s = p->ptr_records;
+    p->ptr_records = s->next;
     mmb__free(s);
   }
 }

@@ -119,6 +119,7 @@ program test_mamba
   call test_interfaces_and_allocations()
   call test_copies()
   call test_regions()
+  call test_bare_pointers()
   call test_trace()
   call test_layouts()
   call test_wrapped_arrays()
@@ -498,6 +499,45 @@ contains
     call mmb_copy(a, b, err)
     call expect(err, MMB_INVALID_ARG, 'copy between freed (null) allocations')
     call mmb_interface_destroy(iface, err)
+    call finalize_checked()
+  end subroutine
+
+  subroutine test_bare_pointers()
+    type(mmbMemSpace) :: dram
+    type(mmbMemInterface) :: pool
+    type(c_ptr) :: p, big, kept
+    real(c_double), pointer :: x(:)
+    type(mmbStats) :: stats
+    integer :: err
+    call begin('bare pointers')
+    call init_quiet()
+    call mmb_request_space(MMB_DRAM, MMB_CPU, new_space=dram, err=err)
+    call mmb_request_interface(dram, mmbMemInterfaceConfig(strategy=MMB_STRATEGY_POOL), pool, err)
+    call expect(err, MMB_OK, 'a pool')
+    call mmb_ptr_alloc(pool, 800_mmbSizeKind, p, err)
+    call expect(err, MMB_OK, 'a small block')
+    call ensure(c_associated(p) .and. mod(transfer(p, 0_c_intptr_t), 64_c_intptr_t) == 0, 'aligned')
+    call c_f_pointer(p, x, [100])
+    x = 2.5_c_double
+    call mmb_ptr_alloc(pool, 100000_mmbSizeKind, big, err)
+    call expect(err, MMB_OK, 'a large block')
+    call mmb_interface_get_stats(pool, stats, err)
+    call ensure(stats%used_current == 100800, 'both counted')
+    call ensure(sum(x) == 250.0_c_double, 'the bytes kept')
+    kept = p
+    call mmb_ptr_free(pool, p, err)
+    call expect(err, MMB_OK, 'free')
+    call ensure(.not. c_associated(p), 'freed: null')
+    call mmb_ptr_free(pool, kept, err)
+    call expect(err, MMB_INVALID_ARG, 'freed twice')
+    call mmb_ptr_alloc(pool, 0_mmbSizeKind, p, err)
+    call expect(err, MMB_INVALID_ARG, 'zero bytes')
+    call mmb_interface_destroy(pool, err)
+    call expect(err, MMB_BUSY, 'a block still live')
+    call mmb_ptr_free(pool, big, err)
+    call expect(err, MMB_OK, 'free the large block')
+    call mmb_interface_destroy(pool, err)
+    call expect(err, MMB_OK, 'destroy')
     call finalize_checked()
   end subroutine
 

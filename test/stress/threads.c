@@ -2,7 +2,9 @@
    one shared space, with a reference model per thread (fixed seeds): each
    thread also bumps through its own region on the shared pool, hands blocks
    to its neighbour to free, while another thread reads stats and a trace
-   records everything. A plain program, not a Criterion test: Criterion
+   records everything; then, with the trace stopped (so the lock-free paths
+   run), each thread works with bare blocks (mmb_ptr_alloc) on the pool and
+   frees its neighbour's. A plain program, not a Criterion test: Criterion
    cannot run under ThreadSanitizer, and this is what `make test
    SANITIZE=thread` runs. Exit 0 = every byte and every counter as expected. */
 #include <mmb/mmb.h>
@@ -23,6 +25,7 @@ typedef struct worker {
   uint64_t seed;
   int failed;
   mmbAllocation *handoff[HANDOFF];   /* allocated here, freed by the next worker */
+  unsigned char *bare_handoff[HANDOFF];   /* the same, mmb_ptr_alloc's */
   struct worker *next_worker;
 } worker;
 
@@ -111,6 +114,44 @@ static void *run(void *p) {
   return NULL;
 }
 
+/* Bare blocks on the thread-safe pool: a model of its own, blocks of every
+   slab class and larger, and the neighbour's handoff freed here. */
+static void *run_bare(void *p) {
+  worker *w = p;
+  unsigned char *slot[SLOTS] = {0};
+  size_t len[SLOTS];
+  for (int k = 0; k < HANDOFF; k++) {
+    if (mmb_ptr_alloc(w->pool, 16 + (size_t)k * 24, (void **)&w->bare_handoff[k]) != MMB_OK)
+      w->failed = 1;
+    else w->bare_handoff[k][0] = (unsigned char)k;
+  }
+  pthread_barrier_wait(&handoff_ready);
+  for (int k = 0; k < HANDOFF; k++) {
+    unsigned char *b = w->next_worker->bare_handoff[k];
+    if (!b) continue;
+    if (b[0] != (unsigned char)k || mmb_ptr_free(w->pool, b) != MMB_OK) w->failed = 1;
+  }
+  for (int i = 0; i < STEPS && !w->failed; i++) {
+    int k = (int)(next(&w->seed) % SLOTS);
+    if (slot[k]) {
+      if (slot[k][0] != (unsigned char)k || slot[k][len[k] - 1] != (unsigned char)k ||
+          mmb_ptr_free(w->pool, slot[k]) != MMB_OK)
+        w->failed = 1;
+      slot[k] = NULL;
+    } else {
+      len[k] = 1 + next(&w->seed) % (i % 16 ? 2048 : 9000);
+      if (mmb_ptr_alloc(w->pool, len[k], (void **)&slot[k]) != MMB_OK) {
+        w->failed = 1;
+        break;
+      }
+      memset(slot[k], k, len[k]);
+    }
+  }
+  for (int k = 0; k < SLOTS; k++)
+    if (slot[k] && mmb_ptr_free(w->pool, slot[k]) != MMB_OK) w->failed = 1;
+  return NULL;
+}
+
 int main(void) {
   mmbOptions opts = {.log_level = MMB_LOG_ERROR};
   if (mmb_init(&opts) != MMB_OK) return 1;
@@ -142,6 +183,11 @@ int main(void) {
   atomic_store(&stop_reader, 1);
   pthread_join(reader, NULL);
   failed |= mmb_trace_stop() != MMB_OK || mmb_trace_dump("/dev/null") != MMB_OK;
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, run_bare, &w[i]);
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    failed |= w[i].failed;
+  }
   mmbStats st;
   failed |= mmb_interface_get_stats(shared, &st) != MMB_OK;
   failed |= st.n_allocs != st.n_frees || st.used_current || st.reserved_current;

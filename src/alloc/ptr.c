@@ -1,0 +1,283 @@
+/* malloc-style allocation: mmb_ptr_alloc and mmb_ptr_free, a bare pointer
+   in and out, no handle.
+
+   Blocks up to 2 KiB (SLAB_MAX) on a pool interface come from slabs of
+   their own, through the calling thread's cache (pool_cache.ptrs): the
+   common case is a pop or a push on a stack of pointers, with exact stats
+   and no lock. A pointer finds its slab through the slab map (two levels
+   over the 64 KiB pages of the address space, as mimalloc's segment map and
+   jemalloc's rtree do), which every such slab is aligned to; the slab's
+   asked entry of the block is the bytes asked for, 0 while it is free, so
+   the double-free check is one exchange with 0 (pool.h: slab_asked). A
+   slab names its interface: an interface that matches it is live (its
+   slabs leave the map when it is destroyed), so freeing needs no other
+   check of it. Nothing lives in the block: it may be device memory.
+
+   Everything else (larger blocks, another strategy, a slab that could not
+   be had) is an allocation with a handle, found again from its pointer in
+   the interface's table (mmb__ptr_table). */
+#include "alloc/internal.h"
+#include "alloc/pool.h"
+
+/* ---- the slab map ---------------------------------------------------------- */
+
+#define LEAF_ENTRIES ((size_t)1 << SLAB_MAP_BITS)
+pool_slab *_Atomic *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool map_store(const void *base, pool_slab *s) {
+  uintptr_t page = (uintptr_t)base >> 16;
+  if (page >> (2 * SLAB_MAP_BITS)) return false;
+  pthread_mutex_lock(&map_lock);
+  _Atomic(pool_slab *_Atomic *) *top = &mmb__slab_map[page >> SLAB_MAP_BITS];
+  pool_slab *_Atomic *leaf = atomic_load_explicit(top, memory_order_relaxed);
+  if (!leaf && s && (leaf = mmb__calloc(LEAF_ENTRIES, sizeof *leaf)))
+    atomic_store_explicit(top, leaf, memory_order_release);
+  if (leaf) atomic_store_explicit(&leaf[page & (LEAF_ENTRIES - 1)], s, memory_order_release);
+  pthread_mutex_unlock(&map_lock);
+  return leaf != NULL;
+}
+
+bool mmb__slab_map_set(const void *base, pool_slab *s) { return map_store(base, s); }
+void mmb__slab_map_clear(const void *base) { (void)map_store(base, NULL); }
+
+void mmb__slab_map_finalize(void) {
+  pthread_mutex_lock(&map_lock);
+  for (size_t i = 0; i < LEAF_ENTRIES; i++)
+    mmb__free(atomic_exchange_explicit(&mmb__slab_map[i], NULL, memory_order_relaxed));
+  pthread_mutex_unlock(&map_lock);
+}
+
+/* ---- the table of blocks with handles ---------------------------------------- */
+
+static size_t slot_of(const mmb__ptr_table *t, const void *key) {
+  return (size_t)(((uintptr_t)key >> 6) * 0x9e3779b97f4a7c15ull) & (t->cap - 1);
+}
+
+static bool table_grow(mmb__ptr_table *t) {
+  size_t cap = t->cap ? 2 * t->cap : 64;
+  mmb__ptr_table bigger = {mmb__calloc(cap, sizeof *t->key), mmb__calloc(cap, sizeof *t->val),
+                           cap, 0};
+  if (!bigger.key || !bigger.val) {
+    mmb__free(bigger.key);
+    mmb__free(bigger.val);
+    return false;
+  }
+  for (size_t i = 0; i < t->cap; i++) {
+    if (!t->key[i]) continue;
+    size_t j = slot_of(&bigger, t->key[i]);
+    while (bigger.key[j]) j = (j + 1) & (cap - 1);
+    bigger.key[j] = t->key[i];
+    bigger.val[j] = t->val[i];
+  }
+  bigger.n = t->n;
+  mmb__ptr_table_free(t);
+  *t = bigger;
+  return true;
+}
+
+static bool table_put(mmb__ptr_table *t, void *key, mmbAllocation *a) {
+  if (2 * (t->n + 1) > t->cap && !table_grow(t)) return false;
+  size_t i = slot_of(t, key);
+  while (t->key[i]) i = (i + 1) & (t->cap - 1);
+  t->key[i] = key;
+  t->val[i] = a;
+  t->n++;
+  return true;
+}
+
+/* Removes key (linear probing, backward shift); its handle, or NULL. */
+static mmbAllocation *table_take(mmb__ptr_table *t, const void *key) {
+  if (!t->cap) return NULL;
+  size_t i = slot_of(t, key);
+  while (t->key[i] != key) {
+    if (!t->key[i]) return NULL;
+    i = (i + 1) & (t->cap - 1);
+  }
+  mmbAllocation *a = t->val[i];
+  for (size_t j = (i + 1) & (t->cap - 1); t->key[j]; j = (j + 1) & (t->cap - 1)) {
+    size_t home = slot_of(t, t->key[j]);
+    /* j's entry may fill the hole at i unless its home lies in (i, j] */
+    if (((j - home) & (t->cap - 1)) >= ((j - i) & (t->cap - 1))) {
+      t->key[i] = t->key[j];
+      t->val[i] = t->val[j];
+      i = j;
+    }
+  }
+  t->key[i] = NULL;
+  t->n--;
+  return a;
+}
+
+void mmb__ptr_table_free(mmb__ptr_table *t) {
+  mmb__free(t->key);
+  mmb__free(t->val);
+  *t = (mmb__ptr_table){0};
+}
+
+/* ---- allocate ---------------------------------------------------------------- */
+
+/* A block of a malloc-style slab, under the interface lock; false: none could
+   be had (the caller takes a block with a handle). */
+static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
+  pool *p = iface->strategy_state;
+  pool_cache *cache = pool_cache_of(p);   /* before the interface lock */
+  if (!cache) return false;
+  size_t cls = slab_bin(n);
+  pool_ptr_bin *bin = &cache->ptrs[cls];
+  mmb__iface_lock(iface);
+  bool got = bin->n || mmb__pool_ptr_refill(p, cache, cls);
+  pool_ptr e = {0};
+  if (got) {
+    e = bin->e[--bin->n];
+    atomic_store_explicit(e.asked, (uint16_t)n, memory_order_relaxed);
+    mmb__count_alloc(cache->c, n);
+    if (p->thread_caches) mmb__pool_sample_high(p);
+  }
+  mmb__iface_unlock(iface);
+  if (!got) return false;
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, e.ptr, n);
+  mmb__unpoison(mmb__iface_host_accessible(iface), e.ptr, n);
+  *out = e.ptr;
+  return true;
+}
+
+/* A block with a handle, recorded in the interface's table. */
+static mmbError handle_alloc(mmbMemInterface *iface, size_t n, void **out) {
+  mmbAllocation *a;
+  mmbError err = mmb_allocate(n, iface, &a);
+  if (err != MMB_OK) return err;
+  void *ptr = mmb_allocation_ptr(a);
+  mmb__iface_lock(iface);
+  bool recorded = table_put(&iface->ptrs, ptr, a);
+  mmb__iface_unlock(iface);
+  if (!recorded) {
+    MMB__MUST(mmb_free(a));
+    return mmb__fail(MMB_OUT_OF_MEMORY, "mmb_ptr_alloc", "no memory to record %p", ptr);
+  }
+  *out = ptr;
+  return MMB_OK;
+}
+
+static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out)
+    __attribute__((noinline));
+
+/* The common case: a pop from this thread's bin of the class, with nothing
+   that needs a call. */
+mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
+  bool shared;
+  pool_cache *cache;
+  if (MMB__LIKELY(mmb__object_is(iface, MMB__KIND_INTERFACE) && out_ptr &&
+                  n_bytes - 1 < SLAB_MAX && (cache = mmb__pool_owned_cache(iface, &shared)) &&
+                  !mmb__trace_active())) {
+    pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
+    if (MMB__LIKELY(bin->n != 0)) {
+      pool_ptr e = bin->e[--bin->n];
+      atomic_store_explicit(e.asked, (uint16_t)n_bytes, memory_order_relaxed);
+      mmb__count_alloc(cache->c, n_bytes);
+      mmb__unpoison(mmb__iface_host_accessible(iface), e.ptr, n_bytes);
+      *out_ptr = e.ptr;
+      return MMB_OK;
+    }
+  }
+  return alloc_general(iface, n_bytes, out_ptr);
+}
+
+static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_alloc", "interface");
+  MMB__ARG(!out, "mmb_ptr_alloc", "out_ptr is NULL");
+  MMB__ARG(n == 0, "mmb_ptr_alloc", "zero bytes requested");
+  if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
+    return MMB_OK;
+  return handle_alloc(iface, n, out);
+}
+
+/* ---- free -------------------------------------------------------------------- */
+
+static mmbError not_live(const mmbMemInterface *iface, const void *ptr) {
+  mmb__log(MMB_LOG_ERROR, "mmb_ptr_free: %p is not a live block of mmb_ptr_alloc on %s (freed "
+           "twice, from another interface, or not from mmb); nothing was freed", ptr,
+           iface->space->info.name);
+  return MMB_INVALID_ARG;
+}
+
+/* A block of a malloc-style slab, claimed (its asked entry was `was`). */
+static void slab_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic uint16_t *asked,
+                      uint16_t was) {
+  pool *p = iface->strategy_state;
+  pool_cache *cache = pool_cache_of(p);   /* before the interface lock */
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, ptr, was);
+  mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
+  mmb__iface_lock(iface);
+  mmb__count_free(cache ? cache->c : &iface->c, was);
+  pool_ptr_bin *bin = cache ? &cache->ptrs[s->cls] : NULL;
+  if (bin && pool_under_threshold(iface) && mmb__pool_ptr_bin_ready(cache, s->cls)) {
+    if (bin->n >= bin->cap) {
+      if (p->thread_caches && bin->cap < slab_cap_max(s->cls))
+        /* a thread that frees more than it allocates (a consumer) grows its
+           bin, so its batches back to the slabs grow too */
+        bin->cap = (uint16_t)mmb__min(2u * bin->cap, slab_cap_max(s->cls));
+      else
+        mmb__pool_ptr_flush(p, cache, s->cls, bin->cap / 2);
+    }
+    bin->e[bin->n++] = (pool_ptr){ptr, asked};
+  } else {
+    if (bin) mmb__pool_flush_parked(p, cache);   /* past the release threshold */
+    mmb__slab_put(p, s, ptr);
+  }
+  if (p->thread_caches) mmb__pool_sample_high(p);
+  mmb__iface_unlock(iface);
+}
+
+static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((noinline));
+
+/* The common case: a push on this thread's bin of the class, with nothing
+   that needs a call; everything else, and every refusal, takes the general
+   path. */
+mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
+  pool_slab *s;
+  bool shared;
+  pool_cache *cache;
+  if (MMB__LIKELY((s = mmb__slab_of(ptr)) && s->iface == iface && !((uintptr_t)ptr & 63) &&
+                  (cache = mmb__pool_owned_cache(iface, &shared)) && !mmb__trace_active() &&
+                  pool_under_threshold(iface))) {
+    pool_ptr_bin *bin = &cache->ptrs[s->cls];
+    _Atomic uint16_t *asked = slab_asked(s, ptr);
+    if (MMB__LIKELY(bin->n < bin->cap)) {
+      uint16_t was;
+      if (shared) {   /* another thread may free the same block at once: one wins */
+        was = atomic_exchange_explicit(asked, 0, memory_order_relaxed);
+      } else {
+        was = atomic_load_explicit(asked, memory_order_relaxed);
+        atomic_store_explicit(asked, 0, memory_order_relaxed);
+      }
+      if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
+      mmb__count_free(cache->c, was);
+      mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
+      bin->e[bin->n++] = (pool_ptr){ptr, asked};
+      return MMB_OK;
+    }
+  }
+  return free_general(iface, ptr);
+}
+
+static mmbError free_general(mmbMemInterface *iface, void *ptr) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_free", "interface");
+  MMB__ARG(!ptr, "mmb_ptr_free", "ptr is NULL");
+  pool_slab *s = mmb__slab_of(ptr);
+  if (s) {
+    if (s->iface != iface || (uintptr_t)ptr & 63) return not_live(iface, ptr);
+    _Atomic uint16_t *asked = slab_asked(s, ptr);
+    uint16_t was = atomic_exchange_explicit(asked, 0, memory_order_relaxed);
+    if (!was) return not_live(iface, ptr);
+    slab_free(iface, s, ptr, asked, was);
+    return MMB_OK;
+  }
+  mmb__iface_lock(iface);
+  mmbAllocation *a = table_take(&iface->ptrs, ptr);
+  mmb__iface_unlock(iface);
+  if (!a) return not_live(iface, ptr);
+  return mmb_free(a);
+}

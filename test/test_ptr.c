@@ -1,0 +1,427 @@
+/* mmb_ptr_alloc / mmb_ptr_free: malloc-style blocks, bare pointers in and
+   out. Misuse of every kind refused, a randomized run against a reference
+   model (contents, exact stats), the pool's duties (reuse without provider
+   trips, trim, release threshold, interface destroy while blocks live,
+   memory the host cannot touch), thread caches with cross-thread and
+   racing frees, and ASan poisoning of freed blocks. */
+#include "common.h"
+
+#include "poison_child.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+static mmbMemInterface *interface_with(mmbStrategyType strategy, unsigned flags,
+                                       size_t threshold) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterfaceConfig cfg = {.strategy = strategy, .flags = flags,
+                               .release_threshold = threshold};
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(dram, &cfg, &iface));
+  return iface;
+}
+
+static mmbStats stats_of(mmbMemInterface *iface) {
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  return st;
+}
+
+/* ---- misuse ------------------------------------------------------------------ */
+
+static void misuse_is_refused(mmbMemInterface *iface, mmbMemInterface *other) {
+  void *p = NULL;
+  FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc(iface, 64, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc(iface, 0, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc(iface, SIZE_MAX, &p), MMB_OVERFLOW);
+  FAILS(mmb_ptr_alloc((mmbMemInterface *)(void *)&p, 64, &p), MMB_INVALID_ARG);   /* not one */
+  cr_assert_null(p);
+  FAILS(mmb_ptr_free(iface, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free(NULL, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free(iface, &p), MMB_INVALID_ARG);   /* never from mmb */
+
+  size_t sizes[] = {1, 100, 2048, 2049, 100000};   /* slab blocks, and blocks with handles */
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t n = sizes[i];
+    char *q;
+    OK(mmb_ptr_alloc(iface, n, (void **)&q));
+    cr_assert_eq((uintptr_t)q % MMB_DEFAULT_ALIGNMENT, 0, "%zu bytes", n);
+    memset(q, 0x5a, n);
+    FAILS(mmb_ptr_free(other, q), MMB_INVALID_ARG);   /* another interface's */
+    if (n > 1) FAILS(mmb_ptr_free(iface, q + 1), MMB_INVALID_ARG);   /* inside the block */
+    if (n > 64) FAILS(mmb_ptr_free(iface, q + 64), MMB_INVALID_ARG);
+    cr_assert_eq(q[0], 0x5a, "a refused free left the block alone (%zu bytes)", n);
+    OK(mmb_ptr_free(iface, q));
+    FAILS(mmb_ptr_free(iface, q), MMB_INVALID_ARG);   /* twice */
+  }
+  /* a handle's pointer is not a bare block */
+  mmbAllocation *a;
+  OK(mmb_allocate(100, iface, &a));
+  FAILS(mmb_ptr_free(iface, mmb_allocation_ptr(a)), MMB_INVALID_ARG);
+  OK(mmb_free(a));
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+}
+
+MMB_TEST(ptr, misuse_is_refused_on_a_pool) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  mmbMemInterface *other = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  misuse_is_refused(iface, other);
+  OK(mmb_interface_destroy(other));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, misuse_is_refused_on_a_thread_safe_pool) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
+  mmbMemInterface *other = interface_with(MMB_STRATEGY_BASIC, 0, 0);
+  misuse_is_refused(iface, other);
+  OK(mmb_interface_destroy(other));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, misuse_is_refused_on_the_basic_strategy) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_BASIC, 0, 0);
+  mmbMemInterface *other = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  misuse_is_refused(iface, other);
+  OK(mmb_interface_destroy(other));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, a_destroyed_interface_is_refused) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  void *p, *big;
+  OK(mmb_ptr_alloc(iface, 100, &p));
+  OK(mmb_ptr_alloc(iface, 10000, &big));
+  FAILS(mmb_interface_destroy(iface), MMB_BUSY);   /* both still live */
+  OK(mmb_ptr_free(iface, big));
+  FAILS(mmb_interface_destroy(iface), MMB_BUSY);
+  OK(mmb_ptr_free(iface, p));
+  OK(mmb_interface_destroy(iface));
+  FAILS(mmb_ptr_free(iface, p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc(iface, 100, &p), MMB_INVALID_ARG);
+}
+
+Test(ptr, calls_before_init_are_refused) {
+  void *p;
+  FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_NOT_INITIALIZED);
+  FAILS(mmb_ptr_free(NULL, &p), MMB_NOT_INITIALIZED);
+}
+
+/* Blocks still live at mmb_finalize are given back with their interface
+   (the fixture's leak check would see a record left behind). */
+MMB_TEST(ptr, blocks_left_at_finalize_are_released) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
+  void *p;
+  for (int i = 0; i < 100; i++) OK(mmb_ptr_alloc(iface, 1 + (size_t)i * 97, &p));
+}
+
+/* ---- a reference model ----------------------------------------------------------- */
+
+enum { SLOTS = 2048 };
+typedef struct model {
+  unsigned char *p[SLOTS];
+  size_t n[SLOTS];
+  uint64_t seed[SLOTS];
+} model;
+
+static bool intact(const unsigned char *p, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != (unsigned char)test_rand(&seed)) return false;
+  return true;
+}
+
+/* Random allocations and frees, 1 B to 8 KiB and now and then 200 KiB:
+   every block keeps its bytes, and the stats are those of the model. */
+static void against_a_model(mmbMemInterface *iface) {
+  static model m;
+  memset(&m, 0, sizeof m);
+  uint64_t rng = 20261123;
+  size_t used = 0, live = 0;
+  unsigned long long allocs = 0, frees = 0;
+  for (int step = 0; step < 60000; step++) {
+    size_t k = test_rand(&rng) % SLOTS;
+    if (m.p[k]) {
+      cr_assert(intact(m.p[k], m.n[k], m.seed[k]), "step %d: block %zu lost its bytes", step, k);
+      OK(mmb_ptr_free(iface, m.p[k]));
+      used -= m.n[k];
+      live--;
+      frees++;
+      m.p[k] = NULL;
+      continue;
+    }
+    size_t r = test_rand(&rng) % 100;
+    size_t n = r < 90 ? 1 + test_rand(&rng) % 2048 : r < 99 ? 1 + test_rand(&rng) % 8192 : 200000;
+    OK(mmb_ptr_alloc(iface, n, (void **)&m.p[k]));
+    cr_assert_eq((uintptr_t)m.p[k] % 64, 0);
+    m.n[k] = n;
+    m.seed[k] = test_rand(&rng);
+    fill_pattern(m.p[k], n, m.seed[k]);
+    used += n;
+    live++;
+    allocs++;
+    if (step % 5000 == 0) {
+      mmbStats st = stats_of(iface);
+      cr_assert_eq(st.used_current, used, "step %d", step);
+      cr_assert_eq(st.n_allocs - st.n_frees, live, "step %d", step);
+    }
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.n_allocs, allocs);
+  cr_assert_eq(st.n_frees, frees);
+  for (size_t k = 0; k < SLOTS; k++)
+    if (m.p[k]) {
+      cr_assert(intact(m.p[k], m.n[k], m.seed[k]), "block %zu lost its bytes", k);
+      OK(mmb_ptr_free(iface, m.p[k]));
+    }
+  st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+  OK(mmb_interface_trim(iface, 0));
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 0, "every slab and segment went back at trim");
+  cr_assert_eq(st.n_provider_allocs, st.n_provider_frees);
+}
+
+MMB_TEST(ptr, a_pool_against_a_model) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  against_a_model(iface);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, a_thread_safe_pool_against_a_model) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
+  against_a_model(iface);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, the_basic_strategy_against_a_model) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_BASIC, 0, 0);
+  against_a_model(iface);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* ---- the pool's duties ------------------------------------------------------------ */
+
+MMB_TEST(ptr, freed_blocks_are_reused_without_a_provider_trip) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  enum { N = 5000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(iface, 64 + (size_t)i % 257, &p[i]));
+  for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
+  unsigned long long trips = stats_of(iface).n_provider_allocs;
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(iface, 64 + (size_t)i % 257, &p[i]));
+    for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
+  }
+  cr_assert_eq(stats_of(iface).n_provider_allocs, trips);
+  OK(mmb_interface_destroy(iface));
+}
+
+/* 64-320 B blocks, as bench/alloc's mix: at most 1.25 bytes held per byte
+   asked, slabs aligned to 64 KiB included. */
+MMB_TEST(ptr, small_blocks_hold_at_most_a_quarter_more_than_asked) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  enum { N = 100000 };
+  static void *p[N];
+  uint64_t rng = 1414;
+  size_t asked = 0;
+  for (int i = 0; i < N; i++) {
+    size_t n = 64 + test_rand(&rng) % 257;
+    OK(mmb_ptr_alloc(iface, n, &p[i]));
+    asked += n;
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, asked);
+  cr_assert_leq((double)st.reserved_current / (double)asked, 1.25, "%zu held for %zu asked",
+                st.reserved_current, asked);
+  for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
+  FAILS(mmb_ptr_free(iface, p[N / 2]), MMB_INVALID_ARG);
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(ptr, slabs_respect_the_release_threshold) {
+  mmbMemInterface *lean = interface_with(MMB_STRATEGY_POOL, 0, 1);   /* keep nothing */
+  static void *p[3000];
+  for (int i = 0; i < 3000; i++) OK(mmb_ptr_alloc(lean, 1000, &p[i]));
+  cr_assert_gt(stats_of(lean).reserved_current, (size_t)2 << 20);
+  for (int i = 0; i < 3000; i++) OK(mmb_ptr_free(lean, p[i]));
+  cr_assert_eq(stats_of(lean).reserved_current, 0, "slabs and segments went as they emptied");
+  OK(mmb_interface_destroy(lean));
+}
+
+/* A space too small for a slab: small blocks still come, with handles. */
+MMB_TEST(ptr, a_space_with_no_room_for_a_slab_still_serves) {
+  mmbMemSpace *tiny;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 32 << 10}, &tiny));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(tiny, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL}, &iface));
+  void *p[8];
+  for (int i = 0; i < 8; i++) OK(mmb_ptr_alloc(iface, 1000, &p[i]));
+  for (int i = 0; i < 8; i++) OK(mmb_ptr_free(iface, p[i]));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(tiny));
+}
+
+/* Memory the host cannot touch: a provider that maps PROT_NONE, so any
+   byte the library wrote into a block (a free list, a header) would fault.
+   The records live on the host; the slabs come from one segment. */
+static int noaccess_allocs;
+static mmbError noaccess_alloc(void *state, size_t size, size_t alignment, unsigned flags,
+                               void **out) {
+  if (alignment > 256) return MMB_UNSUPPORTED;
+  *out = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  noaccess_allocs++;
+  return *out == MAP_FAILED ? MMB_OUT_OF_MEMORY : MMB_OK;
+}
+static void noaccess_free(void *state, void *ptr, size_t size, size_t alignment) {
+  munmap(ptr, size);
+}
+static mmbError noaccess_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
+                                 size_t spitch, size_t width, size_t height) {
+  return MMB_UNSUPPORTED;
+}
+static const mmbProviderOps noaccess_ops = {
+    .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "noaccess", .alloc = noaccess_alloc,
+    .free = noaccess_free, .copy_2d = noaccess_copy_2d};
+
+MMB_TEST(ptr, memory_the_host_cannot_touch) {
+  mmbProviderType type;
+  OK(mmb_provider_register(&noaccess_ops, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *dev;
+  OK(mmb_request_interface(
+      dram, &(mmbMemInterfaceConfig){.provider = type, .strategy = MMB_STRATEGY_POOL}, &dev));
+  noaccess_allocs = 0;
+  enum { N = 3000 };
+  static uintptr_t p[N];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(dev, 1 + (size_t)i % 700, (void **)&p[i]));
+    for (int i = 0; i + 1 < N; i++)
+      cr_assert(p[i] + 1 + (size_t)i % 700 <= p[i + 1] || p[i + 1] + 1 + (size_t)(i + 1) % 700 <= p[i],
+                "blocks %d and %d overlap", i, i + 1);
+    for (int i = 0; i < N; i++) OK(mmb_ptr_free(dev, (void *)p[i]));
+    FAILS(mmb_ptr_free(dev, (void *)p[0]), MMB_INVALID_ARG);
+  }
+  cr_assert_eq(noaccess_allocs, 1, "one segment, its slabs reused");
+  OK(mmb_interface_destroy(dev));
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+/* One thread allocates, another frees, through a ring: blocks travel back
+   in batches; every block arrives with its bytes. */
+enum { RING = 256, HANDED = 200000 };
+typedef struct ring {
+  void *slot[RING];
+  _Atomic size_t head, tail;
+  mmbMemInterface *iface;
+  _Atomic int errors;
+} ring;
+
+static void *consume(void *v) {
+  ring *r = v;
+  for (size_t got = 0; got < HANDED;) {
+    size_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (t == atomic_load_explicit(&r->head, memory_order_acquire)) continue;
+    unsigned char *p = r->slot[t % RING];
+    if (p[0] != (unsigned char)t || mmb_ptr_free(r->iface, p) != MMB_OK)
+      atomic_fetch_add(&r->errors, 1);
+    atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+    got++;
+  }
+  return NULL;
+}
+
+MMB_TEST(ptr, blocks_freed_by_another_thread) {
+  static ring r;
+  r.iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
+  atomic_store(&r.head, 0);
+  atomic_store(&r.tail, 0);
+  atomic_store(&r.errors, 0);
+  pthread_t c;
+  cr_assert_eq(pthread_create(&c, NULL, consume, &r), 0);
+  for (size_t i = 0; i < HANDED; i++) {
+    unsigned char *p;
+    OK(mmb_ptr_alloc(r.iface, 64 + i % 1000, (void **)&p));
+    p[0] = (unsigned char)i;
+    while (i - atomic_load_explicit(&r.tail, memory_order_acquire) >= RING) {
+    }
+    r.slot[i % RING] = p;
+    atomic_store_explicit(&r.head, i + 1, memory_order_release);
+  }
+  pthread_join(c, NULL);
+  cr_assert_eq(atomic_load(&r.errors), 0);
+  mmbStats st = stats_of(r.iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, HANDED);
+  cr_assert_eq(st.n_frees, HANDED);
+  OK(mmb_interface_destroy(r.iface));
+}
+
+/* Two threads free the same blocks at once: each block is freed once, the
+   other free refused, and nothing is handed out twice afterwards. */
+enum { RACED = 4000 };
+typedef struct race {
+  mmbMemInterface *iface;
+  void **p;
+  pthread_barrier_t *go;
+  int ok;
+} race;
+
+static void *free_all(void *v) {
+  race *r = v;
+  pthread_barrier_wait(r->go);
+  for (int i = 0; i < RACED; i++) r->ok += mmb_ptr_free(r->iface, r->p[i]) == MMB_OK;
+  return NULL;
+}
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+  return (x > y) - (x < y);
+}
+
+MMB_TEST(ptr, racing_double_frees_free_once) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
+  static void *p[RACED];
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, 2);
+  race r[2] = {{iface, p, &go, 0}, {iface, p, &go, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) cr_assert_eq(pthread_create(&t[i], NULL, free_all, &r[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&go);
+  cr_assert_eq(r[0].ok + r[1].ok, RACED, "each block freed exactly once");
+  cr_assert_eq(stats_of(iface).used_current, 0);
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+  qsort(p, RACED, sizeof *p, by_address);
+  for (int i = 1; i < RACED; i++)
+    cr_assert_leq((uintptr_t)p[i - 1] + 128, (uintptr_t)p[i], "a block handed out twice");
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_free(iface, p[i]));
+  OK(mmb_interface_destroy(iface));
+}
+
+/* ---- poisoning ------------------------------------------------------------------------ */
+
+#ifdef __SANITIZE_ADDRESS__
+static void use_after_free_of_a_bare_block(void) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  volatile char *p;
+  if (mmb_ptr_alloc(iface, 256, (void **)&p) != MMB_OK || mmb_ptr_free(iface, (void *)p) != MMB_OK)
+    _exit(0);
+  p[10] = 1;   /* the block is parked in the thread's bin: ASan must see it */
+}
+#endif
+
+MMB_TEST(ptr, asan_reports_a_use_after_free) {
+#ifdef __SANITIZE_ADDRESS__
+  cr_assert(asan_reports(use_after_free_of_a_bare_block, "use-after-poison"));
+#else
+  cr_skip_test("poisoning is checked under make test SANITIZE=1");
+#endif
+}
