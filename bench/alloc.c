@@ -1,4 +1,6 @@
-/* bench/alloc: mmb's pool and regions against the best general-purpose
+/* bench/alloc: mmb's pool (through handles: mmb_allocate, mmb_allocation_ptr,
+   mmb_free; and through bare pointers: mmb_ptr_alloc, mmb_ptr_free, on pools
+   of their own, in the same rounds) and regions against the best general-purpose
    allocators, glibc malloc, mimalloc and jemalloc, each measured in a process
    of its own: an allocator linked or preloaded into the same process as
    another interposes malloc and silently replaces it, so each baseline is

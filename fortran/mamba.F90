@@ -539,13 +539,15 @@ contains
     call set_err(err, c_mmb_ptr_alloc(interface%ptr, n_bytes, ptr))
   end subroutine
 
-  ! Frees what mmb_ptr_alloc gave; ptr becomes c_null_ptr when it was freed.
+  ! Frees what mmb_ptr_alloc gave; ptr becomes c_null_ptr when it was freed
+  ! (freeing c_null_ptr does nothing, as mmb_free of a null handle).
   subroutine mmb_ptr_free(interface, ptr, err)
     type(mmbMemInterface), intent(in) :: interface
     type(c_ptr), intent(inout) :: ptr
     integer(mmbErrorKind), intent(out), optional :: err
     integer(c_int) :: rc
-    rc = c_mmb_ptr_free(interface%ptr, ptr)
+    rc = MMB_OK
+    if (c_associated(ptr)) rc = c_mmb_ptr_free(interface%ptr, ptr)
     if (rc == MMB_OK) ptr = c_null_ptr
     call set_err(err, rc)
   end subroutine

@@ -23,6 +23,15 @@ static void use_interface(mmbMemInterface *iface) {
   if (a) OK(mmb_free(a));
   if (b) OK(mmb_free(b));
   if (c) OK(mmb_free(c));
+  void *bare[3] = {NULL, NULL, NULL};   /* a slab block, a second, a block with a handle */
+  size_t bare_sizes[3] = {300, 300, 5000};
+  for (int i = 0; i < 3; i++) {
+    mmbError e = mmb_ptr_alloc(iface, bare_sizes[i], &bare[i]);
+    TOLERATED(e);
+    if (e != MMB_OK) bare[i] = NULL;
+  }
+  for (int i = 0; i < 3; i++)
+    if (bare[i]) OK(mmb_ptr_free(iface, bare[i]));
   mmbRegion *r = NULL, *child = NULL;
   mmbError err = mmb_region_create(iface, &(mmbRegionOptions){.block_size = 8192}, &r);
   TOLERATED(err);

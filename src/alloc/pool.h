@@ -82,18 +82,28 @@ typedef struct pool_slab {
 #define SLAB_MAX_BLOCKS (SLAB_BYTES / SLAB_ALIGN)
 /* Slab map: the malloc-style slab of a 64 KiB page of the address space,
    two levels over 48-bit addresses (as mimalloc's segment map and
-   jemalloc's rtree): set and cleared under a global lock, read with none. */
+   jemalloc's rtree): set and cleared under a global lock, read with none.
+   An entry is the slab's record with its class in the low 4 bits (records
+   are 16-byte aligned), so a free finds its bin with no further load. */
 #define SLAB_MAP_BITS 16
-extern pool_slab *_Atomic *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS]
+#define SLAB_ENTRY_CLASS ((uintptr_t)15)
+_Static_assert(SLAB_CLASSES <= 16, "a class fits an entry's low bits");
+extern _Atomic uintptr_t *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS]
     __attribute__((visibility("hidden")));
-static MMB__ALWAYS_INLINE pool_slab *mmb__slab_of(const void *ptr) {
+static MMB__ALWAYS_INLINE uintptr_t mmb__slab_entry(const void *ptr) {
   uintptr_t page = (uintptr_t)ptr >> 16;
-  if (MMB__UNLIKELY(page >> (2 * SLAB_MAP_BITS))) return NULL;
-  pool_slab *_Atomic *leaf =
+  if (MMB__UNLIKELY(page >> (2 * SLAB_MAP_BITS))) return 0;
+  _Atomic uintptr_t *leaf =
       atomic_load_explicit(&mmb__slab_map[page >> SLAB_MAP_BITS], memory_order_acquire);
-  if (MMB__UNLIKELY(!leaf)) return NULL;
+  if (MMB__UNLIKELY(!leaf)) return 0;
   return atomic_load_explicit(&leaf[page & (((uintptr_t)1 << SLAB_MAP_BITS) - 1)],
                               memory_order_acquire);
+}
+static inline pool_slab *slab_of_entry(uintptr_t e) {
+  return (pool_slab *)(e & ~SLAB_ENTRY_CLASS);
+}
+static inline pool_slab *mmb__slab_of(const void *ptr) {
+  return slab_of_entry(mmb__slab_entry(ptr));
 }
 /* false: the address is beyond the map, or no memory for a leaf. */
 bool mmb__slab_map_set(const void *base, pool_slab *s);
@@ -104,12 +114,15 @@ typedef struct pool_ptr {
   char *ptr;
   _Atomic uint16_t *asked;
 } pool_ptr;
-/* A slab class's parked malloc-style blocks: a stack of e (allocated at the
-   first refill, slab_cap_max entries); cap adapts as a handle bin's does. */
+/* A slab class's parked malloc-style blocks: a stack from e up to top
+   (allocated at the first refill, slab_cap_max entries), holding no more
+   than up to end; its cap (end - e) adapts as a handle bin's does. All
+   NULL until then. */
 typedef struct pool_ptr_bin {
-  pool_ptr *e;
-  uint16_t n, cap;
+  pool_ptr *top, *end, *e;
 } pool_ptr_bin;
+static inline size_t ptr_bin_count(const pool_ptr_bin *b) { return (size_t)(b->top - b->e); }
+static inline size_t ptr_bin_cap(const pool_ptr_bin *b) { return (size_t)(b->end - b->e); }
 
 typedef struct pool_segment pool_segment;
 
@@ -248,6 +261,22 @@ static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
   return mmb__pool_tcache_find(p);
 }
 
+/* mmb_ptr_alloc's note of the last interface the calling thread used and
+   the bins it owns there, valid while its epoch is mmb__ptr_epoch: the
+   epoch moves whenever an interface's pool goes or a thread gives up a
+   thread cache (then every note is stale), so a note never names bins that
+   are gone or another thread's. It spares the common allocation the
+   interface's check. */
+typedef struct mmb__ptr_note {
+  const mmbMemInterface *iface;
+  pool_cache *cache;
+  uint64_t epoch;
+} mmb__ptr_note;
+extern _Thread_local mmb__ptr_note mmb__tl_ptr_note
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
+extern _Atomic uint64_t mmb__ptr_epoch __attribute__((visibility("hidden")));
+static inline void mmb__ptr_notes_stale(void) { atomic_fetch_add(&mmb__ptr_epoch, 1); }
+
 /* The quick bins the calling thread owns for iface, found with no call:
    the interface's own (not thread-safe), or this thread's cache of a pool
    with thread caches when the first slot has it. NULL otherwise (the caller
@@ -383,9 +412,10 @@ static inline void pool_give_block(pool *p, mmbAllocation *a) {
 }
 
 /* The asked entry of the 64 B at ptr in a malloc-style slab s (ptr in its
-   64 KiB, 64-byte aligned). */
+   64 KiB, 64-byte aligned: the slab starts at ptr's 64 KiB boundary). */
 static MMB__ALWAYS_INLINE _Atomic uint16_t *slab_asked(pool_slab *s, const char *ptr) {
-  return (_Atomic uint16_t *)(void *)(s->free + SLAB_MAX_BLOCKS) + ((size_t)(ptr - s->base) >> 6);
+  return (_Atomic uint16_t *)(void *)(s->free + SLAB_MAX_BLOCKS) +
+         (((uintptr_t)ptr & (SLAB_BYTES - 1)) >> 6);
 }
 
 /* ---- pool_cache.c -------------------------------------------------------- */

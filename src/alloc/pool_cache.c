@@ -36,6 +36,7 @@ static bool pool_live(uint64_t id) {   /* tc_lock held */
 }
 
 static void disown(mmb__tl_slot *slot) {    /* tc_lock held */
+  if (slot->pool_id) mmb__ptr_notes_stale();   /* before another thread may adopt it */
   if (slot->pool_id && pool_live(slot->pool_id)) atomic_store(&slot->tc->owned, 0);
   *slot = (mmb__tl_slot){0};
 }
@@ -96,7 +97,7 @@ void mmb__pool_cache_init(pool_cache *cache) {
     cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
   /* a malloc-style bin holds nothing until its stack is allocated */
   for (size_t cls = 0; cls < SLAB_CLASSES; cls++)
-    cache->ptrs[cls].cap = cache->ptrs[cls].e ? SLAB_CAP_MIN : 0;
+    if (cache->ptrs[cls].e) cache->ptrs[cls].end = cache->ptrs[cls].e + SLAB_CAP_MIN;
 }
 
 /* The most a bin's depot holds: two full bins. */
@@ -174,8 +175,8 @@ static void depot_drain(pool *p) {
 
 void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
-  while (bin->n > keep) {
-    char *ptr = bin->e[--bin->n].ptr;
+  while (ptr_bin_count(bin) > keep) {
+    char *ptr = (--bin->top)->ptr;
     mmb__slab_put(p, mmb__slab_of(ptr), ptr);
   }
 }
@@ -184,22 +185,23 @@ bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
   if (bin->e) return true;
   if (!(bin->e = mmb__malloc(slab_cap_max(cls) * sizeof *bin->e))) return false;
-  bin->cap = SLAB_CAP_MIN;
+  bin->top = bin->e;
+  bin->end = bin->e + SLAB_CAP_MIN;
   return true;
 }
 
 bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
   if (!mmb__pool_ptr_bin_ready(cache, cls)) return false;
-  bin->cap = (uint16_t)mmb__min(2u * bin->cap, slab_cap_max(cls));
-  size_t want = bin->cap / 2;
-  while (bin->n < want) {
+  bin->end = bin->e + mmb__min(2 * ptr_bin_cap(bin), slab_cap_max(cls));
+  size_t want = ptr_bin_cap(bin) / 2;
+  while (ptr_bin_count(bin) < want) {
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, cls, bin->n == 0, true, &s);
+    char *ptr = mmb__slab_take(p, cls, bin->top == bin->e, true, &s);
     if (!ptr) break;
-    bin->e[bin->n++] = (pool_ptr){ptr, slab_asked(s, ptr)};
+    *bin->top++ = (pool_ptr){ptr, slab_asked(s, ptr)};
   }
-  return bin->n > 0;
+  return bin->top != bin->e;
 }
 
 /* Everything back, and the caps start over. */
@@ -478,6 +480,7 @@ static mmbError pool_init(mmbMemInterface *iface) {
 
 static void pool_finalize(mmbMemInterface *iface) {
   pool *p = iface->strategy_state;
+  mmb__ptr_notes_stale();
   iface->quick = NULL;
   iface->quick_threads = false;
   pthread_mutex_lock(&tc_lock);

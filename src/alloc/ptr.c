@@ -8,7 +8,8 @@
    over the 64 KiB pages of the address space, as mimalloc's segment map and
    jemalloc's rtree do), which every such slab is aligned to; the slab's
    asked entry of the block is the bytes asked for, 0 while it is free, so
-   the double-free check is one exchange with 0 (pool.h: slab_asked). A
+   the double-free check is one exchange with 0 (pool.h: slab_asked); the
+   map's entry also holds the class, so the bin is known at once. A
    slab names its interface: an interface that matches it is live (its
    slabs leave the map when it is destroyed), so freeing needs no other
    check of it. Nothing lives in the block: it may be device memory.
@@ -22,24 +23,27 @@
 /* ---- the slab map ---------------------------------------------------------- */
 
 #define LEAF_ENTRIES ((size_t)1 << SLAB_MAP_BITS)
-pool_slab *_Atomic *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS];
+_Atomic uintptr_t *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool map_store(const void *base, pool_slab *s) {
+static bool map_store(const void *base, uintptr_t entry) {
   uintptr_t page = (uintptr_t)base >> 16;
   if (page >> (2 * SLAB_MAP_BITS)) return false;
   pthread_mutex_lock(&map_lock);
-  _Atomic(pool_slab *_Atomic *) *top = &mmb__slab_map[page >> SLAB_MAP_BITS];
-  pool_slab *_Atomic *leaf = atomic_load_explicit(top, memory_order_relaxed);
-  if (!leaf && s && (leaf = mmb__calloc(LEAF_ENTRIES, sizeof *leaf)))
+  _Atomic(_Atomic uintptr_t *) *top = &mmb__slab_map[page >> SLAB_MAP_BITS];
+  _Atomic uintptr_t *leaf = atomic_load_explicit(top, memory_order_relaxed);
+  if (!leaf && entry && (leaf = mmb__calloc(LEAF_ENTRIES, sizeof *leaf)))
     atomic_store_explicit(top, leaf, memory_order_release);
-  if (leaf) atomic_store_explicit(&leaf[page & (LEAF_ENTRIES - 1)], s, memory_order_release);
+  if (leaf) atomic_store_explicit(&leaf[page & (LEAF_ENTRIES - 1)], entry, memory_order_release);
   pthread_mutex_unlock(&map_lock);
   return leaf != NULL;
 }
 
-bool mmb__slab_map_set(const void *base, pool_slab *s) { return map_store(base, s); }
-void mmb__slab_map_clear(const void *base) { (void)map_store(base, NULL); }
+bool mmb__slab_map_set(const void *base, pool_slab *s) {
+  if ((uintptr_t)s & SLAB_ENTRY_CLASS) return false;   /* malloc aligns to 16: never */
+  return map_store(base, (uintptr_t)s | s->cls);
+}
+void mmb__slab_map_clear(const void *base) { (void)map_store(base, 0); }
 
 void mmb__slab_map_finalize(void) {
   pthread_mutex_lock(&map_lock);
@@ -117,6 +121,9 @@ void mmb__ptr_table_free(mmb__ptr_table *t) {
 
 /* ---- allocate ---------------------------------------------------------------- */
 
+_Thread_local mmb__ptr_note mmb__tl_ptr_note __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t mmb__ptr_epoch = 1;   /* a zeroed note is stale */
+
 /* A block of a malloc-style slab, under the interface lock; false: none could
    be had (the caller takes a block with a handle). */
 static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
@@ -126,10 +133,10 @@ static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
   size_t cls = slab_bin(n);
   pool_ptr_bin *bin = &cache->ptrs[cls];
   mmb__iface_lock(iface);
-  bool got = bin->n || mmb__pool_ptr_refill(p, cache, cls);
+  bool got = bin->top != bin->e || mmb__pool_ptr_refill(p, cache, cls);
   pool_ptr e = {0};
   if (got) {
-    e = bin->e[--bin->n];
+    e = *--bin->top;
     atomic_store_explicit(e.asked, (uint16_t)n, memory_order_relaxed);
     mmb__count_alloc(cache->c, n);
     if (p->thread_caches) mmb__pool_sample_high(p);
@@ -162,17 +169,19 @@ static mmbError handle_alloc(mmbMemInterface *iface, size_t n, void **out) {
 static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out)
     __attribute__((noinline));
 
+static MMB__ALWAYS_INLINE bool note_fresh(void) {
+  return mmb__tl_ptr_note.epoch == atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
+}
+
 /* The common case: a pop from this thread's bin of the class, with nothing
    that needs a call. */
 mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
-  bool shared;
-  pool_cache *cache;
-  if (MMB__LIKELY(mmb__object_is(iface, MMB__KIND_INTERFACE) && out_ptr &&
-                  n_bytes - 1 < SLAB_MAX && (cache = mmb__pool_owned_cache(iface, &shared)) &&
-                  !mmb__trace_active())) {
+  if (MMB__LIKELY(iface == mmb__tl_ptr_note.iface && out_ptr && n_bytes - 1 < SLAB_MAX &&
+                  note_fresh() && !mmb__trace_active())) {
+    pool_cache *cache = mmb__tl_ptr_note.cache;
     pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
-    if (MMB__LIKELY(bin->n != 0)) {
-      pool_ptr e = bin->e[--bin->n];
+    if (MMB__LIKELY(bin->top != bin->e)) {
+      pool_ptr e = *--bin->top;
       atomic_store_explicit(e.asked, (uint16_t)n_bytes, memory_order_relaxed);
       mmb__count_alloc(cache->c, n_bytes);
       mmb__unpoison(mmb__iface_host_accessible(iface), e.ptr, n_bytes);
@@ -188,6 +197,10 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_alloc", "interface");
   MMB__ARG(!out, "mmb_ptr_alloc", "out_ptr is NULL");
   MMB__ARG(n == 0, "mmb_ptr_alloc", "zero bytes requested");
+  bool shared;
+  uint64_t epoch = atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
+  pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
+  if (mine) mmb__tl_ptr_note = (mmb__ptr_note){iface, mine, epoch};   /* the next one is quick */
   if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
     return MMB_OK;
   return handle_alloc(iface, n, out);
@@ -213,15 +226,16 @@ static void slab_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic u
   mmb__count_free(cache ? cache->c : &iface->c, was);
   pool_ptr_bin *bin = cache ? &cache->ptrs[s->cls] : NULL;
   if (bin && pool_under_threshold(iface) && mmb__pool_ptr_bin_ready(cache, s->cls)) {
-    if (bin->n >= bin->cap) {
-      if (p->thread_caches && bin->cap < slab_cap_max(s->cls))
+    if (bin->top == bin->end) {
+      size_t cap = ptr_bin_cap(bin);
+      if (p->thread_caches && cap < slab_cap_max(s->cls))
         /* a thread that frees more than it allocates (a consumer) grows its
            bin, so its batches back to the slabs grow too */
-        bin->cap = (uint16_t)mmb__min(2u * bin->cap, slab_cap_max(s->cls));
+        bin->end = bin->e + mmb__min(2 * cap, slab_cap_max(s->cls));
       else
-        mmb__pool_ptr_flush(p, cache, s->cls, bin->cap / 2);
+        mmb__pool_ptr_flush(p, cache, s->cls, cap / 2);
     }
-    bin->e[bin->n++] = (pool_ptr){ptr, asked};
+    *bin->top++ = (pool_ptr){ptr, asked};
   } else {
     if (bin) mmb__pool_flush_parked(p, cache);   /* past the release threshold */
     mmb__slab_put(p, s, ptr);
@@ -236,15 +250,22 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((n
    that needs a call; everything else, and every refusal, takes the general
    path. */
 mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
-  pool_slab *s;
-  bool shared;
-  pool_cache *cache;
-  if (MMB__LIKELY((s = mmb__slab_of(ptr)) && s->iface == iface && !((uintptr_t)ptr & 63) &&
-                  (cache = mmb__pool_owned_cache(iface, &shared)) && !mmb__trace_active() &&
+  uintptr_t entry = mmb__slab_entry(ptr);
+  pool_slab *s = slab_of_entry(entry);
+  if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) && !mmb__trace_active() &&
                   pool_under_threshold(iface))) {
-    pool_ptr_bin *bin = &cache->ptrs[s->cls];
+    bool shared = false;
+    pool_cache *cache = iface->quick;   /* not thread-safe: the interface's own bins */
+    if (!cache) {                       /* else this thread's, the note's if it is fresh */
+      cache = iface == mmb__tl_ptr_note.iface && note_fresh()
+                  ? mmb__tl_ptr_note.cache
+                  : mmb__pool_owned_cache(iface, &shared);
+      shared = true;
+    }
+    size_t cls = entry & SLAB_ENTRY_CLASS;
+    pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
     _Atomic uint16_t *asked = slab_asked(s, ptr);
-    if (MMB__LIKELY(bin->n < bin->cap)) {
+    if (MMB__LIKELY(bin && bin->top < bin->end)) {
       uint16_t was;
       if (shared) {   /* another thread may free the same block at once: one wins */
         was = atomic_exchange_explicit(asked, 0, memory_order_relaxed);
@@ -254,8 +275,8 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
       }
       if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
       mmb__count_free(cache->c, was);
-      mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
-      bin->e[bin->n++] = (pool_ptr){ptr, asked};
+      mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(cls));
+      *bin->top++ = (pool_ptr){ptr, asked};
       return MMB_OK;
     }
   }

@@ -528,6 +528,8 @@ contains
     call mmb_ptr_free(pool, p, err)
     call expect(err, MMB_OK, 'free')
     call ensure(.not. c_associated(p), 'freed: null')
+    call mmb_ptr_free(pool, p, err)
+    call expect(err, MMB_OK, 'null: nothing to do')
     call mmb_ptr_free(pool, kept, err)
     call expect(err, MMB_INVALID_ARG, 'freed twice')
     call mmb_ptr_alloc(pool, 0_mmbSizeKind, p, err)
