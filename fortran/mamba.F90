@@ -43,7 +43,7 @@ module mamba
     mmb_provider_get_ops, mmb_provider_name, mmb_provider_register, mmb_queue_create, &
     mmb_queue_destroy, mmb_queue_get_backend, mmb_queue_get_native, mmb_queue_marker, &
     mmb_queue_submit, mmb_queue_submit_task, mmb_queue_synchronize, mmb_queue_wait_request, &
-    mmb_ptr_alloc, mmb_ptr_free, mmb_region_alloc, &
+    mmb_ptr_alloc, mmb_ptr_alloc_opts, mmb_ptr_free, mmb_region_alloc, &
     mmb_region_create, mmb_region_destroy, mmb_region_push, mmb_region_reset, &
     mmb_region_reset_async, mmb_register_memory, mmb_request_interface, &
     mmb_request_is_complete, mmb_request_space, mmb_space_at, mmb_space_capacity, &
@@ -530,13 +530,27 @@ contains
   ! alignment 0: MMB_REGION_DEFAULT_ALIGNMENT.
   ! malloc-style: bare bytes from the interface, no handle (c_f_pointer them);
   ! given back with mmb_ptr_free on the same interface.
-  subroutine mmb_ptr_alloc(interface, n_bytes, ptr, err)
+  subroutine mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
     type(mmbMemInterface), intent(in) :: interface
     integer(mmbSizeKind), intent(in) :: n_bytes
     type(c_ptr), intent(out) :: ptr
     integer(mmbErrorKind), intent(out), optional :: err
+    type(mmbAllocateOptions), intent(in), optional :: options
     ptr = c_null_ptr
-    call set_err(err, c_mmb_ptr_alloc(interface%ptr, n_bytes, ptr))
+    if (present(options)) then
+      call set_err(err, c_mmb_ptr_alloc_opts(interface%ptr, n_bytes, options, ptr))
+    else
+      call set_err(err, c_mmb_ptr_alloc(interface%ptr, n_bytes, ptr))
+    end if
+  end subroutine
+
+  subroutine mmb_ptr_alloc_opts(interface, n_bytes, options, ptr, err)
+    type(mmbMemInterface), intent(in) :: interface
+    integer(mmbSizeKind), intent(in) :: n_bytes
+    type(mmbAllocateOptions), intent(in) :: options
+    type(c_ptr), intent(out) :: ptr
+    integer(mmbErrorKind), intent(out), optional :: err
+    call mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
   end subroutine
 
   ! Frees what mmb_ptr_alloc gave; ptr becomes c_null_ptr when it was freed

@@ -383,6 +383,13 @@ module mamba_c
       integer(c_size_t), value :: n
       type(c_ptr), intent(out) :: out
     end function
+    integer(c_int) function c_mmb_ptr_alloc_opts(iface, n, opts, out) bind(C, name='mmb_ptr_alloc_opts')
+      import :: c_int, c_ptr, c_size_t, mmbAllocateOptions
+      type(c_ptr), value :: iface
+      integer(c_size_t), value :: n
+      type(mmbAllocateOptions), intent(in), optional :: opts
+      type(c_ptr), intent(out) :: out
+    end function
     integer(c_int) function c_mmb_ptr_free(iface, p) bind(C, name='mmb_ptr_free')
       import :: c_int, c_ptr
       type(c_ptr), value :: iface, p

@@ -91,6 +91,41 @@ MMB_TEST(ptr, misuse_is_refused_on_the_basic_strategy) {
   OK(mmb_interface_destroy(iface));
 }
 
+/* Options: an alignment beyond 64 (cudaMalloc's 256, a page), zeroed
+   bytes; a region is refused, and so is what mmb_allocate_opts refuses. */
+MMB_TEST(ptr, options) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  void *p = NULL;
+  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.alignment = 48}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.alignment = 32}, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc_opts(iface, 0, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.flags = 0x80}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_alloc_opts(NULL, 64, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
+  mmbRegion *r;
+  OK(mmb_region_create(iface, NULL, &r));
+  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.region = r}, &p), MMB_INVALID_ARG);
+  OK(mmb_region_destroy(r));
+  cr_assert_null(p);
+  size_t aligns[] = {0, 16, 64, 256, 4096, 1 << 16};
+  for (size_t i = 0; i < sizeof aligns / sizeof *aligns; i++)
+    for (size_t n = 1; n <= 5000; n += 1999) {
+      unsigned char *q;
+      OK(mmb_ptr_alloc_opts(iface, n, &(mmbAllocateOptions){.alignment = aligns[i],
+                                                           .flags = MMB_ALLOC_ZERO}, (void **)&q));
+      cr_assert_eq((uintptr_t)q % (aligns[i] ? aligns[i] : 64), 0, "%zu bytes at %zu", n, aligns[i]);
+      for (size_t k = 0; k < n; k++) cr_assert_eq(q[k], 0, "byte %zu of %zu zeroed", k, n);
+      memset(q, 0xff, n);
+      OK(mmb_ptr_free(iface, q));
+      FAILS(mmb_ptr_free(iface, q), MMB_INVALID_ARG);
+    }
+  OK(mmb_ptr_alloc_opts(iface, 100, NULL, &p));   /* NULL: defaults */
+  OK(mmb_ptr_free(iface, p));
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, st.n_frees);
+  OK(mmb_interface_destroy(iface));
+}
+
 MMB_TEST(ptr, a_destroyed_interface_is_refused) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
   void *p, *big;

@@ -70,7 +70,20 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_alloc(mmbMemInterface *interface, size
                                                 void **out_ptr);
 
 /**
- * Frees a pointer mmb_ptr_alloc returned from \p interface. As with free(),
+ * As mmb_ptr_alloc, with options (NULL or zeroed for defaults): alignment, a
+ * power of two up to MMB_MAX_ALIGNMENT (256 as cudaMalloc's, 4096 for a
+ * page); flags: MMB_ALLOC_ZERO. A block aligned beyond 64 bytes, or zeroed,
+ * is an allocation with a handle underneath (still freed by mmb_ptr_free).
+ * \return as mmb_allocate_opts; MMB_INVALID_ARG for opts->region (a region's
+ *         bytes come from mmb_region_alloc).
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_alloc_opts(mmbMemInterface *interface, size_t n_bytes,
+                                                     const mmbAllocateOptions *opts,
+                                                     void **out_ptr);
+
+/**
+ * Frees a pointer mmb_ptr_alloc or mmb_ptr_alloc_opts returned from
+ * \p interface. As with free(),
  * an address freed and handed out again by a later mmb_ptr_alloc names that
  * new block.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a pointer already freed, one

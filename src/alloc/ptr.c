@@ -150,9 +150,10 @@ static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
 }
 
 /* A block with a handle, recorded in the interface's table. */
-static mmbError handle_alloc(mmbMemInterface *iface, size_t n, void **out) {
+static mmbError handle_alloc(mmbMemInterface *iface, size_t n, const mmbAllocateOptions *opts,
+                             void **out) {
   mmbAllocation *a;
-  mmbError err = mmb_allocate(n, iface, &a);
+  mmbError err = mmb_allocate_opts(n, iface, opts, &a);
   if (err != MMB_OK) return err;
   void *ptr = mmb_allocation_ptr(a);
   mmb__iface_lock(iface);
@@ -203,7 +204,20 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   if (mine) mmb__tl_ptr_note = (mmb__ptr_note){iface, mine, epoch};   /* the next one is quick */
   if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
     return MMB_OK;
-  return handle_alloc(iface, n, out);
+  return handle_alloc(iface, n, NULL, out);
+}
+
+mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
+                            const mmbAllocateOptions *opts, void **out_ptr) {
+  size_t align = opts ? opts->alignment : 0;
+  if (!opts || (!opts->flags && !opts->region && (!align || (mmb__is_pow2(align) && align <= SLAB_ALIGN))))
+    return mmb_ptr_alloc(iface, n_bytes, out_ptr);   /* what every block has */
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
+  MMB__ARG(n_bytes == 0, __func__, "zero bytes requested");
+  MMB__ARG(opts->region, __func__, "a bare block cannot be placed in a region: use mmb_region_alloc");
+  return handle_alloc(iface, n_bytes, opts, out_ptr);   /* it checks the alignment and flags */
 }
 
 /* ---- free -------------------------------------------------------------------- */
