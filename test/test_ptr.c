@@ -31,7 +31,12 @@ static mmbStats stats_of(mmbMemInterface *iface) {
 
 /* ---- misuse ------------------------------------------------------------------ */
 
-static void misuse_is_refused(mmbMemInterface *iface, mmbMemInterface *other) {
+/* On an interface of the given strategy and flags, beside a second
+   interface (of other_strategy) whose free must refuse the first's blocks. */
+static void misuse_is_refused(mmbStrategyType strategy, unsigned flags,
+                              mmbStrategyType other_strategy) {
+  mmbMemInterface *iface = interface_with(strategy, flags, 0);
+  mmbMemInterface *other = interface_with(other_strategy, 0, 0);
   void *p = NULL;
   FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_INVALID_ARG);
   FAILS(mmb_ptr_alloc(iface, 64, NULL), MMB_INVALID_ARG);
@@ -65,30 +70,20 @@ static void misuse_is_refused(mmbMemInterface *iface, mmbMemInterface *other) {
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
   cr_assert_eq(st.n_allocs, st.n_frees);
+  OK(mmb_interface_destroy(other));
+  OK(mmb_interface_destroy(iface));
 }
 
 MMB_TEST(ptr, misuse_is_refused_on_a_pool) {
-  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
-  mmbMemInterface *other = interface_with(MMB_STRATEGY_POOL, 0, 0);
-  misuse_is_refused(iface, other);
-  OK(mmb_interface_destroy(other));
-  OK(mmb_interface_destroy(iface));
+  misuse_is_refused(MMB_STRATEGY_POOL, 0, MMB_STRATEGY_POOL);
 }
 
 MMB_TEST(ptr, misuse_is_refused_on_a_thread_safe_pool) {
-  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
-  mmbMemInterface *other = interface_with(MMB_STRATEGY_BASIC, 0, 0);
-  misuse_is_refused(iface, other);
-  OK(mmb_interface_destroy(other));
-  OK(mmb_interface_destroy(iface));
+  misuse_is_refused(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, MMB_STRATEGY_BASIC);
 }
 
 MMB_TEST(ptr, misuse_is_refused_on_the_basic_strategy) {
-  mmbMemInterface *iface = interface_with(MMB_STRATEGY_BASIC, 0, 0);
-  mmbMemInterface *other = interface_with(MMB_STRATEGY_POOL, 0, 0);
-  misuse_is_refused(iface, other);
-  OK(mmb_interface_destroy(other));
-  OK(mmb_interface_destroy(iface));
+  misuse_is_refused(MMB_STRATEGY_BASIC, 0, MMB_STRATEGY_POOL);
 }
 
 /* Options: an alignment beyond 64 (cudaMalloc's 256, a page), zeroed

@@ -141,8 +141,8 @@ static inline uint64_t mmb__object_tag(const void *obj) {
      synchronisation, which makes the arena's growth and the tag visible */
   const char *b = atomic_load_explicit(&mmb__arena_base, memory_order_relaxed);
   uintptr_t off = (uintptr_t)obj - (uintptr_t)b;
-  /* one compare for the range: below the first header wraps around, and
-     with no arena nothing is committed */
+  /* one compare for the range: an address below the first header wraps
+     around to a huge offset */
   if (MMB__UNLIKELY(!b || off - sizeof(mmb__objhdr) >=
                               atomic_load_explicit(&mmb__arena_committed, memory_order_relaxed) ||
                     off % 16))
