@@ -234,6 +234,37 @@ MMB_TEST(ptr, the_basic_strategy_against_a_model) {
   OK(mmb_interface_destroy(iface));
 }
 
+/* Blocks with handles, many at once, freed in a random order: the table that
+   finds them grows, and keeps finding every one as others leave it. */
+MMB_TEST(ptr, many_large_blocks_freed_in_any_order) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
+  enum { N = 3000 };
+  static unsigned char *p[N];
+  static int order[N];
+  for (int i = 0; i < N; i++) {
+    OK(mmb_ptr_alloc(iface, 2049 + (size_t)i % 3000, (void **)&p[i]));
+    p[i][0] = (unsigned char)i;
+    order[i] = i;
+  }
+  uint64_t rng = 77;
+  for (int i = N - 1; i > 0; i--) {
+    int j = (int)(test_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  for (int k = 0; k < N; k++) {
+    int i = order[k];
+    cr_assert_eq(p[i][0], (unsigned char)i, "block %d kept its byte", i);
+    OK(mmb_ptr_free(iface, p[i]));
+    if (k % 7 == 0) FAILS(mmb_ptr_free(iface, p[i]), MMB_INVALID_ARG);
+  }
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_allocs, N);
+  cr_assert_eq(st.n_frees, N);
+  OK(mmb_interface_destroy(iface));
+}
+
 /* ---- the pool's duties ------------------------------------------------------------ */
 
 MMB_TEST(ptr, freed_blocks_are_reused_without_a_provider_trip) {

@@ -208,9 +208,12 @@ typedef struct mmb__region_cache mmb__region_cache;   /* region.c */
 
 /* mmb_ptr_alloc's blocks that have a handle (ptr.c): pointer -> handle, open
    addressing; guarded like mmbMemInterface.c. */
+typedef struct mmb__ptr_slot {
+  void *key;   /* NULL: empty */
+  mmbAllocation *val;
+} mmb__ptr_slot;
 typedef struct mmb__ptr_table {
-  void **key;
-  mmbAllocation **val;
+  mmb__ptr_slot *slot;
   size_t cap, n;   /* cap: 0 or a power of two */
 } mmb__ptr_table;
 /* Frees the table (teardown: its handles were released with the rest). */

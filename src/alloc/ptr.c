@@ -55,26 +55,19 @@ void mmb__slab_map_finalize(void) {
 /* ---- the table of blocks with handles ---------------------------------------- */
 
 static size_t slot_of(const mmb__ptr_table *t, const void *key) {
-  return (size_t)(((uintptr_t)key >> 6) * 0x9e3779b97f4a7c15ull) & (t->cap - 1);
+  return (size_t)(((uintptr_t)key >> 6) * 0x9e3779b97f4a7c15ull >> 32) & (t->cap - 1);
 }
 
 static bool table_grow(mmb__ptr_table *t) {
   size_t cap = t->cap ? 2 * t->cap : 64;
-  mmb__ptr_table bigger = {mmb__calloc(cap, sizeof *t->key), mmb__calloc(cap, sizeof *t->val),
-                           cap, 0};
-  if (!bigger.key || !bigger.val) {
-    mmb__free(bigger.key);
-    mmb__free(bigger.val);
-    return false;
-  }
+  mmb__ptr_table bigger = {mmb__calloc(cap, sizeof *t->slot), cap, t->n};
+  if (!bigger.slot) return false;
   for (size_t i = 0; i < t->cap; i++) {
-    if (!t->key[i]) continue;
-    size_t j = slot_of(&bigger, t->key[i]);
-    while (bigger.key[j]) j = (j + 1) & (cap - 1);
-    bigger.key[j] = t->key[i];
-    bigger.val[j] = t->val[i];
+    if (!t->slot[i].key) continue;
+    size_t j = slot_of(&bigger, t->slot[i].key);
+    while (bigger.slot[j].key) j = (j + 1) & (cap - 1);
+    bigger.slot[j] = t->slot[i];
   }
-  bigger.n = t->n;
   mmb__ptr_table_free(t);
   *t = bigger;
   return true;
@@ -83,9 +76,8 @@ static bool table_grow(mmb__ptr_table *t) {
 static bool table_put(mmb__ptr_table *t, void *key, mmbAllocation *a) {
   if (2 * (t->n + 1) > t->cap && !table_grow(t)) return false;
   size_t i = slot_of(t, key);
-  while (t->key[i]) i = (i + 1) & (t->cap - 1);
-  t->key[i] = key;
-  t->val[i] = a;
+  while (t->slot[i].key) i = (i + 1) & (t->cap - 1);
+  t->slot[i] = (mmb__ptr_slot){key, a};
   t->n++;
   return true;
 }
@@ -93,29 +85,27 @@ static bool table_put(mmb__ptr_table *t, void *key, mmbAllocation *a) {
 /* Removes key (linear probing, backward shift); its handle, or NULL. */
 static mmbAllocation *table_take(mmb__ptr_table *t, const void *key) {
   if (!t->cap) return NULL;
-  size_t i = slot_of(t, key);
-  while (t->key[i] != key) {
-    if (!t->key[i]) return NULL;
-    i = (i + 1) & (t->cap - 1);
+  size_t mask = t->cap - 1, i = slot_of(t, key);
+  while (t->slot[i].key != key) {
+    if (!t->slot[i].key) return NULL;
+    i = (i + 1) & mask;
   }
-  mmbAllocation *a = t->val[i];
-  for (size_t j = (i + 1) & (t->cap - 1); t->key[j]; j = (j + 1) & (t->cap - 1)) {
-    size_t home = slot_of(t, t->key[j]);
+  mmbAllocation *a = t->slot[i].val;
+  for (size_t j = (i + 1) & mask; t->slot[j].key; j = (j + 1) & mask) {
+    size_t home = slot_of(t, t->slot[j].key);
     /* j's entry may fill the hole at i unless its home lies in (i, j] */
-    if (((j - home) & (t->cap - 1)) >= ((j - i) & (t->cap - 1))) {
-      t->key[i] = t->key[j];
-      t->val[i] = t->val[j];
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      t->slot[i] = t->slot[j];
       i = j;
     }
   }
-  t->key[i] = NULL;
+  t->slot[i].key = NULL;
   t->n--;
   return a;
 }
 
 void mmb__ptr_table_free(mmb__ptr_table *t) {
-  mmb__free(t->key);
-  mmb__free(t->val);
+  mmb__free(t->slot);
   *t = (mmb__ptr_table){0};
 }
 
@@ -153,7 +143,7 @@ static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
 static mmbError handle_alloc(mmbMemInterface *iface, size_t n, const mmbAllocateOptions *opts,
                              void **out) {
   mmbAllocation *a;
-  mmbError err = mmb_allocate_opts(n, iface, opts, &a);
+  mmbError err = opts ? mmb_allocate_opts(n, iface, opts, &a) : mmb_allocate(n, iface, &a);
   if (err != MMB_OK) return err;
   void *ptr = mmb_allocation_ptr(a);
   mmb__iface_lock(iface);
