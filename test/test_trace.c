@@ -72,6 +72,33 @@ MMB_TEST(trace, events_and_counter_tracks) {
   OK(mmb_space_release(limited));
 }
 
+/* Bare blocks are traced like allocations: slab blocks by mmb_ptr_alloc's
+   own path, larger ones by their handle's. */
+MMB_TEST(trace, bare_blocks) {
+  mmbMemSpace *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU,
+                       &(mmbMemSpaceConfig){.size_limit = 1 << 26, .name = "traced, bare"},
+                       &limited));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(limited, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
+                           &iface));
+  void *warm;
+  OK(mmb_ptr_alloc(iface, 100, &warm));   /* before the trace: the quick path is warm */
+  OK(mmb_trace_start());
+  void *p[4];
+  size_t sizes[4] = {100, 100, 2000, 50000};
+  for (int i = 0; i < 4; i++) OK(mmb_ptr_alloc(iface, sizes[i], &p[i]));
+  for (int i = 0; i < 4; i++) OK(mmb_ptr_free(iface, p[i]));
+  OK(mmb_ptr_free(iface, warm));
+  OK(mmb_trace_stop());
+  char *path = temp_path("bare");
+  OK(mmb_trace_dump(path));
+  cr_assert(trace_holds(path, "allocs=4 frees=5 space='traced, bare' final_used=0"));
+  unlink(path);
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(limited));
+}
+
 MMB_TEST(trace, the_ring_drops_the_oldest_and_says_so) {
   OK(mmb_trace_set_capacity(16));
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
