@@ -200,13 +200,15 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
 mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
                             const mmbAllocateOptions *opts, void **out_ptr) {
   size_t align = opts ? opts->alignment : 0;
-  if (!opts || (!opts->flags && !opts->region && (!align || (mmb__is_pow2(align) && align <= SLAB_ALIGN))))
-    return mmb_ptr_alloc(iface, n_bytes, out_ptr);   /* what every block has */
+  bool plain = !align || (mmb__is_pow2(align) && align <= SLAB_ALIGN);   /* every block's */
+  if (!opts || (!opts->flags && !opts->region && plain))
+    return mmb_ptr_alloc(iface, n_bytes, out_ptr);
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
   MMB__ARG(n_bytes == 0, __func__, "zero bytes requested");
-  MMB__ARG(opts->region, __func__, "a bare block cannot be placed in a region: use mmb_region_alloc");
+  MMB__ARG(opts->region, __func__,
+           "a bare block cannot be placed in a region: use mmb_region_alloc");
   return handle_alloc(iface, n_bytes, opts, out_ptr);   /* it checks the alignment and flags */
 }
 
