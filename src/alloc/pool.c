@@ -192,16 +192,25 @@ static pool_block *segment_for(pool *p, size_t need, bool large, bool exact) {
 
 /* ---- taking and putting blocks ------------------------------------------ */
 
+/* b (taken) cut at `at` bytes (a granule multiple inside it): the part
+   after gets a record of its own, taken too; NULL when no record is left. */
+static pool_block *cut(pool *p, pool_block *b, size_t at) {
+  pool_block *r = record_new(p);
+  if (!r) return NULL;
+  *r = (pool_block){.ptr = b->ptr + at, .size = b->size - at, .seg = b->seg, .prev = b,
+                    .next = b->next};
+  if (b->next) b->next->prev = r;
+  b->next = r;
+  b->size = at;
+  return r;
+}
+
 static void split(pool *p, pool_block *b, size_t need) {
   size_t rest = b->size - need;
   if (rest < POOL_GRANULE || (b->seg->large && rest <= POOL_LARGE_SPLIT_MIN)) return;
-  pool_block *r = record_new(p);
+  pool_block *r = cut(p, b, need);
   if (!r) return;   /* no record to spare: the caller gets the whole block */
-  *r = (pool_block){.ptr = b->ptr + need, .size = rest, .seg = b->seg, .prev = b,
-                    .next = b->next, .free = true};
-  if (b->next) b->next->prev = r;
-  b->next = r;
-  b->size = need;
+  r->free = true;
   bins_insert(bins_of(p, b->seg), r);
 }
 
@@ -229,19 +238,6 @@ pool_block *mmb__pool_take_slab(pool *p) {
   split(p, b, SLAB_BYTES);
   b->free = false;
   return b;
-}
-
-/* b (taken) cut at `at` bytes (a granule multiple inside it): the part
-   after gets a record of its own, taken too; NULL when no record is left. */
-static pool_block *cut(pool *p, pool_block *b, size_t at) {
-  pool_block *r = record_new(p);
-  if (!r) return NULL;
-  *r = (pool_block){.ptr = b->ptr + at, .size = b->size - at, .seg = b->seg, .prev = b,
-                    .next = b->next};
-  if (b->next) b->next->prev = r;
-  b->next = r;
-  b->size = at;
-  return r;
 }
 
 /* The bytes of b past SLAB_BYTES back to the pool, where they coalesce

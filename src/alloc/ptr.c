@@ -214,6 +214,16 @@ mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
 
 /* ---- free -------------------------------------------------------------------- */
 
+/* The block's asked entry taken (set to 0): what it was asked for, or 0
+   when it is not a live block's start. `shared`: another thread may free
+   the same block at once, and only one of them gets a value back. */
+static MMB__ALWAYS_INLINE uint16_t claim(_Atomic uint16_t *asked, bool shared) {
+  if (shared) return atomic_exchange_explicit(asked, 0, memory_order_relaxed);
+  uint16_t was = atomic_load_explicit(asked, memory_order_relaxed);
+  atomic_store_explicit(asked, 0, memory_order_relaxed);
+  return was;
+}
+
 static mmbError not_live(const mmbMemInterface *iface, const void *ptr) {
   mmb__log(MMB_LOG_ERROR, "mmb_ptr_free: %p is not a live block of mmb_ptr_alloc on %s (freed "
            "twice, from another interface, or not from mmb); nothing was freed", ptr,
@@ -272,13 +282,7 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
     pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
     _Atomic uint16_t *asked = slab_asked(s, ptr);
     if (MMB__LIKELY(bin && bin->top < bin->end)) {
-      uint16_t was;
-      if (shared) {   /* another thread may free the same block at once: one wins */
-        was = atomic_exchange_explicit(asked, 0, memory_order_relaxed);
-      } else {
-        was = atomic_load_explicit(asked, memory_order_relaxed);
-        atomic_store_explicit(asked, 0, memory_order_relaxed);
-      }
+      uint16_t was = claim(asked, shared);
       if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
       mmb__count_free(cache->c, was);
       mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(cls));
@@ -297,7 +301,7 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   if (s) {
     if (s->iface != iface || (uintptr_t)ptr & 63) return not_live(iface, ptr);
     _Atomic uint16_t *asked = slab_asked(s, ptr);
-    uint16_t was = atomic_exchange_explicit(asked, 0, memory_order_relaxed);
+    uint16_t was = claim(asked, true);
     if (!was) return not_live(iface, ptr);
     slab_free(iface, s, ptr, asked, was);
     return MMB_OK;

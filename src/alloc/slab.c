@@ -50,8 +50,8 @@ static pool_slab *record_take(pool *p, bool ptrs, size_t n) {
   return s ? s : mmb__malloc(PTR_RECORD_BYTES);
 }
 
-static void record_give(pool *p, pool_slab *s) {
-  if (!s->iface) {
+static void record_give(pool *p, pool_slab *s, bool ptrs) {
+  if (!ptrs) {
     mmb__free(s);
     return;
   }
@@ -74,15 +74,14 @@ static pool_slab *slab_new(pool *p, size_t cls, bool provider, bool ptrs) {
                   : provider ? mmb__pool_take_slab(p)
                              : mmb__pool_take_held(p, SLAB_BYTES);
   if (!b) {
-    s->iface = ptrs ? p->iface : NULL;
-    record_give(p, s);
+    record_give(p, s, ptrs);
     return NULL;
   }
   *s = (pool_slab){.block = b, .base = b->ptr, .cls = (uint32_t)cls, .n_blocks = (uint32_t)n,
                    .n_free = (uint32_t)n};
   if (ptrs && !ptr_slab_start(p, s)) {   /* an address beyond the map */
     mmb__pool_put(p, b);
-    record_give(p, s);
+    record_give(p, s, true);
     return NULL;
   }
   for (size_t i = 0; i < n; i++) s->free[i] = (uint16_t)(n - 1 - i);   /* low addresses first */
@@ -99,7 +98,7 @@ static void slab_release(pool *p, pool_slab *s) {
   if (s->all_next) s->all_next->all_prev = s->all_prev;
   if (s->iface) mmb__slab_map_clear(s->base);
   mmb__pool_put(p, s->block);
-  record_give(p, s);
+  record_give(p, s, s->iface != NULL);
 }
 
 char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, pool_slab **out_slab) {
