@@ -43,7 +43,7 @@ module mamba
     mmb_provider_get_ops, mmb_provider_name, mmb_provider_register, mmb_queue_create, &
     mmb_queue_destroy, mmb_queue_get_backend, mmb_queue_get_native, mmb_queue_marker, &
     mmb_queue_submit, mmb_queue_submit_task, mmb_queue_synchronize, mmb_queue_wait_request, &
-    mmb_ptr_alloc, mmb_ptr_alloc_opts, mmb_ptr_free, mmb_region_alloc, &
+    mmb_ptr_alloc, mmb_ptr_alloc_opts, mmb_ptr_free, mmb_ptr_free_async, mmb_region_alloc, &
     mmb_region_create, mmb_region_destroy, mmb_region_push, mmb_region_reset, &
     mmb_region_reset_async, mmb_register_memory, mmb_request_interface, &
     mmb_request_is_complete, mmb_request_space, mmb_space_at, mmb_space_capacity, &
@@ -1438,6 +1438,20 @@ contains
     rc = MMB_OK
     if (c_associated(allocation%ptr)) rc = c_mmb_free_async(allocation%ptr, queue%ptr)
     if (rc == MMB_OK) allocation%ptr = c_null_ptr
+    call set_err(err, rc)
+  end subroutine
+
+  ! mmb_ptr_free after queue work: ptr is c_null_ptr on return; its bytes are
+  ! reused once the work submitted to queue before the call has run.
+  subroutine mmb_ptr_free_async(interface, ptr, queue, err)
+    type(mmbMemInterface), intent(in) :: interface
+    type(c_ptr), intent(inout) :: ptr
+    type(mmbQueue), intent(in) :: queue
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    rc = MMB_OK
+    if (c_associated(ptr)) rc = c_mmb_ptr_free_async(interface%ptr, ptr, queue%ptr)
+    if (rc == MMB_OK) ptr = c_null_ptr
     call set_err(err, rc)
   end subroutine
 

@@ -781,6 +781,10 @@ module mamba_c
       import :: c_int, c_ptr
       type(c_ptr), value :: a, q
     end function
+    integer(c_int) function c_mmb_ptr_free_async(iface, p, q) bind(C, name='mmb_ptr_free_async')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: iface, p, q
+    end function
     integer(c_int) function c_mmb_allocation_record_queue(a, q) bind(C, name='mmb_allocation_record_queue')
       import :: c_int, c_ptr
       type(c_ptr), value :: a, q

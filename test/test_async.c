@@ -13,6 +13,15 @@ static mmbQueue *thread_queue(void) {
   return q;
 }
 
+static mmbMemInterface *pool_interface(unsigned flags) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                          .flags = flags}, &iface));
+  return iface;
+}
+
 static mmbArray *filled(mmbMemInterface *iface, size_t r, size_t c, double salt) {
   mmbDimensions d = dims2(r, c);
   mmbArray *a = test_array(iface, &d, MMB_ROWMAJOR, 0);
@@ -261,6 +270,112 @@ MMB_TEST(reuse, free_async_holds_the_block_until_the_queue_passes) {
   OK(mmb_interface_trim(iface, SIZE_MAX));   /* sweeps the deferred list */
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.used_current, 0);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+/* mmb_ptr_free_async refuses what mmb_ptr_free refuses, and a NULL queue;
+   a refused block is still the caller's. */
+static void ptr_free_async_refuses(mmbMemInterface *iface, mmbMemInterface *other) {
+  mmbQueue *q = thread_queue();
+  void *p, *big, *theirs;
+  char local[64];
+  OK(mmb_ptr_alloc(iface, 200, &p));
+  OK(mmb_ptr_alloc(iface, 10000, &big));
+  OK(mmb_ptr_alloc(other, 200, &theirs));
+  FAILS(mmb_ptr_free_async(iface, p, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(NULL, p, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(iface, NULL, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(iface, local, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(iface, theirs, q), MMB_INVALID_ARG);   /* another interface's */
+  FAILS(mmb_ptr_free_async(iface, (char *)p + 64, q), MMB_INVALID_ARG);   /* inside a block */
+  FAILS(mmb_ptr_free_async(iface, (char *)big + 64, q), MMB_INVALID_ARG);
+  OK(mmb_ptr_free_async(iface, p, q));
+  OK(mmb_ptr_free_async(iface, big, q));
+  FAILS(mmb_ptr_free_async(iface, p, q), MMB_INVALID_ARG);   /* freed twice */
+  FAILS(mmb_ptr_free_async(iface, big, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free(iface, p), MMB_INVALID_ARG);
+  OK(mmb_ptr_free(other, theirs));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_interface_destroy(iface));   /* nothing left live */
+}
+
+MMB_TEST(reuse, ptr_free_async_refuses_bad_input) {
+  mmbMemInterface *other = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  ptr_free_async_refuses(pool_interface(0), other);
+  ptr_free_async_refuses(pool_interface(MMB_INTERFACE_THREAD_SAFE), other);
+  ptr_free_async_refuses(test_interface(MMB_PROVIDER_SYSTEM, 0), other);
+}
+
+/* A bare block freed with mmb_ptr_free_async (a slab block, and one with a
+   handle) is not handed out again while the queue is held back, counts as
+   used until then, and comes back once the queue has passed. */
+static void ptr_free_async_holds(mmbMemInterface *iface, size_t n) {
+  mmbQueue *q = thread_queue();
+  void *held, *b[64];
+  OK(mmb_ptr_alloc(iface, n, &held));
+  close_gate(q);
+  OK(mmb_ptr_free_async(iface, held, q));
+  for (int i = 0; i < 64; i++) {
+    OK(mmb_ptr_alloc(iface, n, &b[i]));
+    cr_assert_neq(b[i], held, "%zu B: reused while the queue may use it", n);
+  }
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, n, "the held block still counts as used");
+  cr_assert_eq(st.n_allocs - st.n_frees, 1);
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  OK(mmb_interface_trim(iface, SIZE_MAX));   /* sweeps what has passed */
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0, "%zu B: %zu bytes still counted", n, st.used_current);
+  bool back = false;   /* a slab block is on its bins again (a larger one may coalesce) */
+  for (int i = 0; i < 64; i++) {
+    OK(mmb_ptr_alloc(iface, n, &b[i]));
+    back |= b[i] == held;
+  }
+  cr_assert(back || n > 2048, "%zu B: the block never came back", n);
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  OK(mmb_interface_trim(iface, 0));
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.reserved_current, 0, "%zu B: %zu bytes still held", n, st.reserved_current);
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
+MMB_TEST(reuse, ptr_free_async_holds_the_block_until_the_queue_passes) {
+  unsigned flags[] = {0, MMB_INTERFACE_THREAD_SAFE};
+  for (int f = 0; f < 2; f++) {
+    mmbMemInterface *iface = pool_interface(flags[f]);
+    ptr_free_async_holds(iface, 256);     /* a slab block */
+    ptr_free_async_holds(iface, 10000);   /* a block with a handle */
+    OK(mmb_interface_destroy(iface));
+  }
+}
+
+/* A bare allocation sweeps what has passed, as mmb_allocate does; destroying
+   the interface waits for what has not. */
+MMB_TEST(reuse, ptr_calls_sweep_and_destroy_waits) {
+  mmbMemInterface *iface = pool_interface(0);
+  mmbQueue *q = thread_queue();
+  void *p, *keep;
+  OK(mmb_ptr_alloc(iface, 100, &p));
+  OK(mmb_ptr_alloc(iface, 3000, &keep));
+  close_gate(q);
+  OK(mmb_ptr_free_async(iface, p, q));
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 100 + 3000, "nothing has swept yet");
+  OK(mmb_ptr_free(iface, keep));   /* a block with a handle: the general path sweeps */
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0, "mmb_ptr_free left %zu bytes counted", st.used_current);
+  OK(mmb_ptr_alloc(iface, 100, &p));
+  close_gate(q);
+  OK(mmb_ptr_free_async(iface, p, q));
+  pthread_t opener = open_gate_soon();
+  OK(mmb_interface_destroy(iface));   /* waits for the queue, then frees the block */
+  pthread_join(opener, NULL);
   OK(mmb_queue_destroy(NULL, &q));
 }
 

@@ -30,8 +30,15 @@ static void use_interface(mmbMemInterface *iface) {
     TOLERATED(e);
     if (e != MMB_OK) bare[i] = NULL;
   }
-  for (int i = 0; i < 3; i++)
-    if (bare[i]) OK(mmb_ptr_free(iface, bare[i]));
+  mmbQueue *q = NULL;   /* the first and the last freed after queue work */
+  if (mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q) != MMB_OK) q = NULL;
+  for (int i = 0; i < 3; i++) {
+    if (!bare[i]) continue;
+    mmbError e = q && i != 1 ? mmb_ptr_free_async(iface, bare[i], q) : MMB_OUT_OF_MEMORY;
+    TOLERATED(e);
+    if (e != MMB_OK) OK(mmb_ptr_free(iface, bare[i]));   /* refused: still ours */
+  }
+  if (q) OK(mmb_queue_destroy(NULL, &q));
   mmbRegion *r = NULL, *child = NULL;
   mmbError err = mmb_region_create(iface, &(mmbRegionOptions){.block_size = 8192}, &r);
   TOLERATED(err);

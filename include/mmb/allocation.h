@@ -61,8 +61,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_interface(const mmbAllocation *
  * same interface. On a pool interface, blocks up to 2 KiB come from slabs
  * of their own through a cache of the calling thread, a stack pop with no
  * lock; the stats count them like any allocation (mmb_interface_destroy is
- * MMB_BUSY while one lives). Copies, arrays and queue-aware reuse
- * (mmb_free_async) take handles: use mmb_allocate for those.
+ * MMB_BUSY while one lives). Copies and arrays take handles: use
+ * mmb_allocate for those. A block queue work may still touch is freed with
+ * mmb_ptr_free_async (queue.h).
  * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p n_bytes == 0; otherwise
  *         as mmb_allocate.
  */

@@ -104,6 +104,10 @@ void mmb__allocation_release(mmbAllocation *a) {
     mmb__region_release(a);
     return;
   }
+  if (a->flags & MMB__BARE) {   /* traced as it goes back to its slab */
+    mmb__ptr_release(a);
+    return;
+  }
   if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, a->ptr, a->size);
   iface->strategy->release(iface, a, 0);
 }

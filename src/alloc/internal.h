@@ -289,6 +289,10 @@ void mmb__allocation_release(mmbAllocation *a);
 #define MMB__IN_REGION 0x1u   /* mmbAllocation.flags: placed in a region */
 #define MMB__QUICK 0x2u       /* a pool block that fits a quick bin as it is */
 #define MMB__SLAB 0x4u        /* with MMB__QUICK: a block of a slab (a->block is the slab) */
+#define MMB__BARE 0x8u        /* carries a freed mmb_ptr_alloc slab block while it waits on
+                                 queue work (ptr.c); never a caller's */
+/* Gives an MMB__BARE handle's block back to its slab, and the handle back. */
+void mmb__ptr_release(mmbAllocation *a);
 
 /* ---- regions (region.c) -------------------------------------------------- */
 /* Places an allocation in a region: the handle is retired when the region is
@@ -417,6 +421,10 @@ typedef struct mmb__fence {
    MMB_INVALID_ARG for a region allocation; MMB_OUT_OF_MEMORY. */
 mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
                                const mmb__fence_ops *ops);
+/* mmb_ptr_free with a fence (taken on success): ptr's bytes are reused once
+   it has passed. MMB_INVALID_ARG for what is not a live block of iface's. */
+mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr, void *fence,
+                             const mmb__fence_ops *ops);
 /* mmb_free's path for an allocation with fences (claimed, FREEING). */
 void mmb__allocation_defer(mmbAllocation *a);
 /* Releases what on the deferred list is ready (every fence, with `wait`). */

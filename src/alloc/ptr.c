@@ -188,6 +188,7 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_alloc", "interface");
   MMB__ARG(!out, "mmb_ptr_alloc", "out_ptr is NULL");
   MMB__ARG(n == 0, "mmb_ptr_alloc", "zero bytes requested");
+  mmb__deferred_poll(iface);   /* blocks mmb_ptr_free_async held back, if they may go */
   bool shared;
   uint64_t epoch = atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
   pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
@@ -293,13 +294,25 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
   return free_general(iface, ptr);
 }
 
+/* The slab block at ptr, if ptr is one of iface's slabs' (NULL: a block
+   with a handle, or none); MMB_INVALID_ARG for a pointer into a slab that
+   is not a block of iface's. */
+static mmbError slab_block(const char *func, mmbMemInterface *iface, const void *ptr,
+                           pool_slab **out) {
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, func, "interface");
+  MMB__ARG(!ptr, func, "ptr is NULL");
+  pool_slab *s = *out = mmb__slab_of(ptr);
+  if (s && (s->iface != iface || (uintptr_t)ptr & 63)) return not_live(iface, ptr);
+  return MMB_OK;
+}
+
 static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   MMB__REQUIRE_INIT();
-  MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_free", "interface");
-  MMB__ARG(!ptr, "mmb_ptr_free", "ptr is NULL");
-  pool_slab *s = mmb__slab_of(ptr);
+  pool_slab *s = NULL;
+  mmbError err = slab_block("mmb_ptr_free", iface, ptr, &s);
+  if (err != MMB_OK) return err;
+  mmb__deferred_poll(iface);   /* what mmb_ptr_free_async left behind fences that have passed */
   if (s) {
-    if (s->iface != iface || (uintptr_t)ptr & 63) return not_live(iface, ptr);
     _Atomic uint16_t *asked = slab_asked(s, ptr);
     uint16_t was = claim(asked, true);
     if (!was) return not_live(iface, ptr);
@@ -311,4 +324,59 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   mmb__iface_unlock(iface);
   if (!a) return not_live(iface, ptr);
   return mmb_free(a);
+}
+
+/* ---- free after queue work (mmb_ptr_free_async) ------------------------------ */
+
+/* A slab block waits on the interface's deferred list as the handle path's
+   blocks do, carried by a handle of its own (MMB__BARE: ptr, size = the
+   bytes asked, block = the slab) that never reaches a caller. */
+mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr, void *fence,
+                             const mmb__fence_ops *ops) {
+  pool_slab *s = NULL;
+  mmbError err = slab_block(func, iface, ptr, &s);
+  if (err != MMB_OK) return err;
+  mmb__deferred_poll(iface);
+  if (!s) {   /* a block with a handle: its handle waits */
+    mmb__iface_lock(iface);
+    mmbAllocation *a = table_take(&iface->ptrs, ptr);
+    mmb__iface_unlock(iface);
+    if (!a) return not_live(iface, ptr);
+    if ((err = mmb__allocation_fence(func, a, fence, ops)) != MMB_OK) {
+      mmb__iface_lock(iface);
+      (void)table_put(&iface->ptrs, ptr, a);   /* its slot was just freed: no growth */
+      mmb__iface_unlock(iface);
+      return err;
+    }
+    return mmb_free(a);
+  }
+  _Atomic uint16_t *asked = slab_asked(s, ptr);
+  uint16_t was = claim(asked, true);
+  if (!was) return not_live(iface, ptr);
+  mmb__iface_lock(iface);
+  mmbAllocation *a = mmb__handle_take(&iface->handles);
+  mmb__iface_unlock(iface);
+  if (a) {
+    *a = (mmbAllocation){.flags = MMB__BARE, .interface = iface, .ptr = ptr, .size = was,
+                         .block = s};
+    atomic_init(&a->state, MMB__HANDLE_FREEING);
+    if ((err = mmb__allocation_fence(func, a, fence, ops)) == MMB_OK) {
+      mmb__allocation_defer(a);
+      return MMB_OK;
+    }
+    mmb__iface_lock(iface);
+    mmb__handle_give(&iface->handles, a);
+    mmb__iface_unlock(iface);
+  }
+  atomic_store_explicit(asked, was, memory_order_relaxed);   /* still the caller's */
+  return a ? err : mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory to hold %p back", ptr);
+}
+
+void mmb__ptr_release(mmbAllocation *a) {
+  mmbMemInterface *iface = a->interface;
+  pool_slab *s = a->block;
+  slab_free(iface, s, a->ptr, slab_asked(s, a->ptr), (uint16_t)a->size);
+  mmb__iface_lock(iface);
+  mmb__handle_give(&iface->handles, a);
+  mmb__iface_unlock(iface);
 }

@@ -48,6 +48,17 @@ mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q) {
   return err != MMB_OK ? err : mmb_free(allocation);
 }
 
+mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr, mmbQueue *q) {
+  mmbError err = mmb__queue_check(__func__, q, NULL);
+  mmb__request *r;
+  if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
+  mmb__request_ref(r);
+  err = mmb__ptr_free_after(__func__, iface, ptr, r, &mmb__request_fence);
+  if (err != MMB_OK) mmb__request_unref(r);
+  mmb__request_unref(r);
+  return err;
+}
+
 mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {
   mmbError err = mmb__queue_check(__func__, q, NULL);
   if (err != MMB_OK) return err;

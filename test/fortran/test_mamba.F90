@@ -1219,6 +1219,7 @@ contains
     type(mmbArrayTile) :: t, tdup, u
     type(mmbAllocation) :: s, d
     type(mmbRegion) :: region
+    type(c_ptr) :: bare, held
     real(dp), allocatable, target :: x(:,:), y(:,:)
     real(dp), pointer :: v(:), w(:)
     integer(mmbSizeKind), parameter :: e = 8
@@ -1297,6 +1298,14 @@ contains
     call mmb_free_async(s, queue, err)
     call expect(err, MMB_OK, 'free_async')
     call ensure(.not. c_associated(s%ptr), 'free_async resets the handle')
+    call mmb_ptr_alloc(iface, 64 * e, bare, err)
+    call expect(err, MMB_OK, 'a bare block')
+    held = bare
+    call mmb_ptr_free_async(iface, bare, queue, err)
+    call expect(err, MMB_OK, 'ptr_free_async')
+    call ensure(.not. c_associated(bare), 'ptr_free_async resets the pointer')
+    call mmb_ptr_free_async(iface, held, queue, err)
+    call expect(err, MMB_INVALID_ARG, 'ptr_free_async twice')
     call mmb_free(d, err)
     call mmb_region_create(iface, region, err)
     call mmb_region_reset_async(region, queue, err)
