@@ -168,7 +168,7 @@ static MMB__ALWAYS_INLINE bool note_fresh(void) {
    that needs a call. */
 mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
   if (MMB__LIKELY(iface == mmb__tl_ptr_note.iface && out_ptr && n_bytes - 1 < SLAB_MAX &&
-                  note_fresh() && !mmb__trace_active())) {
+                  note_fresh())) {   /* a fresh note also says no trace runs */
     pool_cache *cache = mmb__tl_ptr_note.cache;
     pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
     if (MMB__LIKELY(bin->top != bin->e)) {
@@ -192,7 +192,8 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   bool shared;
   uint64_t epoch = atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
   pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
-  if (mine) mmb__tl_ptr_note = (mmb__ptr_note){iface, mine, epoch};   /* the next one is quick */
+  if (mine && !mmb__trace_active())   /* the next one is quick (a trace's start moves the epoch) */
+    mmb__tl_ptr_note = (mmb__ptr_note){iface, mine, epoch};
   if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
     return MMB_OK;
   return handle_alloc(iface, n, NULL, out);

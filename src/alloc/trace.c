@@ -8,6 +8,7 @@
    stats when the trace starts. Recording takes a mutex that nests inside
    every other lock; while no trace runs it costs one relaxed load. */
 #include "alloc/internal.h"
+#include "alloc/pool.h"
 
 #include <errno.h>
 #include <execinfo.h>
@@ -172,6 +173,7 @@ static mmbError trace_start(void) {
   pthread_mutex_unlock(&lock);
   mmb__spaces_for_each(snapshot_space, NULL);
   atomic_store(&mmb__tracing, true);
+  mmb__ptr_notes_stale();   /* mmb_ptr_alloc's quick path is for untraced calls only */
   return MMB_OK;
 }
 
