@@ -269,18 +269,21 @@ static void op_region(input *in) {
 /* Freeing q: it is the block of the live slot that has that address (a
    stale pointer of a freed slot may name a block handed out again, as
    with malloc), else it is refused. */
-static void bare_free(unsigned char *q) {
+/* mmb_ptr_free, or mmb_ptr_free_async after the queue's work so far. */
+static void bare_free(unsigned char *q, bool async) {
   bare_slot *owner = NULL;
   for (int k = 0; k < N_BARE; k++)
     if (bare[k].live && bare[k].p == q) owner = &bare[k];
   if (owner)
     for (size_t i = 0; i < owner->n; i++) CHECK(q[i] == owner->fill, "a bare block lost byte %zu", i);
-  EXPECT(mmb_ptr_free(pool, q), owner ? MMB_OK : MMB_INVALID_ARG);
+  EXPECT(async ? mmb_ptr_free_async(pool, q, queue) : mmb_ptr_free(pool, q),
+         owner ? MMB_OK : MMB_INVALID_ARG);
   if (owner) owner->live = false;
 }
 
-/* Bare blocks: allocate (small and large), free, free twice, free inside a
-   block or on the other interface; a live block keeps its bytes. */
+/* Bare blocks: allocate (small and large), free (now or after queue work),
+   free twice, free inside a block or on the other interface; a live block
+   keeps its bytes. */
 static void op_bare(input *in) {
   bare_slot *b = &bare[in_u8(in) % N_BARE];
   switch (in_u8(in) % 4) {
@@ -293,10 +296,10 @@ static void op_bare(input *in) {
       b->live = true;
       return;
     case 1:
-      if (b->p) bare_free(b->p);
+      if (b->p) bare_free(b->p, in_u8(in) % 2);
       return;
     case 2:
-      if (b->p && b->n > 64) bare_free(b->p + 64);
+      if (b->p && b->n > 64) bare_free(b->p + 64, in_u8(in) % 2);
       return;
     default:
       if (b->p) EXPECT(mmb_ptr_free(iface, b->p), MMB_INVALID_ARG);
@@ -378,6 +381,8 @@ static void cleanup(void) {
   for (int k = 0; k < N_BARE; k++)
     if (bare[k].live) EXPECT(mmb_ptr_free(pool, bare[k].p), MMB_OK);
   memset(bare, 0, sizeof bare);
+  EXPECT(mmb_queue_synchronize(queue), MMB_OK);
+  EXPECT(mmb_interface_trim(pool, SIZE_MAX), MMB_OK);   /* what mmb_ptr_free_async held back */
   memset(dups, 0, sizeof dups);
   memset(arrays, 0, sizeof arrays);
   memset(layouts, 0, sizeof layouts);
