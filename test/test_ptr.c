@@ -424,6 +424,86 @@ MMB_TEST(ptr, blocks_freed_by_another_thread) {
   OK(mmb_interface_destroy(r.iface));
 }
 
+/* Each thread's cache refills from slabs of its own home: a second thread
+   does not take blocks from the slab a first one is using (their frees
+   would write the same lines of its asked entries), but it does take a
+   slab another home can spare before the pool makes a new one. The first
+   thread stays alive (holding its cache) while the second works. */
+enum { PER_SLAB = (64 << 10) / 256 };
+typedef struct homes {
+  mmbMemInterface *iface;
+  void *a[3 * PER_SLAB], *b[PER_SLAB];
+  size_t na, nb;
+  pthread_barrier_t ready, done;
+} homes;
+
+static uintptr_t slab_base(const void *p) { return (uintptr_t)p & ~(uintptr_t)0xffff; }
+
+static void *first_thread(void *v) {
+  homes *h = v;
+  for (size_t i = 0; i < h->na; i++) OK(mmb_ptr_alloc(h->iface, 256, &h->a[i]));
+  if (h->na > PER_SLAB) {   /* every other block back, to the slabs: partial slabs */
+    for (size_t i = 0; i < h->na; i += 2) OK(mmb_ptr_free(h->iface, h->a[i]));
+    OK(mmb_interface_trim(h->iface, SIZE_MAX));
+  }
+  pthread_barrier_wait(&h->ready);
+  pthread_barrier_wait(&h->done);
+  return NULL;
+}
+
+static void *second_thread(void *v) {
+  homes *h = v;
+  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_alloc(h->iface, 256, &h->b[i]));
+  return NULL;
+}
+
+/* Runs the first thread's part (na blocks), then the second's (nb). */
+static void two_homes(homes *h) {
+  pthread_barrier_init(&h->ready, NULL, 2);
+  pthread_barrier_init(&h->done, NULL, 2);
+  pthread_t a, b;
+  cr_assert_eq(pthread_create(&a, NULL, first_thread, h), 0);
+  pthread_barrier_wait(&h->ready);
+  cr_assert_eq(pthread_create(&b, NULL, second_thread, h), 0);
+  pthread_join(b, NULL);
+  pthread_barrier_wait(&h->done);
+  pthread_join(a, NULL);
+  pthread_barrier_destroy(&h->ready);
+  pthread_barrier_destroy(&h->done);
+}
+
+static void free_homes(homes *h) {
+  for (size_t i = h->na > PER_SLAB ? 1 : 0; i < h->na; i += h->na > PER_SLAB ? 2 : 1)
+    OK(mmb_ptr_free(h->iface, h->a[i]));
+  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_free(h->iface, h->b[i]));
+  cr_assert_eq(stats_of(h->iface).used_current, 0);
+  OK(mmb_interface_destroy(h->iface));
+}
+
+MMB_TEST(ptr, two_threads_refill_from_slabs_of_their_own) {
+  static homes h;
+  h = (homes){.iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0),
+              .na = 10, .nb = 10};
+  two_homes(&h);
+  for (size_t i = 0; i < h.nb; i++)
+    for (size_t j = 0; j < h.na; j++)
+      cr_assert_neq(slab_base(h.b[i]), slab_base(h.a[j]), "a slab the first thread uses");
+  free_homes(&h);
+}
+
+MMB_TEST(ptr, a_thread_takes_a_slab_another_home_can_spare) {
+  static homes h;
+  h = (homes){.iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0),
+              .na = 3 * PER_SLAB, .nb = PER_SLAB / 4};
+  two_homes(&h);
+  for (size_t i = 0; i < h.nb; i++) {
+    bool theirs = false;
+    for (size_t j = 1; j < h.na; j += 2) theirs |= slab_base(h.b[i]) == slab_base(h.a[j]);
+    cr_assert(theirs, "block %zu is not in a slab of the first thread's", i);
+  }
+  free_homes(&h);
+}
+
 /* Two threads free the same blocks at once: each block is freed once, the
    other free refused, and nothing is handed out twice afterwards. */
 enum { RACED = 4000 };

@@ -76,10 +76,16 @@ typedef struct pool_slab {
   struct pool_slab *prev, *next;      /* its class's slabs with free blocks, or none */
   struct pool_slab *all_prev, *all_next;   /* every slab of the pool */
   bool listed;                        /* on that list */
+  uint8_t home;                       /* malloc-style: the list it is on (SLAB_HOMES) */
   uint16_t free[];                    /* n_free indices of free blocks */
 } pool_slab;
 
 #define SLAB_MAX_BLOCKS (SLAB_BYTES / SLAB_ALIGN)
+/* Malloc-style slabs are kept on SLAB_HOMES lists per class, and each cache
+   refills from its home's first (thread caches take homes in turn): two
+   threads' blocks then seldom share a slab, so the asked entries one
+   thread's frees exchange are not on lines the other's frees write. */
+#define SLAB_HOMES 4
 /* Slab map: the malloc-style slab of a 64 KiB page of the address space,
    two levels over 48-bit addresses (as mimalloc's segment map and
    jemalloc's rtree): set and cleared under a global lock, read with none.
@@ -163,6 +169,7 @@ typedef struct pool_cache {
   mmb__counters *c;
   mmb__handle_cache *handles;
   pool_ptr_bin ptrs[SLAB_CLASSES];    /* malloc-style blocks (ptr.c) */
+  uint8_t home;                       /* the malloc-style slabs it refills from first */
 } pool_cache;
 #define SLAB_CAP_MIN 16
 /* the most blocks a slab class's bin may hold: 1024, and 256 KiB */
@@ -185,9 +192,11 @@ typedef struct pool {
   uint64_t id;                       /* never reused: thread caches find their pool by it */
   size_t block_align;                /* every block's pointer is aligned to this */
   pool_bins small, large;
-  /* [0]: slabs of handle blocks; [1]: of malloc-style blocks */
-  pool_slab *partial[2][SLAB_CLASSES];  /* slabs with free blocks, by class */
-  pool_slab *spare[2][SLAB_CLASSES];    /* one wholly free slab kept per class */
+  /* slabs with free blocks, by class: [0] of handle blocks, [1 + h] of
+     malloc-style blocks of home h */
+  pool_slab *partial[1 + SLAB_HOMES][SLAB_CLASSES];
+  pool_slab *spare[2][SLAB_CLASSES];    /* one wholly free slab kept per class and kind */
+  unsigned next_home;                   /* the next thread cache's (thread-cache lock) */
   pool_slab *slabs;                  /* every slab */
   pool_slab *ptr_records;            /* records of malloc-style slabs to reuse */
   /* With thread caches: blocks one thread's bins gave up, still parked on
@@ -393,9 +402,11 @@ void mmb__pool_put(pool *p, pool_block *b);
 /* ---- slab.c: the slabs; the caller holds the interface lock ------------- */
 /* A free block of slab class cls, from a slab with free blocks, the spare,
    or a new slab (from what the pool holds; with `provider`, also from the
-   provider); from a malloc-style slab with `ptrs`. NULL: none could be had.
-   *out_slab: its slab. */
-char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, pool_slab **out_slab);
+   provider); from a malloc-style slab with `ptrs`, of `home`'s slabs first
+   (another home's slab with free blocks becomes home's before a new one is
+   made). NULL: none could be had. *out_slab: its slab. */
+char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, unsigned home,
+                     pool_slab **out_slab);
 /* Gives a block back to its slab; a slab wholly free becomes its class's
    spare, or goes back to the pool. */
 void mmb__slab_put(pool *p, pool_slab *s, char *ptr);

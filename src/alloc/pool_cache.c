@@ -58,6 +58,7 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
   pool_tcache *tc = mmb__calloc_lines(sizeof *tc);   /* no line shared with another thread's */
   if (!tc) return NULL;
   mmb__pool_cache_init(&tc->cache);
+  tc->cache.home = (uint8_t)(p->next_home++ % SLAB_HOMES);
   tc->cache.c = &tc->c;
   tc->cache.handles = &tc->handles;
   atomic_init(&tc->owned, 1);
@@ -197,7 +198,7 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
   size_t want = ptr_bin_cap(bin) / 2;
   while (ptr_bin_count(bin) < want) {
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, cls, bin->top == bin->e, true, &s);
+    char *ptr = mmb__slab_take(p, cls, bin->top == bin->e, true, cache->home, &s);
     if (!ptr) break;
     *bin->top++ = (pool_ptr){ptr, slab_asked(s, ptr)};
   }
@@ -237,7 +238,7 @@ static bool park_one(pool *p, pool_cache *cache, size_t bin) {
   if (!a) return false;
   if (bin < SLAB_CLASSES) {
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, bin, false, false, &s);
+    char *ptr = mmb__slab_take(p, bin, false, false, 0, &s);
     if (!ptr) goto none;
     mmb__handle_fill(a, p->iface, 0, 0, slab_class_size(bin), s);
     a->ptr = ptr;
@@ -311,7 +312,7 @@ static bool take_block(pool *p, mmbAllocation *a, size_t n, size_t align) {
   if (slab_fits(n, align)) {
     size_t cls = slab_bin(n);
     pool_slab *s;
-    char *ptr = mmb__slab_take(p, cls, true, false, &s);
+    char *ptr = mmb__slab_take(p, cls, true, false, 0, &s);
     if (ptr) {
       mmb__handle_fill(a, p->iface, n, align, slab_class_size(cls), s);
       a->ptr = ptr;

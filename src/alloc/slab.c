@@ -14,7 +14,10 @@
 
    Slabs of malloc-style blocks (mmb_ptr_alloc) are kept apart from those
    of handle blocks, on lists of their own: they are 64 KiB aligned, listed
-   in the slab map, and their records are reused rather than freed.
+   in the slab map, and their records are reused rather than freed. Their
+   lists are per home (pool.h: SLAB_HOMES): a cache refills from its home's
+   slabs, then from the spare, then from a slab another home can spare (not
+   the head of its list), and only then from a new slab.
 
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). */
@@ -24,19 +27,36 @@ static bool host(const pool *p) { return mmb__iface_host_accessible(p->iface); }
 
 static int kind(const pool_slab *s) { return s->iface != NULL; }
 
+static pool_slab **list_of(pool *p, const pool_slab *s) {
+  return &p->partial[kind(s) ? 1 + s->home : 0][s->cls];
+}
+
 static void list_add(pool *p, pool_slab *s) {
+  pool_slab **head = list_of(p, s);
   s->prev = NULL;
-  s->next = p->partial[kind(s)][s->cls];
+  s->next = *head;
   if (s->next) s->next->prev = s;
-  p->partial[kind(s)][s->cls] = s;
+  *head = s;
   s->listed = true;
 }
 
 static void list_remove(pool *p, pool_slab *s) {
   if (s->prev) s->prev->next = s->next;
-  else p->partial[kind(s)][s->cls] = s->next;
+  else *list_of(p, s) = s->next;
   if (s->next) s->next->prev = s->prev;
   s->listed = false;
+}
+
+/* A malloc-style slab of class cls with free blocks that another home can
+   spare: never the head of its list, the slab its caches refill from (two
+   threads taking turns at one slab would write the same lines of its asked
+   entries with every free). */
+static pool_slab *other_home(pool *p, size_t cls, unsigned home) {
+  for (unsigned h = 0; h < SLAB_HOMES; h++) {
+    pool_slab *head = p->partial[1 + h][cls];
+    if (h != home && head && head->next) return head->next;
+  }
+  return NULL;
 }
 
 /* A malloc-style slab's record: room for the most blocks, then an asked
@@ -101,11 +121,14 @@ static void slab_release(pool *p, pool_slab *s) {
   record_give(p, s, s->iface != NULL);
 }
 
-char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, pool_slab **out_slab) {
-  pool_slab *s = p->partial[ptrs][cls];
+char *mmb__slab_take(pool *p, size_t cls, bool provider, bool ptrs, unsigned home,
+                     pool_slab **out_slab) {
+  pool_slab *s = p->partial[ptrs ? 1 + home : 0][cls];
   if (!s) {
     if ((s = p->spare[ptrs][cls])) p->spare[ptrs][cls] = NULL;
+    else if (ptrs && (s = other_home(p, cls, home))) list_remove(p, s);   /* it moves here */
     else if (!(s = slab_new(p, cls, provider, ptrs))) return NULL;
+    s->home = ptrs ? (uint8_t)home : 0;
     list_add(p, s);
   }
   uint16_t i = s->free[--s->n_free];
