@@ -504,6 +504,22 @@ Test(reuse, finalize_drains_leaked_queues) {
   cr_assert_eq(atomic_load(&ran), 100);
 }
 
+/* mmb_finalize waits for bare blocks held back on queue work, and releases
+   them (the leak check would find a handle or record left behind). */
+Test(reuse, finalize_releases_held_back_bare_blocks) {
+  mmb_test_setup();
+  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE);
+  mmbQueue *q = thread_queue();
+  void *p[2];
+  OK(mmb_ptr_alloc(iface, 300, &p[0]));
+  OK(mmb_ptr_alloc(iface, 30000, &p[1]));
+  close_gate(q);
+  for (int i = 0; i < 2; i++) OK(mmb_ptr_free_async(iface, p[i], q));
+  pthread_t opener = open_gate_soon();
+  mmb_test_teardown();
+  pthread_join(opener, NULL);
+}
+
 /* ---- the prefetching iterator ------------------------------------------------ */
 
 static mmbTileIteratorOptions prefetching(mmbQueue *q, mmbMemSpace *s, size_t depth,
