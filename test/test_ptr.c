@@ -139,6 +139,7 @@ Test(ptr, calls_before_init_are_refused) {
   void *p;
   FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_NOT_INITIALIZED);
   FAILS(mmb_ptr_free(NULL, &p), MMB_NOT_INITIALIZED);
+  FAILS(mmb_ptr_free_async(NULL, &p, NULL), MMB_NOT_INITIALIZED);
 }
 
 /* Blocks still live at mmb_finalize are given back with their interface

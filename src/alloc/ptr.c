@@ -358,9 +358,10 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
   mmbAllocation *a = mmb__handle_take(&iface->handles);
   mmb__iface_unlock(iface);
   if (a) {
-    *a = (mmbAllocation){.flags = MMB__BARE, .interface = iface, .ptr = ptr, .size = was,
-                         .block = s};
-    atomic_init(&a->state, MMB__HANDLE_FREEING);
+    mmb__handle_fill(a, iface, was, 0, slab_class_size(s->cls), s);
+    a->flags = MMB__BARE;
+    a->ptr = ptr;
+    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_release);
     if ((err = mmb__allocation_fence(func, a, fence, ops)) == MMB_OK) {
       mmb__allocation_defer(a);
       return MMB_OK;
