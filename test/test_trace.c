@@ -73,30 +73,40 @@ MMB_TEST(trace, events_and_counter_tracks) {
 }
 
 /* Bare blocks are traced like allocations: slab blocks by mmb_ptr_alloc's
-   own path, larger ones by their handle's. */
-MMB_TEST(trace, bare_blocks) {
+   own path, larger ones by their handle's; on a pool and on a thread-safe
+   one (whose quick frees trust the thread's note to say no trace runs). */
+static void bare_blocks_traced(unsigned flags, const char *name) {
   mmbMemSpace *limited;
-  OK(mmb_request_space(MMB_DRAM, MMB_CPU,
-                       &(mmbMemSpaceConfig){.size_limit = 1 << 26, .name = "traced, bare"},
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 26, .name = name},
                        &limited));
   mmbMemInterface *iface;
-  OK(mmb_request_interface(limited, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
+  OK(mmb_request_interface(limited,
+                           &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL, .flags = flags},
                            &iface));
-  void *warm;
-  OK(mmb_ptr_alloc(iface, 100, &warm));   /* before the trace: the quick path is warm */
+  void *warm[2];
+  for (int i = 0; i < 2; i++)   /* before the trace: the quick paths are warm */
+    OK(mmb_ptr_alloc(iface, 100, &warm[i]));
+  OK(mmb_ptr_free(iface, warm[1]));
   OK(mmb_trace_start());
   void *p[4];
   size_t sizes[4] = {100, 100, 2000, 50000};
   for (int i = 0; i < 4; i++) OK(mmb_ptr_alloc(iface, sizes[i], &p[i]));
   for (int i = 0; i < 4; i++) OK(mmb_ptr_free(iface, p[i]));
-  OK(mmb_ptr_free(iface, warm));
+  OK(mmb_ptr_free(iface, warm[0]));
   OK(mmb_trace_stop());
   char *path = temp_path("bare");
+  char expect[128];
+  snprintf(expect, sizeof expect, "allocs=4 frees=5 space='%s' final_used=0", name);
   OK(mmb_trace_dump(path));
-  cr_assert(trace_holds(path, "allocs=4 frees=5 space='traced, bare' final_used=0"));
+  cr_assert(trace_holds(path, expect), "%s", expect);
   unlink(path);
   OK(mmb_interface_destroy(iface));
   OK(mmb_space_release(limited));
+}
+
+MMB_TEST(trace, bare_blocks) {
+  bare_blocks_traced(0, "traced, bare");
+  bare_blocks_traced(MMB_INTERFACE_THREAD_SAFE, "traced, bare, thread-safe");
 }
 
 MMB_TEST(trace, the_ring_drops_the_oldest_and_says_so) {

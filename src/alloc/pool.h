@@ -275,7 +275,9 @@ static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
    epoch moves whenever an interface's pool goes or a thread gives up a
    thread cache (then every note is stale), so a note never names bins that
    are gone or another thread's. It spares the common allocation the
-   interface's check. */
+   interface's check, and a thread-safe pool's common free the look for its
+   bins. A trace's start moves the epoch too, and a note is written only
+   while no trace runs: a fresh note also says no trace runs. */
 typedef struct mmb__ptr_note {
   const mmbMemInterface *iface;
   pool_cache *cache;

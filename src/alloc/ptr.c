@@ -270,15 +270,16 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((n
 mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
   uintptr_t entry = mmb__slab_entry(ptr);
   pool_slab *s = slab_of_entry(entry);
-  if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) && !mmb__trace_active() &&
+  if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) &&
                   pool_under_threshold(iface))) {
     bool shared = false;
     pool_cache *cache = iface->quick;   /* not thread-safe: the interface's own bins */
-    if (!cache) {                       /* else this thread's, the note's if it is fresh */
-      cache = iface == mmb__tl_ptr_note.iface && note_fresh()
-                  ? mmb__tl_ptr_note.cache
-                  : mmb__pool_owned_cache(iface, &shared);
+    if (cache) {
+      if (mmb__trace_active()) cache = NULL;
+    } else {   /* else this thread's: the note's if it is fresh (then no trace runs) */
       shared = true;
+      if (iface == mmb__tl_ptr_note.iface && note_fresh()) cache = mmb__tl_ptr_note.cache;
+      else if (!mmb__trace_active()) cache = mmb__pool_owned_cache(iface, &shared);
     }
     size_t cls = entry & SLAB_ENTRY_CLASS;
     pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
