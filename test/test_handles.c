@@ -24,7 +24,25 @@ static mmbArray *array_2d(mmbMemInterface *iface, mmbLayout *l, size_t n, size_t
   return a;
 }
 
+/* A pool destroyed after this thread's quick path noted it: the note is
+   stale, and the interface is checked (and refused) again. */
+static void refused_after_noted(unsigned flags) {
+  mmbMemInterface *pooled;
+  OK(mmb_request_interface(dram(), &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                            .flags = flags},
+                           &pooled));
+  mmbAllocation *two[2], *a = NULL;
+  for (int k = 0; k < 2; k++) OK(mmb_allocate(64, pooled, &two[k]));
+  for (int k = 0; k < 2; k++) OK(mmb_free(two[k]));
+  OK(mmb_interface_destroy(pooled));
+  FAILS(mmb_interface_destroy(pooled), MMB_INVALID_ARG);
+  FAILS(mmb_allocate(64, pooled, &a), MMB_INVALID_ARG);   /* the pool's inline path */
+  cr_assert_null(a);
+}
+
 MMB_TEST(handles, an_interface_destroyed_is_refused_everywhere) {
+  refused_after_noted(MMB_INTERFACE_THREAD_SAFE);
+  refused_after_noted(0);
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemInterface *pooled;
   OK(mmb_request_interface(dram(), &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
@@ -34,7 +52,7 @@ MMB_TEST(handles, an_interface_destroyed_is_refused_everywhere) {
   FAILS(mmb_interface_destroy(iface), MMB_INVALID_ARG);
   FAILS(mmb_interface_destroy(pooled), MMB_INVALID_ARG);
   mmbAllocation *a = NULL;
-  FAILS(mmb_allocate(64, pooled, &a), MMB_INVALID_ARG);   /* the pool's inline path */
+  FAILS(mmb_allocate(64, pooled, &a), MMB_INVALID_ARG);
   FAILS(mmb_allocate(64, iface, &a), MMB_INVALID_ARG);
   cr_assert_null(a);
   mmbStats st;

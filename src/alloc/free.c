@@ -124,13 +124,12 @@ mmbError mmb_free(mmbAllocation *allocation) {
                       MMB__HANDLE_LIVE)) {
     mmbMemInterface *iface = allocation->interface;
     bool shared;
-    pool_cache *cache = mmb__pool_owned_cache(iface, &shared);
+    pool_cache *cache = mmb__pool_free_cache(iface, &shared);
     size_t bin = quick_bin_of(allocation);
     if (MMB__LIKELY(cache && (allocation->flags & ~MMB__SLAB) == MMB__QUICK &&
                     !allocation->fences &&
                     !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed) &&
-                    !mmb__trace_active() && pool_under_threshold(iface) &&
-                    cache->count[bin] < cache->cap[bin])) {
+                    pool_under_threshold(iface) && cache->count[bin] < cache->cap[bin])) {
       /* LIVE -> FREE; on a thread-safe interface, only by the one thread
          whose exchange finds it LIVE (a concurrent double free loses) */
       uint32_t live = MMB__HANDLE_LIVE;

@@ -270,23 +270,24 @@ static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
   return mmb__pool_tcache_find(p);
 }
 
-/* mmb_ptr_alloc's note of the last interface the calling thread used and
-   the bins it owns there, valid while its epoch is mmb__ptr_epoch: the
-   epoch moves whenever an interface's pool goes or a thread gives up a
-   thread cache (then every note is stale), so a note never names bins that
-   are gone or another thread's. It spares the common allocation the
-   interface's check, and a thread-safe pool's common free the look for its
-   bins. A trace's start moves the epoch too, and a note is written only
-   while no trace runs: a fresh note also says no trace runs. */
-typedef struct mmb__ptr_note {
+/* The calling thread's note of the last interface it allocated on and the
+   bins it owns there, valid while its epoch is mmb__note_epoch: the epoch
+   moves whenever an interface's pool goes or a thread gives up a thread
+   cache (then every note is stale), so a note never names bins that are
+   gone or another thread's, nor an interface that is gone. A trace's start
+   moves the epoch too, and a note is written only while no trace runs: a
+   fresh note also says no trace runs. It spares the common allocation
+   (mmb_allocate, mmb_ptr_alloc) the interface's checks, and a thread-safe
+   pool's common free the look for its bins. */
+typedef struct mmb__note {
   const mmbMemInterface *iface;
   pool_cache *cache;
   uint64_t epoch;
-} mmb__ptr_note;
-extern _Thread_local mmb__ptr_note mmb__tl_ptr_note
+} mmb__note;
+extern _Thread_local mmb__note mmb__tl_note
     __attribute__((visibility("hidden"), tls_model("initial-exec")));
-extern _Atomic uint64_t mmb__ptr_epoch __attribute__((visibility("hidden")));
-static inline void mmb__ptr_notes_stale(void) { atomic_fetch_add(&mmb__ptr_epoch, 1); }
+extern _Atomic uint64_t mmb__note_epoch __attribute__((visibility("hidden")));
+static inline void mmb__notes_stale(void) { atomic_fetch_add(&mmb__note_epoch, 1); }
 
 /* The quick bins the calling thread owns for iface, found with no call:
    the interface's own (not thread-safe), or this thread's cache of a pool
@@ -302,6 +303,37 @@ static MMB__ALWAYS_INLINE pool_cache *mmb__pool_owned_cache(const mmbMemInterfac
       MMB__LIKELY(mmb__tl_slots[0].pool_id == ((const pool *)iface->strategy_state)->id))
     return &mmb__tl_slots[0].tc->cache;
   return NULL;
+}
+
+/* The note is iface's and fresh: iface is a live pool interface, no trace
+   runs, and the calling thread's bins there are mmb__tl_note.cache. iface
+   is not read. */
+static MMB__ALWAYS_INLINE bool mmb__noted(const mmbMemInterface *iface) {
+  return iface == mmb__tl_note.iface &&
+         mmb__tl_note.epoch == atomic_load_explicit(&mmb__note_epoch, memory_order_acquire);
+}
+
+/* Notes iface (a live interface, checked by the caller) and the bins the
+   calling thread owns there, if it owns any and no trace runs. */
+static inline void mmb__note_take(mmbMemInterface *iface) {
+  bool shared;
+  uint64_t epoch = atomic_load_explicit(&mmb__note_epoch, memory_order_acquire);
+  pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
+  if (mine && !mmb__trace_active()) mmb__tl_note = (mmb__note){iface, mine, epoch};
+}
+
+/* The bins a free on iface (a live interface) may use with no call: the
+   interface's own, else this thread's, the note's when it is fresh; NULL
+   while a trace runs, or when the thread has none (the caller takes its
+   general path). *shared as mmb__pool_owned_cache's. */
+static MMB__ALWAYS_INLINE pool_cache *mmb__pool_free_cache(const mmbMemInterface *iface,
+                                                           bool *shared) {
+  *shared = false;
+  pool_cache *cache = iface->quick;   /* not thread-safe: the interface's own bins */
+  if (MMB__LIKELY(cache != NULL)) return mmb__trace_active() ? NULL : cache;
+  *shared = true;
+  if (MMB__LIKELY(mmb__noted(iface))) return mmb__tl_note.cache;
+  return mmb__trace_active() ? NULL : mmb__pool_owned_cache(iface, shared);
 }
 
 static inline bool pool_under_threshold(const mmbMemInterface *iface) {

@@ -24,6 +24,8 @@
 #include "alloc/pool.h"
 
 _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS];
+_Thread_local mmb__note mmb__tl_note __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t mmb__note_epoch = 1;   /* a zeroed note is stale */
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;   /* live_pools, adoption */
 static pool *live_pools;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -36,7 +38,7 @@ static bool pool_live(uint64_t id) {   /* tc_lock held */
 }
 
 static void disown(mmb__tl_slot *slot) {    /* tc_lock held */
-  if (slot->pool_id) mmb__ptr_notes_stale();   /* before another thread may adopt it */
+  if (slot->pool_id) mmb__notes_stale();   /* before another thread may adopt it */
   if (slot->pool_id && pool_live(slot->pool_id)) atomic_store(&slot->tc->owned, 0);
   *slot = (mmb__tl_slot){0};
 }
@@ -481,7 +483,7 @@ static mmbError pool_init(mmbMemInterface *iface) {
 
 static void pool_finalize(mmbMemInterface *iface) {
   pool *p = iface->strategy_state;
-  mmb__ptr_notes_stale();
+  mmb__notes_stale();
   iface->quick = NULL;
   iface->quick_threads = false;
   pthread_mutex_lock(&tc_lock);

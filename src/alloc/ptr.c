@@ -111,9 +111,6 @@ void mmb__ptr_table_free(mmb__ptr_table *t) {
 
 /* ---- allocate ---------------------------------------------------------------- */
 
-_Thread_local mmb__ptr_note mmb__tl_ptr_note __attribute__((tls_model("initial-exec")));
-_Atomic uint64_t mmb__ptr_epoch = 1;   /* a zeroed note is stale */
-
 /* A block of a malloc-style slab, under the interface lock; false: none could
    be had (the caller takes a block with a handle). */
 static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
@@ -160,16 +157,11 @@ static mmbError handle_alloc(mmbMemInterface *iface, size_t n, const mmbAllocate
 static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out)
     __attribute__((noinline));
 
-static MMB__ALWAYS_INLINE bool note_fresh(void) {
-  return mmb__tl_ptr_note.epoch == atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
-}
-
 /* The common case: a pop from this thread's bin of the class, with nothing
    that needs a call. */
 mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
-  if (MMB__LIKELY(iface == mmb__tl_ptr_note.iface && out_ptr && n_bytes - 1 < SLAB_MAX &&
-                  note_fresh())) {   /* a fresh note also says no trace runs */
-    pool_cache *cache = mmb__tl_ptr_note.cache;
+  if (MMB__LIKELY(mmb__noted(iface) && out_ptr && n_bytes - 1 < SLAB_MAX)) {   /* no trace runs */
+    pool_cache *cache = mmb__tl_note.cache;
     pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
     if (MMB__LIKELY(bin->top != bin->e)) {
       pool_ptr e = *--bin->top;
@@ -189,11 +181,7 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   MMB__ARG(!out, "mmb_ptr_alloc", "out_ptr is NULL");
   MMB__ARG(n == 0, "mmb_ptr_alloc", "zero bytes requested");
   mmb__deferred_poll(iface);   /* blocks mmb_ptr_free_async held back, if they may go */
-  bool shared;
-  uint64_t epoch = atomic_load_explicit(&mmb__ptr_epoch, memory_order_acquire);
-  pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
-  if (mine && !mmb__trace_active())   /* the next one is quick (a trace's start moves the epoch) */
-    mmb__tl_ptr_note = (mmb__ptr_note){iface, mine, epoch};
+  mmb__note_take(iface);   /* the next one is quick */
   if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
     return MMB_OK;
   return handle_alloc(iface, n, NULL, out);
@@ -272,15 +260,8 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
   pool_slab *s = slab_of_entry(entry);
   if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) &&
                   pool_under_threshold(iface))) {
-    bool shared = false;
-    pool_cache *cache = iface->quick;   /* not thread-safe: the interface's own bins */
-    if (cache) {
-      if (mmb__trace_active()) cache = NULL;
-    } else {   /* else this thread's: the note's if it is fresh (then no trace runs) */
-      shared = true;
-      if (iface == mmb__tl_ptr_note.iface && note_fresh()) cache = mmb__tl_ptr_note.cache;
-      else if (!mmb__trace_active()) cache = mmb__pool_owned_cache(iface, &shared);
-    }
+    bool shared;
+    pool_cache *cache = mmb__pool_free_cache(iface, &shared);
     size_t cls = entry & SLAB_ENTRY_CLASS;
     pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
     _Atomic uint16_t *asked = slab_asked(s, ptr);

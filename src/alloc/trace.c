@@ -173,7 +173,7 @@ static mmbError trace_start(void) {
   pthread_mutex_unlock(&lock);
   mmb__spaces_for_each(snapshot_space, NULL);
   atomic_store(&mmb__tracing, true);
-  mmb__ptr_notes_stale();   /* mmb_ptr_alloc's quick path is for untraced calls only */
+  mmb__notes_stale();   /* the quick paths a note opens are for untraced calls only */
   return MMB_OK;
 }
 
