@@ -270,15 +270,16 @@ static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
   return mmb__pool_tcache_find(p);
 }
 
-/* The calling thread's note of the last interface it allocated on and the
-   bins it owns there, valid while its epoch is mmb__note_epoch: the epoch
-   moves whenever an interface's pool goes or a thread gives up a thread
-   cache (then every note is stale), so a note never names bins that are
-   gone or another thread's, nor an interface that is gone. A trace's start
-   moves the epoch too, and a note is written only while no trace runs: a
-   fresh note also says no trace runs. It spares the common allocation
-   (mmb_allocate, mmb_ptr_alloc) the interface's checks, and a thread-safe
-   pool's common free the look for its bins. */
+/* The calling thread's note of the last interface whose allocation took
+   the general path (mmb_allocate's or mmb_ptr_alloc's, which check it) and
+   the bins the thread owns there, valid while its epoch is mmb__note_epoch:
+   the epoch moves whenever an interface's pool goes or a thread gives up a
+   thread cache (then every note is stale), so a note never names bins that
+   are gone or another thread's, nor an interface that is gone. A trace's
+   start moves the epoch too, and a note is written only while no trace
+   runs: a fresh note also says no trace runs. It spares the common
+   allocation the interface's checks, and a thread-safe pool's common free
+   the look for its bins. */
 typedef struct mmb__note {
   const mmbMemInterface *iface;
   pool_cache *cache;
