@@ -266,10 +266,10 @@ static void op_region(input *in) {
   }
 }
 
-/* Freeing q: it is the block of the live slot that has that address (a
-   stale pointer of a freed slot may name a block handed out again, as
-   with malloc), else it is refused. */
-/* mmb_ptr_free, or mmb_ptr_free_async after the queue's work so far. */
+/* Freeing q, with mmb_ptr_free or (async) mmb_ptr_free_async after the
+   queue's work so far: it is the block of the live slot that has that
+   address (a stale pointer of a freed slot may name a block handed out
+   again, as with malloc), else it is refused. */
 static void bare_free(unsigned char *q, bool async) {
   bare_slot *owner = NULL;
   for (int k = 0; k < N_BARE; k++)

@@ -99,7 +99,7 @@ static void quick_paths_traced(unsigned flags, const char *name) {
   for (int i = 0; i < 2; i++) OK(mmb_allocate(100, iface, &h[i]));
   for (int i = 0; i < 2; i++) OK(mmb_free(h[i]));
   OK(mmb_trace_stop());
-  char *path = temp_path("bare");
+  char *path = temp_path("quick");
   char expect[128];
   snprintf(expect, sizeof expect, "allocs=6 frees=7 space='%s' final_used=0", name);
   OK(mmb_trace_dump(path));
