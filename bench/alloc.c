@@ -25,6 +25,11 @@
    and memory: bytes held per byte requested at the peak of window 100000,
    run first (mmb: the growth of a fresh pool's reserved bytes; the others:
    the growth of the process's resident memory; the most any round saw).
+   Every process pins its threads the same way: the main thread to the
+   first CPU it may use, the threaded patterns' second thread to the
+   second. A thread the scheduler moves in mid-pattern finds its caches
+   cold: on a shared VM that made whole unpinned runs up to 2x slower for
+   some allocators and not others.
    The thread-safe pool's other design, one set of quick bins behind the
    interface lock (MMB_POOL_THREAD_CACHES=0), runs the two threaded
    patterns in the same rounds, against the thread caches.
@@ -40,6 +45,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -106,6 +112,29 @@ static size_t rss_bytes(void) {
   if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
   if (f) fclose(f);
   return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The CPUs this process may use, as it started; the calling thread pinned
+   to the slot-th of them (counted round). A single CPU: no pinning. */
+static cpu_set_t allowed;
+static int n_allowed;
+
+static void pin(int slot) {
+  if (n_allowed < 2) return;
+  int k = slot % n_allowed;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, &allowed) || k-- > 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);   /* best effort */
+    return;
+  }
+}
+
+static void pin_main(void) {
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) n_allowed = CPU_COUNT(&allowed);
+  pin(0);
 }
 
 /* ---- one allocator, seen the same way by every pattern ------------------- */
@@ -243,16 +272,18 @@ static double batch(const allocator *a, bool reverse) {
 typedef struct thread_arg {
   const allocator *a;
   double ns;
+  int slot;   /* its CPU */
 } thread_arg;
 
 static void *window_thread(void *v) {
   thread_arg *t = v;
+  pin(t->slot);
   t->ns = window(t->a, 64, NULL);
   return NULL;
 }
 
 static double two_threads(const allocator *a) {
-  thread_arg t[2] = {{a, 0}, {a, 0}};
+  thread_arg t[2] = {{a, 0, 0}, {a, 0, 1}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, window_thread, &t[i]);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
@@ -270,6 +301,7 @@ typedef struct ring {
 
 static void *consumer(void *v) {
   ring *r = v;
+  pin(1);   /* the producer, the main thread, is on the first */
   for (size_t got = 0; got < r->n;) {
     size_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     if (t == atomic_load_explicit(&r->head, memory_order_acquire)) continue;
@@ -441,7 +473,10 @@ static bool run_child(const char *self, baseline *b) {
     envp[k++] = preload;
   }
   pid_t pid;
+  /* the child inherits this thread's CPUs: all of them, and it pins its own */
+  if (n_allowed > 1) pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
   bool ok = posix_spawn(&pid, self, &fa, NULL, argv, envp) == 0;
+  pin(0);
   posix_spawn_file_actions_destroy(&fa);
   free(envp);
   close(fd[1]);
@@ -581,6 +616,7 @@ int main(int argc, char **argv) {
   if (!(scale > 0)) scale = 1.0;
   uint64_t s = 7;
   for (int i = 0; i < SIZES; i++) sizes[i] = 64 + rng_next(&s) % 257;
+  pin_main();
   if (as_child) return child();
   if (argc == 4 && strcmp(argv[1], "--count") == 0) return count_one(argv[2], argv[3]);
 
