@@ -352,6 +352,52 @@ MMB_TEST(reuse, ptr_free_async_holds_the_block_until_the_queue_passes) {
   }
 }
 
+/* mmb_ptr_free_async of a block another thread's cache handed out (on a
+   thread-safe pool: marked for that cache's owner, pool.h): held while the
+   queue is, refused a second time, and back with its owner's cache once
+   the queue has passed. */
+typedef struct alloc_one {
+  mmbMemInterface *iface;
+  void *p;
+} alloc_one;
+
+static void *alloc_elsewhere(void *v) {
+  alloc_one *a = v;
+  OK(mmb_ptr_alloc(a->iface, 256, &a->p));
+  return NULL;
+}
+
+MMB_TEST(reuse, ptr_free_async_of_another_threads_block) {
+  mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE);
+  alloc_one other = {iface, NULL};
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, alloc_elsewhere, &other), 0);
+  pthread_join(t, NULL);
+  mmbQueue *q = thread_queue();
+  close_gate(q);
+  OK(mmb_ptr_free_async(iface, other.p, q));
+  FAILS(mmb_ptr_free(iface, other.p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(iface, other.p, q), MMB_INVALID_ARG);
+  void *b[64];
+  for (int i = 0; i < 64; i++) {
+    OK(mmb_ptr_alloc(iface, 256, &b[i]));
+    cr_assert_neq(b[i], other.p, "reused while the queue may use it");
+  }
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  mmbStats st;
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 256, "the held block still counts as used");
+  atomic_store(&gate, 1);
+  OK(mmb_queue_synchronize(q));
+  OK(mmb_interface_trim(iface, 0));   /* sweeps it, and its owner's cache takes it back */
+  OK(mmb_interface_get_stats(iface, &st));
+  cr_assert_eq(st.used_current, 0);
+  cr_assert_eq(st.n_frees, st.n_allocs);
+  cr_assert_eq(st.reserved_current, 0, "%zu bytes still held", st.reserved_current);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_interface_destroy(iface));
+}
+
 /* A bare allocation sweeps what has passed, as mmb_allocate does; destroying
    the interface waits for what has not. */
 MMB_TEST(reuse, ptr_calls_sweep_and_destroy_waits) {
