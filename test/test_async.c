@@ -5,6 +5,7 @@
    rather than as luck. */
 #include "arrays.h"
 #include "gate.h"
+#include "fault/fault.h"
 #include "tile/internal.h"
 
 static mmbQueue *thread_queue(void) {
@@ -375,7 +376,10 @@ MMB_TEST(reuse, ptr_free_async_of_another_threads_block) {
   pthread_join(t, NULL);
   mmbQueue *q = thread_queue();
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, other.p, q));
+  mmb__fault_arm(0, 1);   /* no memory for the batch that will carry it back */
+  FAILS(mmb_ptr_free_async(iface, other.p, q), MMB_OUT_OF_MEMORY);
+  mmb__fault_disarm();
+  OK(mmb_ptr_free_async(iface, other.p, q));   /* refused, it was still the caller's */
   FAILS(mmb_ptr_free(iface, other.p), MMB_INVALID_ARG);
   FAILS(mmb_ptr_free_async(iface, other.p, q), MMB_INVALID_ARG);
   void *b[64];

@@ -8,6 +8,7 @@
 
 #include "poison_child.h"
 #include "alloc/pool.h"   /* asked entries: the outcome of a race, made by hand */
+#include "fault/fault.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -565,6 +566,18 @@ static void *free_one(void *v) {
   return NULL;
 }
 
+/* mmb_ptr_alloc of 200 bytes on a thread of its own (which then exits). */
+typedef struct alloc_one {
+  mmbMemInterface *iface;
+  void *p;
+} alloc_one;
+
+static void *alloc_elsewhere(void *v) {
+  alloc_one *a = v;
+  OK(mmb_ptr_alloc(a->iface, 200, &a->p));
+  return NULL;
+}
+
 /* mmb_ptr_free(iface, p) on a thread of its own (which then exits). */
 static mmbError free_elsewhere(mmbMemInterface *iface, void *p) {
   one_free f = {iface, p, MMB_OK};
@@ -586,10 +599,21 @@ MMB_TEST(ptr, double_frees_across_threads_are_refused) {
   cr_assert_eq(free_elsewhere(iface, p[2]), MMB_INVALID_ARG);
   OK(mmb_ptr_free(iface, p[3]));   /* the owner twice */
   FAILS(mmb_ptr_free(iface, p[3]), MMB_INVALID_ARG);
+  /* another thread's block, with no memory for the batch that carries it
+     back: refused, and still the caller's */
+  alloc_one mine = {iface, NULL};
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, alloc_elsewhere, &mine), 0);
+  pthread_join(t, NULL);
+  mmb__fault_arm(0, 1);
+  FAILS(mmb_ptr_free(iface, mine.p), MMB_OUT_OF_MEMORY);
+  mmb__fault_disarm();
+  OK(mmb_ptr_free(iface, mine.p));
+  FAILS(mmb_ptr_free(iface, mine.p), MMB_INVALID_ARG);
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
-  cr_assert_eq(st.n_allocs, 4);
-  cr_assert_eq(st.n_frees, 4);
+  cr_assert_eq(st.n_allocs, 5);
+  cr_assert_eq(st.n_frees, 5);
   OK(mmb_interface_trim(iface, 0));
   cr_assert_eq(stats_of(iface).reserved_current, 0, "the blocks other threads freed came back");
   OK(mmb_interface_destroy(iface));
