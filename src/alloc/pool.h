@@ -64,9 +64,9 @@ static inline size_t slab_class_size(size_t cls) {
    A slab of malloc-style blocks (mmb_ptr_alloc, ptr.c) is 64 KiB aligned
    and listed in the slab map, so a bare pointer finds it. Its record holds,
    after the free stack, an entry per 64 B of the slab: at the start of each
-   live block, what it was asked for and which thread cache handed it out;
-   0 everywhere else (mmb_ptr_free's check, one load: no division by the
-   class size, and a pointer inside a block reads 0). The record is never freed while the pool lives, so a
+   live block, what it was asked for; 0 everywhere else (mmb_ptr_free's
+   check, one exchange: no division by the class size, and a pointer inside
+   a block reads 0). The record is never freed while the pool lives, so a
    stale map entry read by a racing misuse still points at a record. */
 typedef struct pool_slab {
   struct pool_block *block;           /* the pool block it is carved from */
@@ -84,7 +84,7 @@ typedef struct pool_slab {
 /* Malloc-style slabs are kept on SLAB_HOMES lists per class, and each cache
    refills from its home's first (thread caches take homes in turn): two
    threads' blocks then seldom share a slab, so the asked entries one
-   thread's frees write are not on lines the other's frees write. */
+   thread's frees exchange are not on lines the other's frees write. */
 #define SLAB_HOMES 4
 /* Slab map: the malloc-style slab of a 64 KiB page of the address space,
    two levels over 48-bit addresses (as mimalloc's segment map and
@@ -114,26 +114,6 @@ static inline pool_slab *mmb__slab_of(const void *ptr) {
 /* false: the address is beyond the map, or no memory for a leaf. */
 bool mmb__slab_map_set(const void *base, pool_slab *s);
 void mmb__slab_map_clear(const void *base);
-
-/* A malloc-style block's asked entry (16 bits): 0 while it is free; while
-   it is live, the bytes asked for (1..SLAB_MAX) and the tag of the thread
-   cache that handed it out (1..SLAB_TAGS; 0: none, the interface's own
-   bins, or a thread-safe pool's eighth thread cache and beyond).
-   On a thread-safe pool a tagged entry has one writer that may use plain
-   stores, the thread that owns the tag's cache: its free is a load and a
-   store, no exchange. Any other thread frees a tagged block by marking it
-   SLAB_ASKED_REMOTE (a compare-and-swap: of two such frees one wins) and
-   handing it to the owner, which takes it back at its next refill if the
-   entry still reads as marked. An owner's plain store racing that mark
-   (the same block freed by both at once) leaves the entry unmarked, so
-   the block is taken back once, by the owner's free: never handed out
-   twice. An untagged entry is claimed with a compare-and-swap by anyone. */
-#define SLAB_ASKED_BYTES ((uint16_t)0x0fff)
-#define SLAB_ASKED_TAG_SHIFT 12
-#define SLAB_ASKED_REMOTE ((uint16_t)0x8000)
-#define SLAB_TAGS 7
-_Static_assert(SLAB_MAX <= SLAB_ASKED_BYTES, "the bytes asked fit an entry");
-_Static_assert((SLAB_TAGS << SLAB_ASKED_TAG_SHIFT) < SLAB_ASKED_REMOTE, "a tag fits below the mark");
 
 /* A malloc-style block parked in a cache: its address and its asked entry. */
 typedef struct pool_ptr {
@@ -178,27 +158,6 @@ typedef struct pool_bins {
   pool_block *head[POOL_FL_COUNT][POOL_SL_COUNT];
 } pool_bins;
 
-/* Tagged malloc-style blocks one thread freed for another cache's owner
-   (SLAB_ASKED_REMOTE), in a batch: each block's pointer and its entry as
-   marked. A thread fills a batch per owner and hands it over whole, so the
-   owner's lines and the thread's cross once per batch. A thread that keeps
-   filling batches for an owner (the consumer of a producer's blocks) makes
-   each twice as large as the last, up to POOL_REMOTE_MAX: the owner then
-   reuses blocks freed long before, whose asked entries share no line with
-   blocks still in flight between the two threads (with batches of 64 and
-   1024 blocks in flight, the two threads took turns at those lines: 3x
-   slower). */
-#define POOL_REMOTE_MIN 64
-#define POOL_REMOTE_MAX 1024
-typedef struct pool_remote {
-  struct pool_remote *next;
-  uint32_t n, cap;
-  struct {
-    char *ptr;
-    uint16_t marked;
-  } e[];
-} pool_remote;
-
 /* A cache of freed quick-class blocks, each parked on its (FREE) handle:
    the interface's own when not thread-safe, else one per thread. A slab
    class's cap adapts: every miss doubles it (up to slab_cap_max), so a code
@@ -211,9 +170,6 @@ typedef struct pool_cache {
   mmb__handle_cache *handles;
   pool_ptr_bin ptrs[SLAB_CLASSES];    /* malloc-style blocks (ptr.c) */
   uint8_t home;                       /* the malloc-style slabs it refills from first */
-  uint8_t tag;                        /* its malloc-style blocks' entries' tag; 0: none */
-  pool_remote *out[SLAB_TAGS + 1];    /* batches being filled for other caches' owners */
-  uint16_t out_cap[SLAB_TAGS + 1];    /* the next batch's size (0: POOL_REMOTE_MIN) */
 } pool_cache;
 #define SLAB_CAP_MIN 16
 /* the most blocks a slab class's bin may hold: 1024, and 256 KiB */
@@ -259,8 +215,6 @@ typedef struct pool {
   pool_cache own;                    /* without thread caches */
   bool thread_caches;                /* thread-safe, and MMB_POOL_THREAD_CACHES is not 0 */
   pool_tcache *_Atomic tcaches;      /* with it: appended under the thread-cache lock */
-  pool_tcache *by_tag[SLAB_TAGS + 1];   /* the cache of each tag ([0] unused) */
-  unsigned n_tags;
   struct pool *next_live;            /* the live pools, for exiting threads */
 } pool;
 
@@ -295,25 +249,7 @@ struct pool_tcache {
   mmb__handle_cache handles;
   pool_tcache *_Atomic next;
   _Atomic int owned;   /* 0: free to adopt; 1: a thread's; 2: being flushed by trim */
-  /* Batches of tagged malloc-style blocks other threads freed, for this
-     cache's owner to take back: pushed by any thread, taken whole by the
-     owner. On a line of its own: other threads write it. */
-  _Alignas(64) pool_remote *_Atomic remote;
 };
-
-/* The thread cache whose bins `cache` is (a thread-safe pool's). */
-static inline pool_tcache *pool_tcache_of(pool_cache *cache) {
-  return (pool_tcache *)(void *)((char *)cache - offsetof(pool_tcache, cache));
-}
-/* The blocks other threads freed for cache's owner, back on its bins or
-   slabs (the interface lock held, by the cache's owner, or with the cache
-   disowned). */
-void mmb__pool_ptr_take_remote(pool *p, pool_cache *cache);
-/* A batch handed to the owner of the cache whose tag its blocks bear. */
-void mmb__pool_remote_push(pool *p, unsigned tag, pool_remote *batch);
-/* Every batch cache has been filling, handed over (by its owner, or with
-   the cache disowned). */
-void mmb__pool_remote_send(pool *p, pool_cache *cache);
 
 /* Each thread finds its caches through a few slots keyed by pool id
    (initial-exec: a plain %fs-relative load, no __tls_get_addr). */

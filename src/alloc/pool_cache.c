@@ -31,19 +31,15 @@ static pool *live_pools;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 
-static pool *pool_live(uint64_t id) {   /* tc_lock held */
+static bool pool_live(uint64_t id) {   /* tc_lock held */
   for (pool *p = live_pools; p; p = p->next_live)
-    if (p->id == id) return p;
-  return NULL;
+    if (p->id == id) return true;
+  return false;
 }
 
 static void disown(mmb__tl_slot *slot) {    /* tc_lock held */
   if (slot->pool_id) mmb__notes_stale();   /* before another thread may adopt it */
-  pool *p = slot->pool_id ? pool_live(slot->pool_id) : NULL;
-  if (p) {
-    mmb__pool_remote_send(p, &slot->tc->cache);   /* what its thread freed for others */
-    atomic_store(&slot->tc->owned, 0);
-  }
+  if (slot->pool_id && pool_live(slot->pool_id)) atomic_store(&slot->tc->owned, 0);
   *slot = (mmb__tl_slot){0};
 }
 
@@ -65,10 +61,6 @@ static pool_tcache *adopt(pool *p) {   /* tc_lock held */
   if (!tc) return NULL;
   mmb__pool_cache_init(&tc->cache);
   tc->cache.home = (uint8_t)(p->next_home++ % SLAB_HOMES);
-  if (p->n_tags < SLAB_TAGS) {   /* the first SLAB_TAGS caches free their own blocks with no exchange */
-    tc->cache.tag = (uint8_t)++p->n_tags;
-    p->by_tag[tc->cache.tag] = tc;
-  }
   tc->cache.c = &tc->c;
   tc->cache.handles = &tc->handles;
   atomic_init(&tc->owned, 1);
@@ -106,7 +98,6 @@ pool_cache *mmb__pool_tcache_find(pool *p) {
 void mmb__pool_cache_init(pool_cache *cache) {
   for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++)
     cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
-  memset(cache->out_cap, 0, sizeof cache->out_cap);   /* batches for other owners start small */
   /* a malloc-style bin holds nothing until its stack is allocated */
   for (size_t cls = 0; cls < SLAB_CLASSES; cls++)
     if (cache->ptrs[cls].e) cache->ptrs[cls].end = cache->ptrs[cls].e + SLAB_CAP_MIN;
@@ -202,56 +193,9 @@ bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls) {
   return true;
 }
 
-void mmb__pool_remote_push(pool *p, unsigned tag, pool_remote *batch) {
-  pool_tcache *owner = p->by_tag[tag];
-  pool_remote *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-  do batch->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, batch,
-                                                memory_order_release, memory_order_relaxed));
-}
-
-void mmb__pool_remote_send(pool *p, pool_cache *cache) {
-  for (unsigned tag = 1; tag <= SLAB_TAGS; tag++) {
-    if (!cache->out[tag]) continue;
-    mmb__pool_remote_push(p, tag, cache->out[tag]);
-    cache->out[tag] = NULL;
-  }
-}
-
-void mmb__pool_ptr_take_remote(pool *p, pool_cache *cache) {
-  if (!cache->tag) return;
-  pool_remote *batch =
-      atomic_exchange_explicit(&pool_tcache_of(cache)->remote, NULL, memory_order_acquire);
-  for (pool_remote *next; batch; batch = next) {
-    next = batch->next;
-    for (uint32_t i = 0; i < batch->n; i++) {
-      char *ptr = batch->e[i].ptr;
-      pool_slab *s = mmb__slab_of(ptr);
-      _Atomic uint16_t *asked = slab_asked(s, ptr);
-      uint16_t marked = batch->e[i].marked;
-      if (atomic_load_explicit(asked, memory_order_relaxed) == marked) {
-        atomic_store_explicit(asked, 0, memory_order_relaxed);
-        pool_ptr_bin *bin = &cache->ptrs[s->cls];
-        if (bin->e && bin->top < bin->end) *bin->top++ = (pool_ptr){ptr, asked};
-        else mmb__slab_put(p, s, ptr);
-      } else {
-        /* this cache's owner freed it too, at the same time, and took it
-           back then: one free, counted once */
-        mmb__log(MMB_LOG_ERROR, "mmb_ptr_free: %p was freed by two threads at once; it was "
-                 "freed once", (void *)ptr);
-        MMB__SET(cache->c->used, MMB__GET(cache->c->used) + (marked & SLAB_ASKED_BYTES));
-        MMB__SET(cache->c->n_frees, MMB__GET(cache->c->n_frees) - 1);
-      }
-    }
-    mmb__free(batch);
-  }
-}
-
 bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
   if (!mmb__pool_ptr_bin_ready(cache, cls)) return false;
-  mmb__pool_remote_send(p, cache);     /* what this thread freed for others */
-  mmb__pool_ptr_take_remote(p, cache);   /* what other threads freed: reused first */
   bin->end = bin->e + mmb__min(2 * ptr_bin_cap(bin), slab_cap_max(cls));
   size_t want = ptr_bin_cap(bin) / 2;
   while (ptr_bin_count(bin) < want) {
@@ -265,8 +209,6 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
 
 /* Everything back, and the caps start over. */
 void mmb__pool_cache_flush(pool *p, pool_cache *cache) {
-  mmb__pool_remote_send(p, cache);
-  mmb__pool_ptr_take_remote(p, cache);
   for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) flush_class(p, cache, cls, 0);
   for (size_t cls = 0; cls < SLAB_CLASSES; cls++) mmb__pool_ptr_flush(p, cache, cls, 0);
   mmb__pool_cache_init(cache);
@@ -552,8 +494,6 @@ static void pool_finalize(mmbMemInterface *iface) {
   cache_drop(&p->own);
   depot_drain(p);
   pool_tcache *tc = atomic_load(&p->tcaches);
-  for (pool_tcache *t = tc; t; t = atomic_load(&t->next)) mmb__pool_remote_send(p, &t->cache);
-  for (pool_tcache *t = tc; t; t = atomic_load(&t->next)) mmb__pool_ptr_take_remote(p, &t->cache);
   while (tc) {
     pool_tcache *next = atomic_load(&tc->next);
     cache_drop(&tc->cache);

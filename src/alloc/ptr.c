@@ -8,10 +8,7 @@
    over the 64 KiB pages of the address space, as mimalloc's segment map and
    jemalloc's rtree do), which every such slab is aligned to; the slab's
    asked entry of the block is the bytes asked for, 0 while it is free, so
-   the double-free check is a load and a store of 0 (pool.h: slab_asked; on
-   a thread-safe pool, by the thread whose cache handed the block out;
-   another thread marks it with a compare-and-swap and hands it back to
-   that thread, pool.h: SLAB_ASKED_REMOTE); the
+   the double-free check is one exchange with 0 (pool.h: slab_asked); the
    map's entry also holds the class, so the bin is known at once. A
    slab names its interface: an interface that matches it is live (its
    slabs leave the map when it is destroyed), so freeing needs no other
@@ -114,11 +111,6 @@ void mmb__ptr_table_free(mmb__ptr_table *t) {
 
 /* ---- allocate ---------------------------------------------------------------- */
 
-/* A live block's asked entry: n bytes, handed out by cache. */
-static MMB__ALWAYS_INLINE uint16_t asked_entry(size_t n, const pool_cache *cache) {
-  return (uint16_t)(n | (unsigned)cache->tag << SLAB_ASKED_TAG_SHIFT);
-}
-
 /* A block of a malloc-style slab, under the interface lock; false: none could
    be had (the caller takes a block with a handle). */
 static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
@@ -132,7 +124,7 @@ static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
   pool_ptr e = {0};
   if (got) {
     e = *--bin->top;
-    atomic_store_explicit(e.asked, asked_entry(n, cache), memory_order_relaxed);
+    atomic_store_explicit(e.asked, (uint16_t)n, memory_order_relaxed);
     mmb__count_alloc(cache->c, n);
     if (p->thread_caches) mmb__pool_sample_high(p);
   }
@@ -173,7 +165,7 @@ mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
     pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
     if (MMB__LIKELY(bin->top != bin->e)) {
       pool_ptr e = *--bin->top;
-      atomic_store_explicit(e.asked, asked_entry(n_bytes, cache), memory_order_relaxed);
+      atomic_store_explicit(e.asked, (uint16_t)n_bytes, memory_order_relaxed);
       mmb__count_alloc(cache->c, n_bytes);
       mmb__unpoison(mmb__iface_host_accessible(iface), e.ptr, n_bytes);
       *out_ptr = e.ptr;
@@ -212,38 +204,14 @@ mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
 
 /* ---- free -------------------------------------------------------------------- */
 
-/* The block's asked entry claimed by the calling thread, whose thread
-   cache's tag is `mine` (0: none), as pool.h says (SLAB_ASKED_REMOTE):
-   set to 0, or marked when another cache's tag is on it (*marked: the
-   entry as marked, for the owner; else 0). Returns the entry as it was
-   (its bytes: & SLAB_ASKED_BYTES), or 0 when it is not a live block's
-   start (nothing is written). Of two threads claiming the same block at
-   once, one gets it, but for an owner's claim racing another thread's
-   mark (pool.h). */
-static uint16_t claim(_Atomic uint16_t *asked, unsigned mine, uint16_t *marked) {
-  uint16_t v = atomic_load_explicit(asked, memory_order_relaxed);
-  for (;;) {
-    if (!v || v & SLAB_ASKED_REMOTE) return 0;
-    unsigned tag = v >> SLAB_ASKED_TAG_SHIFT;
-    if (tag && tag == mine) {   /* the tag's one writer */
-      atomic_store_explicit(asked, 0, memory_order_relaxed);
-      *marked = 0;
-      return v;
-    }
-    uint16_t to = tag ? (uint16_t)(v | SLAB_ASKED_REMOTE) : 0;
-    uint16_t was = v;
-    if (atomic_compare_exchange_weak_explicit(asked, &v, to, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-      *marked = to;
-      return was;
-    }
-  }
-}
-
-/* The tag of the calling thread's cache on iface's pool (0: none). */
-static unsigned my_tag(pool *p) {
-  pool_cache *cache = p->thread_caches ? pool_cache_of(p) : NULL;
-  return cache ? cache->tag : 0;
+/* The block's asked entry taken (set to 0): what it was asked for, or 0
+   when it is not a live block's start. `shared`: another thread may free
+   the same block at once, and only one of them gets a value back. */
+static MMB__ALWAYS_INLINE uint16_t claim(_Atomic uint16_t *asked, bool shared) {
+  if (shared) return atomic_exchange_explicit(asked, 0, memory_order_relaxed);
+  uint16_t was = atomic_load_explicit(asked, memory_order_relaxed);
+  atomic_store_explicit(asked, 0, memory_order_relaxed);
+  return was;
 }
 
 static mmbError not_live(const mmbMemInterface *iface, const void *ptr) {
@@ -298,23 +266,8 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
     pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
     _Atomic uint16_t *asked = slab_asked(s, ptr);
     if (MMB__LIKELY(bin && bin->top < bin->end)) {
-      uint16_t was = atomic_load_explicit(asked, memory_order_relaxed);
-      if (!shared) {
-        if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
-        atomic_store_explicit(asked, 0, memory_order_relaxed);
-      } else {
-        /* a block of this thread's cache's tag: a plain store (pool.h); an
-           untagged block, by this thread with no tag: a compare-and-swap;
-           anything else (another cache's block, a refusal) takes the
-           general path */
-        unsigned tag = was >> SLAB_ASKED_TAG_SHIFT;
-        if (MMB__UNLIKELY(!was || tag != cache->tag)) return free_general(iface, ptr);
-        if (MMB__LIKELY(tag)) atomic_store_explicit(asked, 0, memory_order_relaxed);
-        else if (!atomic_compare_exchange_strong_explicit(asked, &was, 0, memory_order_relaxed,
-                                                          memory_order_relaxed))
-          return free_general(iface, ptr);
-        was &= SLAB_ASKED_BYTES;
-      }
+      uint16_t was = claim(asked, shared);
+      if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
       mmb__count_free(cache->c, was);
       mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(cls));
       *bin->top++ = (pool_ptr){ptr, asked};
@@ -336,57 +289,6 @@ static mmbError slab_block(const char *func, mmbMemInterface *iface, const void 
   return MMB_OK;
 }
 
-/* A block of another thread cache's, marked freed here (its entry reads
-   `marked`), onto the batch for that cache's owner (a thread with no cache
-   of its own sends a batch of one at once), counted and traced as freed
-   now: the owner takes it back at its next refill. `spare`: a batch to
-   use if one is needed (else freed; NULL: one is allocated). false: no
-   memory for a batch (nothing was done). */
-static bool remote_hand(mmbMemInterface *iface, const pool_slab *s, char *ptr, uint16_t marked,
-                        pool_remote *spare) {
-  pool *p = iface->strategy_state;   /* tagged: a pool with thread caches */
-  pool_cache *cache = pool_cache_of(p);
-  unsigned tag = (marked & ~SLAB_ASKED_REMOTE) >> SLAB_ASKED_TAG_SHIFT;
-  pool_remote *batch = cache ? cache->out[tag] : NULL;
-  if (batch) {
-    mmb__free(spare);
-  } else if (spare) {
-    batch = spare;   /* room for one */
-  } else {
-    uint32_t cap = cache && cache->out_cap[tag] ? cache->out_cap[tag] : POOL_REMOTE_MIN;
-    if (!(batch = mmb__malloc(sizeof *batch + cap * sizeof batch->e[0]))) return false;
-    *batch = (pool_remote){.cap = cap};
-  }
-  batch->e[batch->n].ptr = ptr;
-  batch->e[batch->n++].marked = marked;
-  uint16_t was = marked & SLAB_ASKED_BYTES;
-  if (cache) {
-    mmb__count_free(cache->c, was);
-  } else {
-    mmb__iface_lock(iface);
-    mmb__count_free(&iface->c, was);
-    mmb__iface_unlock(iface);
-  }
-  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, ptr, was);
-  mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
-  if (!cache || batch->n == batch->cap) {
-    if (cache && batch->cap > 1)   /* a stream of frees for that owner: larger batches */
-      cache->out_cap[tag] = (uint16_t)mmb__min(2 * (size_t)batch->cap, POOL_REMOTE_MAX);
-    mmb__pool_remote_push(p, tag, batch);
-    batch = NULL;
-  }
-  if (cache) cache->out[tag] = batch;
-  return true;
-}
-
-/* Puts a marked entry back as it was (a refusal for want of memory): false
-   when its owner freed the block at the same time. */
-static bool unmark(_Atomic uint16_t *asked, uint16_t marked) {
-  return atomic_compare_exchange_strong_explicit(asked, &marked,
-                                                 (uint16_t)(marked & ~SLAB_ASKED_REMOTE),
-                                                 memory_order_relaxed, memory_order_relaxed);
-}
-
 static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   MMB__REQUIRE_INIT();
   pool_slab *s = NULL;
@@ -394,16 +296,10 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   if (err != MMB_OK) return err;
   mmb__deferred_poll(iface);   /* what mmb_ptr_free_async left behind fences that have passed */
   if (s) {
-    pool *p = iface->strategy_state;
     _Atomic uint16_t *asked = slab_asked(s, ptr);
-    uint16_t marked, was = claim(asked, my_tag(p), &marked);
+    uint16_t was = claim(asked, true);
     if (!was) return not_live(iface, ptr);
-    if (marked && !remote_hand(iface, s, ptr, marked, NULL))
-      return unmark(asked, marked)
-                 ? mmb__fail(MMB_OUT_OF_MEMORY, "mmb_ptr_free", "no memory to hand %p back", ptr)
-                 : not_live(iface, ptr);
-    if (marked) return MMB_OK;
-    slab_free(iface, s, ptr, asked, was & SLAB_ASKED_BYTES);
+    slab_free(iface, s, ptr, asked, was);
     return MMB_OK;
   }
   mmb__iface_lock(iface);
@@ -438,23 +334,14 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
     return mmb_free(a);
   }
   _Atomic uint16_t *asked = slab_asked(s, ptr);
-  uint16_t marked, was = claim(asked, my_tag(iface->strategy_state), &marked);
+  uint16_t was = claim(asked, true);
   if (!was) return not_live(iface, ptr);
-  /* another cache's block goes to its owner when the fences pass: the batch
-     it may need is had now, when the call can still refuse */
-  pool_remote *spare = marked ? mmb__malloc(sizeof *spare + sizeof spare->e[0]) : NULL;
-  if (spare) *spare = (pool_remote){.cap = 1};
-  mmbAllocation *a = NULL;
-  if (!marked || spare) {
-    mmb__iface_lock(iface);
-    a = mmb__handle_take(&iface->handles);
-    mmb__iface_unlock(iface);
-  }
+  mmb__iface_lock(iface);
+  mmbAllocation *a = mmb__handle_take(&iface->handles);
+  mmb__iface_unlock(iface);
   if (a) {
-    mmb__handle_fill(a, iface, was & SLAB_ASKED_BYTES, 0, slab_class_size(s->cls),
-                     marked ? (void *)spare : (void *)s);
+    mmb__handle_fill(a, iface, was, 0, slab_class_size(s->cls), s);
     a->flags = MMB__BARE;
-    a->bin = (uint8_t)(marked ? was >> SLAB_ASKED_TAG_SHIFT : 0);   /* marked: its owner's tag */
     a->ptr = ptr;
     atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_release);
     if ((err = mmb__allocation_fence(func, a, fence, ops)) == MMB_OK) {
@@ -465,24 +352,14 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
     mmb__handle_give(&iface->handles, a);
     mmb__iface_unlock(iface);
   }
-  mmb__free(spare);
-  /* still the caller's, unless its owner freed it at the same time */
-  if (!marked) atomic_store_explicit(asked, was, memory_order_relaxed);
-  else if (!unmark(asked, marked)) return not_live(iface, ptr);
+  atomic_store_explicit(asked, was, memory_order_relaxed);   /* still the caller's */
   return a ? err : mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory to hold %p back", ptr);
 }
 
 void mmb__ptr_release(mmbAllocation *a) {
   mmbMemInterface *iface = a->interface;
-  if (a->bin) {   /* another cache's block, marked: to its owner (its batch is a->block) */
-    uint16_t marked = (uint16_t)(a->size | (unsigned)a->bin << SLAB_ASKED_TAG_SHIFT |
-                                 SLAB_ASKED_REMOTE);
-    /* with a spare batch: it cannot fail */
-    (void)remote_hand(iface, mmb__slab_of(a->ptr), a->ptr, marked, a->block);
-  } else {
-    pool_slab *s = a->block;
-    slab_free(iface, s, a->ptr, slab_asked(s, a->ptr), (uint16_t)a->size);
-  }
+  pool_slab *s = a->block;
+  slab_free(iface, s, a->ptr, slab_asked(s, a->ptr), (uint16_t)a->size);
   mmb__iface_lock(iface);
   mmb__handle_give(&iface->handles, a);
   mmb__iface_unlock(iface);
