@@ -15,8 +15,8 @@
               mmb_error_string(e_));                                          \
   } while (0)
 
-/* Two bare blocks allocated by a thread of their own, freed by the caller
-   (on a thread-safe pool: marked and handed back to that thread's cache). */
+/* Two bare blocks allocated by a thread of their own (its cache's, on a
+   thread-safe pool), freed by the caller. */
 typedef struct elsewhere {
   mmbMemInterface *iface;
   void *p[2];
@@ -27,14 +27,6 @@ static void *alloc_two(void *v) {
   for (int i = 0; i < 2; i++)
     if (mmb_ptr_alloc(e->iface, 400, &e->p[i]) != MMB_OK) e->p[i] = NULL;
   return NULL;
-}
-
-/* mmb_ptr_free until it is not refused for want of memory. */
-static void free_bare(mmbMemInterface *iface, void *p) {
-  mmbError e;
-  while ((e = mmb_ptr_free(iface, p)) == MMB_OUT_OF_MEMORY) {
-  }
-  OK(e);
 }
 
 static void use_interface(mmbMemInterface *iface) {
@@ -66,11 +58,11 @@ static void use_interface(mmbMemInterface *iface) {
   pthread_t t;
   if (pthread_create(&t, NULL, alloc_two, &other) == 0) {
     pthread_join(t, NULL);
-    if (other.p[0]) free_bare(iface, other.p[0]);
+    if (other.p[0]) OK(mmb_ptr_free(iface, other.p[0]));
     if (other.p[1]) {
       mmbError e = q ? mmb_ptr_free_async(iface, other.p[1], q) : MMB_OUT_OF_MEMORY;
       TOLERATED(e);
-      if (e != MMB_OK) free_bare(iface, other.p[1]);   /* refused: still ours */
+      if (e != MMB_OK) OK(mmb_ptr_free(iface, other.p[1]));   /* refused: still ours */
     }
   }
   if (q) OK(mmb_queue_destroy(NULL, &q));
