@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <mmb/mmb.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,29 @@ static inline uint64_t test_rand(uint64_t *state) {
 static inline void fill_pattern(void *p, size_t n, uint64_t seed) {
   unsigned char *b = p;
   for (size_t i = 0; i < n; i++) b[i] = (unsigned char)test_rand(&seed);
+}
+
+/* mmb_ptr_alloc of n bytes on a thread of its own, which then exits (its
+   thread cache, on a thread-safe pool, is given up): the block, or NULL
+   when the allocation or the thread was refused. */
+typedef struct test_elsewhere {
+  mmbMemInterface *iface;
+  size_t n;
+  void *p;
+} test_elsewhere;
+
+static inline void *test_elsewhere_body(void *v) {
+  test_elsewhere *e = v;
+  if (mmb_ptr_alloc(e->iface, e->n, &e->p) != MMB_OK) e->p = NULL;
+  return NULL;
+}
+
+static inline void *test_ptr_alloc_elsewhere(mmbMemInterface *iface, size_t n) {
+  test_elsewhere e = {iface, n, NULL};
+  pthread_t t;
+  if (pthread_create(&t, NULL, test_elsewhere_body, &e) != 0) return NULL;
+  pthread_join(t, NULL);
+  return e.p;
 }
 
 #endif

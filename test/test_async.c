@@ -356,32 +356,19 @@ MMB_TEST(reuse, ptr_free_async_holds_the_block_until_the_queue_passes) {
    allocated (that thread has exited): held while the queue is, refused a
    second time (by either free), and back in the pool once the queue has
    passed. */
-typedef struct alloc_one {
-  mmbMemInterface *iface;
-  void *p;
-} alloc_one;
-
-static void *alloc_elsewhere(void *v) {
-  alloc_one *a = v;
-  OK(mmb_ptr_alloc(a->iface, 256, &a->p));
-  return NULL;
-}
-
 MMB_TEST(reuse, ptr_free_async_of_another_threads_block) {
   mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE);
-  alloc_one other = {iface, NULL};
-  pthread_t t;
-  cr_assert_eq(pthread_create(&t, NULL, alloc_elsewhere, &other), 0);
-  pthread_join(t, NULL);
+  void *theirs = test_ptr_alloc_elsewhere(iface, 256);
+  cr_assert_not_null(theirs);
   mmbQueue *q = thread_queue();
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, other.p, q));
-  FAILS(mmb_ptr_free(iface, other.p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(iface, other.p, q), MMB_INVALID_ARG);
+  OK(mmb_ptr_free_async(iface, theirs, q));
+  FAILS(mmb_ptr_free(iface, theirs), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_free_async(iface, theirs, q), MMB_INVALID_ARG);
   void *b[64];
   for (int i = 0; i < 64; i++) {
     OK(mmb_ptr_alloc(iface, 256, &b[i]));
-    cr_assert_neq(b[i], other.p, "reused while the queue may use it");
+    cr_assert_neq(b[i], theirs, "reused while the queue may use it");
   }
   for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
   mmbStats st;

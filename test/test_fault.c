@@ -6,28 +6,12 @@
 
 #include "fault/fault.h"
 
-#include <pthread.h>
-
 #define TOLERATED(call)                                                       \
   do {                                                                        \
     mmbError e_ = (call);                                                     \
     cr_assert(e_ == MMB_OK || e_ == MMB_OUT_OF_MEMORY, "%s: %s", #call,        \
               mmb_error_string(e_));                                          \
   } while (0)
-
-/* Two bare blocks allocated by a thread of their own (its cache's, on a
-   thread-safe pool), freed by the caller. */
-typedef struct elsewhere {
-  mmbMemInterface *iface;
-  void *p[2];
-} elsewhere;
-
-static void *alloc_two(void *v) {
-  elsewhere *e = v;
-  for (int i = 0; i < 2; i++)
-    if (mmb_ptr_alloc(e->iface, 400, &e->p[i]) != MMB_OK) e->p[i] = NULL;
-  return NULL;
-}
 
 static void use_interface(mmbMemInterface *iface) {
   mmbAllocation *a = NULL, *b = NULL, *c = NULL;
@@ -54,16 +38,13 @@ static void use_interface(mmbMemInterface *iface) {
     TOLERATED(e);
     if (e != MMB_OK) OK(mmb_ptr_free(iface, bare[i]));   /* refused: still ours */
   }
-  elsewhere other = {iface, {NULL, NULL}};   /* the first freed now, the second after queue work */
-  pthread_t t;
-  if (pthread_create(&t, NULL, alloc_two, &other) == 0) {
-    pthread_join(t, NULL);
-    if (other.p[0]) OK(mmb_ptr_free(iface, other.p[0]));
-    if (other.p[1]) {
-      mmbError e = q ? mmb_ptr_free_async(iface, other.p[1], q) : MMB_OUT_OF_MEMORY;
-      TOLERATED(e);
-      if (e != MMB_OK) OK(mmb_ptr_free(iface, other.p[1]));   /* refused: still ours */
-    }
+  /* blocks other threads allocated: the first freed now, the second after queue work */
+  void *theirs = test_ptr_alloc_elsewhere(iface, 400);
+  if (theirs) OK(mmb_ptr_free(iface, theirs));
+  if ((theirs = test_ptr_alloc_elsewhere(iface, 400))) {
+    mmbError e = q ? mmb_ptr_free_async(iface, theirs, q) : MMB_OUT_OF_MEMORY;
+    TOLERATED(e);
+    if (e != MMB_OK) OK(mmb_ptr_free(iface, theirs));   /* refused: still ours */
   }
   if (q) OK(mmb_queue_destroy(NULL, &q));
   mmbRegion *r = NULL, *child = NULL;

@@ -563,18 +563,6 @@ static void *free_one(void *v) {
   return NULL;
 }
 
-/* mmb_ptr_alloc of 200 bytes on a thread of its own (which then exits). */
-typedef struct alloc_one {
-  mmbMemInterface *iface;
-  void *p;
-} alloc_one;
-
-static void *alloc_elsewhere(void *v) {
-  alloc_one *a = v;
-  OK(mmb_ptr_alloc(a->iface, 200, &a->p));
-  return NULL;
-}
-
 /* mmb_ptr_free(iface, p) on a thread of its own (which then exits). */
 static mmbError free_elsewhere(mmbMemInterface *iface, void *p) {
   one_free f = {iface, p, MMB_OK};
@@ -596,12 +584,10 @@ MMB_TEST(ptr, double_frees_across_threads_are_refused) {
   cr_assert_eq(free_elsewhere(iface, p[2]), MMB_INVALID_ARG);
   OK(mmb_ptr_free(iface, p[3]));   /* the owner twice */
   FAILS(mmb_ptr_free(iface, p[3]), MMB_INVALID_ARG);
-  alloc_one mine = {iface, NULL};   /* allocated by another thread, freed here twice */
-  pthread_t t;
-  cr_assert_eq(pthread_create(&t, NULL, alloc_elsewhere, &mine), 0);
-  pthread_join(t, NULL);
-  OK(mmb_ptr_free(iface, mine.p));
-  FAILS(mmb_ptr_free(iface, mine.p), MMB_INVALID_ARG);
+  void *theirs = test_ptr_alloc_elsewhere(iface, 200);   /* freed here twice */
+  cr_assert_not_null(theirs);
+  OK(mmb_ptr_free(iface, theirs));
+  FAILS(mmb_ptr_free(iface, theirs), MMB_INVALID_ARG);
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
   cr_assert_eq(st.n_allocs, 5);
