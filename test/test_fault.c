@@ -13,6 +13,14 @@
               mmb_error_string(e_));                                          \
   } while (0)
 
+/* A bare block freed after q's work, or now when there is no q or the
+   deferred free is refused (the block is then still the caller's). */
+static void free_bare(mmbMemInterface *iface, void *p, mmbQueue *q) {
+  mmbError e = q ? mmb_ptr_free_async(iface, p, q) : MMB_OUT_OF_MEMORY;
+  TOLERATED(e);
+  if (e != MMB_OK) OK(mmb_ptr_free(iface, p));
+}
+
 static void use_interface(mmbMemInterface *iface) {
   mmbAllocation *a = NULL, *b = NULL, *c = NULL;
   if (mmb_allocate(100, iface, &a) != MMB_OK) a = NULL;
@@ -32,20 +40,12 @@ static void use_interface(mmbMemInterface *iface) {
   }
   mmbQueue *q = NULL;   /* the first and the last freed after queue work */
   if (mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q) != MMB_OK) q = NULL;
-  for (int i = 0; i < 3; i++) {
-    if (!bare[i]) continue;
-    mmbError e = q && i != 1 ? mmb_ptr_free_async(iface, bare[i], q) : MMB_OUT_OF_MEMORY;
-    TOLERATED(e);
-    if (e != MMB_OK) OK(mmb_ptr_free(iface, bare[i]));   /* refused: still ours */
-  }
+  for (int i = 0; i < 3; i++)
+    if (bare[i]) free_bare(iface, bare[i], i != 1 ? q : NULL);
   /* blocks other threads allocated: the first freed now, the second after queue work */
   void *theirs = test_ptr_alloc_elsewhere(iface, 400);
   if (theirs) OK(mmb_ptr_free(iface, theirs));
-  if ((theirs = test_ptr_alloc_elsewhere(iface, 400))) {
-    mmbError e = q ? mmb_ptr_free_async(iface, theirs, q) : MMB_OUT_OF_MEMORY;
-    TOLERATED(e);
-    if (e != MMB_OK) OK(mmb_ptr_free(iface, theirs));   /* refused: still ours */
-  }
+  if ((theirs = test_ptr_alloc_elsewhere(iface, 400))) free_bare(iface, theirs, q);
   if (q) OK(mmb_queue_destroy(NULL, &q));
   mmbRegion *r = NULL, *child = NULL;
   mmbError err = mmb_region_create(iface, &(mmbRegionOptions){.block_size = 8192}, &r);
