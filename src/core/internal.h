@@ -159,11 +159,17 @@ static inline bool mmb__object_is(const void *obj, mmb__kind kind) {
    (NULL, never made by mmb, destroyed, another kind), naming it `what`. */
 mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, const char *what);
 const char *mmb__kind_name(mmb__kind kind);
-/* The check inline (a range test and a load); the reason only on failure. */
+/* The check inline (a range test and a load); the reason only on failure.
+   The second look reads the tag again: after the arena wraps, a stale
+   handle's address may hold a new live object by then, and the call goes
+   on with it, as it would have a moment later (it never returns MMB_OK
+   with its work undone). */
 #define MMB__HANDLE(obj, kind, func, what)                                   \
   do {                                                                      \
-    if (MMB__UNLIKELY(!mmb__object_is((obj), (kind))))                      \
-      return mmb__object_check((func), (obj), (kind), (what));              \
+    if (MMB__UNLIKELY(!mmb__object_is((obj), (kind)))) {                    \
+      mmbError mmb__handle_err = mmb__object_check((func), (obj), (kind), (what)); \
+      if (mmb__handle_err != MMB_OK) return mmb__handle_err;                \
+    }                                                                       \
   } while (0)
 /* LeakSanitizer scans the heap, stacks and globals, not an mmap: ranges
    mmb maps for its records (the arena, the allocation registry) point at
