@@ -126,7 +126,7 @@ static int parse(int argc, char **argv, cli *c) {
     if (strncmp(a, "--", 2) != 0) return bad("unexpected argument '%s'%s", a, "");
     if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
     const char *v = argv[++i];
-    unsigned long long u;
+    unsigned long long u = 0;   /* read only when its parse succeeded */
     bool ok = true;
     if (!strcmp(a, "--data")) c->data = v;
     else if (!strcmp(a, "--trace")) c->trace = v;
