@@ -271,7 +271,7 @@ static void fuzz_tiles(input *in, mmbArray *a, size_t rank, size_t esize) {
     size_t abytes;
     CHECK(mmb_array_bytes(a, &abytes) == MMB_OK, "bytes");
     CHECK(t->rank == rank && t->element_size == esize, "tile shape");
-    size_t at[MMB_MAX_DIMS];
+    size_t at[MMB_MAX_DIMS] = {0};   /* (zeroed: the analyser loses t->rank == rank over calls) */
     for (size_t k = 0; k < rank; k++) {
       CHECK(t->lower[k] < t->upper[k] && t->upper[k] <= dims.d[k], "tile bounds");
       CHECK(t->dim[k] == t->upper[k] - t->lower[k], "tile dim");
@@ -289,7 +289,7 @@ static void fuzz_tiles(input *in, mmbArray *a, size_t rank, size_t esize) {
     if (dl && (lrank != rank || lesize != esize))
       CHECK(err == MMB_INVALID_ARG, "a layout that does not fit: %s", mmb_error_name(err));
     if (dup) {
-      size_t i[MMB_MAX_DIMS];
+      size_t i[MMB_MAX_DIMS] = {0};   /* (as at) */
       for (size_t k = 0; k < rank; k++) i[k] = t->lower[k];
       unsigned v0 = in_u8(in), v = v0;
       do {   /* the duplicate holds the tile's data; then write it through */

@@ -374,7 +374,7 @@ int main(int argc, char **argv) {
   }
   cnn_plan_options po = {.gpu = !strcmp(r.c.device, "gpu"), .fast_limit = r.c.fast_limit,
                          .threads = r.c.threads};
-  if ((e = cnn_plan_create(&po, &r.plan, err, sizeof err)) != MMB_OK) status = 1;
+  if (cnn_plan_create(&po, &r.plan, err, sizeof err) != MMB_OK) status = 1;
   else r.have_plan = true;
   if (!status) status = load_data(&r, err, sizeof err);
   if (!status) status = build_model(&r, err, sizeof err);

@@ -276,7 +276,7 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
   *r = (cnn_result){0};
   bool parallel = cnn_dist_active(o->dist);
   cnn_dataset mine = {0};   /* this rank's samples, in the epoch's order */
-  size_t *order = NULL, *local = NULL, n_local = train->n;
+  size_t *order = NULL, *local = NULL;
   mmbAllocation *stats_a = NULL;
   epoch_state s = {.plan = plan, .m = m, .o = o, .r = r, .n = train->n,
                    .local_batch = parallel ? o->batch / (size_t)o->dist->ranks : o->batch};
@@ -288,7 +288,7 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
       e = MMB_OUT_OF_MEMORY;
     if (e == MMB_OK) {
       epoch_order(order, train->n, o->seed, 0);
-      n_local = rank_order(o, order, train->n, local);
+      size_t n_local = rank_order(o, order, train->n, local);
       e = n_local ? cnn_dataset_like(train, n_local, plan->capacity_iface, &mine) : MMB_INVALID_ARG;
     }
     if (e == MMB_OK) cnn_dataset_gather(train, local, &mine);   /* touched now: a flat RSS */

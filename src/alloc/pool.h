@@ -51,11 +51,9 @@ static inline size_t slab_class(size_t size) {
   unsigned l = 63u - (unsigned)__builtin_clzll(size);
   return 7 + (l - 9) * 4 + ((size >> (l - 2)) & 3);
 }
-static inline size_t slab_class_size(size_t cls) {
-  if (cls < 8) return (cls + 1) * 64;
-  size_t l = 9 + (cls - 7) / 4, q = (cls - 7) % 4;
-  return ((size_t)1 << l) + q * ((size_t)1 << (l - 2));
-}
+static const uint16_t slab_class_sizes[SLAB_CLASSES] = {
+    64, 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048};
+static inline size_t slab_class_size(size_t cls) { return slab_class_sizes[cls]; }
 
 /* A slab: its blocks, and the indices of the free ones (a stack). The
    record lives in host memory, never in the slab: the slab may be device

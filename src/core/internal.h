@@ -35,6 +35,10 @@ mmbError mmb__log_configure(mmbLogLevel from_options);
 /* Logs why an argument was refused (at debug level) and returns err. */
 mmbError mmb__fail(mmbError err, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+#ifdef __clang_analyzer__
+/* The analyser sees that a refusal returns the error it was given. */
+#define mmb__fail(err, ...) (mmb__fail((err), __VA_ARGS__), (err))
+#endif
 /* A call of mmb's own that cannot fail unless mmb has a bug (freeing what
    it owns): a failure is logged at error level, and the caller goes on. */
 void mmb__must(mmbError err, const char *call);

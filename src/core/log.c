@@ -55,7 +55,8 @@ void mmb__log(mmbLogLevel level, const char *fmt, ...) {
   va_end(ap);
 }
 
-mmbError mmb__fail(mmbError err, const char *func, const char *fmt, ...) {
+/* (the name in parentheses: never the analyser's macro, internal.h) */
+mmbError (mmb__fail)(mmbError err, const char *func, const char *fmt, ...) {
   if (mmb__log_enabled(MMB_LOG_DEBUG)) {
     va_list ap;
     va_start(ap, fmt);
