@@ -105,7 +105,7 @@ FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn install clean deps install-check plot-check cnn-check \
-        layers-check fuzz fortran fortran-check mpi mpi-check
+        layers-check fuzz analyze fortran fortran-check mpi mpi-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
 all: $(STATIC) $(SHARED) $(TOOLS) $(if $(filter 1,$(FORTRAN)),$(FORTRAN_LIBS)) \
@@ -456,6 +456,47 @@ $(FUZZ_DIR)/fuzz-%: fuzz/%.c fuzz/input.h $(FUZZ_LIB_OBJ)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SEED=$(FUZZ_SEED) fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Clang's static analyser over every C file but the tests' (Criterion's
+# assertions end a test where the analyser would go on), each with the
+# defines it is built with; any report fails. A stamp per file.
+ANALYZE_CC    ?= clang
+ANALYZE_DIR   := build/analyze
+ANALYZE_DEPS  := $(ANALYZE_DIR)/.deps-ok
+ANALYZE_BASE  := --analyze -Xclang -analyzer-output=text -Xclang -analyzer-werror \
+                 -std=gnu11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Iproviders \
+                 $(if $(filter 1,$(CUDA)),-DMMB_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include)
+# (= not :=: pkg-config and the compilers are asked after install-deps.sh)
+ANALYZE_MPI    = $(if $(filter 1,$(MPI)),$(shell $(MPICC) --showme:compile 2>/dev/null))
+ANALYZE_LIB   := $(LIB_SRC) $(if $(filter 1,$(MPI)),mpi/mmb_mpi.c)
+ANALYZE_CNN   := $(wildcard examples/cnn/*.c)
+ANALYZE_APPS  := tools/mmb-info.c $(wildcard examples/*.c fuzz/*.c) \
+                 $(if $(filter 1,$(FORTRAN)),$(wildcard fortran/*.c)) \
+                 $(filter-out $(if $(filter 1,$(MPI)),,bench/mpi.c),$(wildcard bench/*.c))
+# (a header's change analyses every file again)
+ANALYZE_HDRS  := $(wildcard include/mmb/*.h src/*/*.h providers/*/*.h examples/cnn/*.h fuzz/*.h)
+ANALYZE_STAMPS := $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB) $(ANALYZE_CNN) $(ANALYZE_APPS)))
+
+$(ANALYZE_DEPS):
+	scripts/install-deps.sh analyze
+	@mkdir -p $(@D) && touch $@
+$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
+	@mkdir -p $(@D)
+	$(ANALYZE_CC) $(ANALYZE_BASE) -DMMB_BUILDING_LIBRARY $(HWLOC_CFLAGS) $(ANALYZE_MPI) $< -o /dev/null
+	@touch $@
+$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_CNN))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
+	@mkdir -p $(@D)
+	$(ANALYZE_CC) $(ANALYZE_BASE) $(shell pkg-config --cflags openblas 2>/dev/null) $(CNN_MPI) \
+	  $(ANALYZE_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1) $< -o /dev/null
+	@touch $@
+# (fortran/shim.c: gfortran's ISO_Fortran_binding.h, after clang's own headers)
+$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_APPS))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
+	@mkdir -p $(@D)
+	$(ANALYZE_CC) $(ANALYZE_BASE) $(shell pkg-config --cflags openblas 2>/dev/null) $(ANALYZE_MPI) \
+	  $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include)) $< -o /dev/null
+	@touch $@
+analyze: $(ANALYZE_STAMPS)
+	@echo "analyze: $(words $(ANALYZE_STAMPS)) files, no reports"
 
 # The main job: the tiled CNN on Fashion-MNIST (examples/cnn/run.sh).
 run: all $(BUILD)/bin/cnn

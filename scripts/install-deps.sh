@@ -11,6 +11,7 @@
 #   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
 #   scripts/install-deps.sh count      + mimalloc, jemalloc and valgrind (bench/alloc-instructions.sh)
 #   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
+#   scripts/install-deps.sh analyze    + clang (its static analyser), OpenBLAS, gfortran, Open MPI
 #   scripts/install-deps.sh docs       + doxygen (make docs)
 #   scripts/install-deps.sh torch      + PyTorch (python3-torch), bench/cnn.sh's baseline
 #   scripts/install-deps.sh all        everything but torch
@@ -33,7 +34,8 @@ want_criterion() { have_header criterion/criterion.h || need+=(libcriterion-dev)
 want_plot()     { command -v gnuplot >/dev/null 2>&1 || need+=(gnuplot-nox)
                   [ -x /usr/bin/python3 ] || command -v python3 >/dev/null 2>&1 || need+=(python3); }
 want_cmake()    { command -v cmake >/dev/null 2>&1 || need+=(cmake); }
-want_fuzz()     { command -v clang >/dev/null 2>&1 || need+=(clang)
+want_clang()    { command -v clang >/dev/null 2>&1 || need+=(clang); }
+want_fuzz()     { want_clang
                   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
                     need+=(libclang-rt-14-dev); }
 want_allocators() { have_header mimalloc.h || need+=(libmimalloc-dev)
@@ -60,11 +62,12 @@ case "$set_name" in
   bench) want_openblas; want_allocators ;;
   count) want_allocators; want_valgrind ;;
   fuzz) want_fuzz ;;
+  analyze) want_clang; want_openblas; want_fortran; want_mpi ;;
   docs) want_doxygen ;;
   torch) want_torch ;;
   all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen
        want_fortran; want_mpi ;;
-  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, count, fuzz, docs, torch, all)" >&2
+  *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, count, fuzz, analyze, docs, torch, all)" >&2
      exit 2 ;;
 esac
 }
