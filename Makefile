@@ -480,20 +480,17 @@ ANALYZE_STAMPS := $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB) $(A
 $(ANALYZE_DEPS):
 	scripts/install-deps.sh analyze
 	@mkdir -p $(@D) && touch $@
-$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
+# What each group adds to the common flags (fortran/shim.c: gfortran's
+# ISO_Fortran_binding.h, after clang's own headers).
+ANALYZE_OK = $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(1)))
+$(call ANALYZE_OK,$(ANALYZE_LIB)): ANALYZE_MORE = -DMMB_BUILDING_LIBRARY $(HWLOC_CFLAGS)
+$(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
+  $(CNN_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1)
+$(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
+  $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include))
+$(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
 	@mkdir -p $(@D)
-	$(ANALYZE_CC) $(ANALYZE_BASE) -DMMB_BUILDING_LIBRARY $(HWLOC_CFLAGS) $(ANALYZE_MPI) $< -o /dev/null
-	@touch $@
-$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_CNN))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
-	@mkdir -p $(@D)
-	$(ANALYZE_CC) $(ANALYZE_BASE) $(shell pkg-config --cflags openblas 2>/dev/null) $(CNN_MPI) \
-	  $(ANALYZE_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1) $< -o /dev/null
-	@touch $@
-# (fortran/shim.c: gfortran's ISO_Fortran_binding.h, after clang's own headers)
-$(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_APPS))): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
-	@mkdir -p $(@D)
-	$(ANALYZE_CC) $(ANALYZE_BASE) $(shell pkg-config --cflags openblas 2>/dev/null) $(ANALYZE_MPI) \
-	  $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include)) $< -o /dev/null
+	$(ANALYZE_CC) $(ANALYZE_BASE) $(ANALYZE_MORE) $(ANALYZE_MPI) $< -o /dev/null
 	@touch $@
 analyze: $(ANALYZE_STAMPS)
 	@echo "analyze: $(words $(ANALYZE_STAMPS)) files, no reports"
