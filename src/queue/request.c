@@ -190,8 +190,8 @@ static uint32_t claim_of(const void *impl) {
 }
 
 mmbError mmb__request_held(const char *func, const mmbRequest *req, mmb__request **out) {
+  *out = NULL;   /* first: every path writes it */
   MMB__ARG(!req, func, "req is NULL");
-  *out = NULL;
   if (!req->impl) return MMB_OK;
   mmb__request *r = (mmb__request *)((uintptr_t)req->impl & PTR_MASK);
   MMB__HANDLE(r, MMB__KIND_REQUEST, func, "request");
