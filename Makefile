@@ -459,7 +459,8 @@ fuzz: $(FUZZ_TARGETS)
 
 # Clang's static analyser over every C file but the tests' (Criterion's
 # assertions end a test where the analyser would go on), each with the
-# defines it is built with; any report fails. A stamp per file.
+# defines it is built with; any report fails. A stamp per file, and the
+# compiler's dependency file beside it (what it includes, .c files too).
 ANALYZE_CC    ?= clang
 ANALYZE_DIR   := build/analyze
 ANALYZE_DEPS  := $(ANALYZE_DIR)/.deps-ok
@@ -473,8 +474,6 @@ ANALYZE_CNN   := $(wildcard examples/cnn/*.c)
 ANALYZE_APPS  := tools/mmb-info.c $(wildcard examples/*.c fuzz/*.c) \
                  $(if $(filter 1,$(FORTRAN)),$(wildcard fortran/*.c)) \
                  $(filter-out $(if $(filter 1,$(MPI)),,bench/mpi.c),$(wildcard bench/*.c))
-# (a header's change analyses every file again)
-ANALYZE_HDRS  := $(wildcard include/mmb/*.h src/*/*.h providers/*/*.h examples/cnn/*.h fuzz/*.h)
 ANALYZE_STAMPS := $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB) $(ANALYZE_CNN) $(ANALYZE_APPS)))
 
 $(ANALYZE_DEPS):
@@ -488,9 +487,10 @@ $(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(shell pkg-config --cflags op
   $(CNN_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1)
 $(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
   $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include))
-$(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % $(ANALYZE_HDRS) | $(ANALYZE_DEPS)
+$(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % | $(ANALYZE_DEPS)
 	@mkdir -p $(@D)
-	$(ANALYZE_CC) $(ANALYZE_BASE) $(ANALYZE_MORE) $(ANALYZE_MPI) $< -o /dev/null
+	$(ANALYZE_CC) $(ANALYZE_BASE) $(ANALYZE_MORE) $(ANALYZE_MPI) -MMD -MP -MF $(@:.ok=.d) -MT $@ \
+	  $< -o /dev/null
 	@touch $@
 analyze: $(ANALYZE_STAMPS)
 	@echo "analyze: $(words $(ANALYZE_STAMPS)) files, no reports"
@@ -593,5 +593,5 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(CNN_OBJ:.o=.d) $(CNN_TEST_OBJ:.o=.d) \
+-include $(ANALYZE_STAMPS:.ok=.d) $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(CNN_OBJ:.o=.d) $(CNN_TEST_OBJ:.o=.d) \
          $(BUILD)/obj/examples/cnn/main.d
