@@ -124,6 +124,8 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_FILE) | $(DEPS_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) -c $< -o $@
 
+# Every rule that writes into a folder makes it first: with make -j, no
+# other job is sure to have made it.
 $(STATIC): $(LIB_OBJ) $(FLAGS_FILE)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $(LIB_OBJ)
@@ -233,14 +235,17 @@ $(FGEN)/constants: fortran/constants.c $(wildcard include/mmb/*.h)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -Wall -Iinclude $< -o $@
 $(FGEN)/mamba_constants.inc: $(FGEN)/constants
+	@mkdir -p $(@D)
 	$< > $@
 $(FGEN)/mamba_public.inc: $(FGEN)/constants
+	@mkdir -p $(@D)
 	$< public > $@
 
 $(BUILD)/obj/fortran/mamba_c.o: fortran/mamba_c.F90 $(FGEN)/mamba_constants.inc $(FLAGS_FILE) | $(DEPS_FORTRAN)
 	@mkdir -p $(@D) $(FMOD)
 	$(FC) $(FFLAGS_ALL) -c $< -o $@
 $(BUILD)/obj/fortran/mamba.o: fortran/mamba.F90 $(BUILD)/obj/fortran/mamba_c.o $(FGEN)/mamba_public.inc
+	@mkdir -p $(@D) $(FMOD)
 	$(FC) $(FFLAGS_ALL) -c $< -o $@
 # (compiled by gfortran's driver: its ISO_Fortran_binding.h is the one that matches)
 $(BUILD)/obj/fortran/shim.o: fortran/shim.c $(FLAGS_FILE) | $(DEPS_FORTRAN)
@@ -248,8 +253,10 @@ $(BUILD)/obj/fortran/shim.o: fortran/shim.c $(FLAGS_FILE) | $(DEPS_FORTRAN)
 	$(FC) -std=gnu11 $(OPT) -g -Wall -Wextra -fPIC $(SAN) -Iinclude -c $< -o $@
 
 $(BUILD)/lib/libfmmb.a: $(FORTRAN_OBJ)
+	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/libfmmb.so: $(FORTRAN_OBJ) $(SHARED)
+	@mkdir -p $(@D)
 	$(FC) -shared $(SAN) -Wl,-soname,libfmmb.so.0 -o $@.0 $(FORTRAN_OBJ) -L$(BUILD)/lib -lmmb \
 	  -Wl,-rpath,'$$ORIGIN'
 	ln -sf libfmmb.so.0 $@
@@ -291,8 +298,10 @@ $(BUILD)/obj/mpi/%.o: mpi/%.c $(FLAGS_FILE) | $(DEPS_LIB)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) -fPIC -fvisibility=hidden -DMMB_BUILDING_LIBRARY -c $< -o $@
 $(BUILD)/lib/libmmb_mpi.a: $(MPI_OBJ)
+	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/libmmb_mpi.so: $(MPI_OBJ) $(SHARED)
+	@mkdir -p $(@D)
 	$(MPICC) -shared $(SAN) -Wl,-soname,libmmb_mpi.so.0 -o $@.0 $(MPI_OBJ) -L$(BUILD)/lib -lmmb \
 	  -Wl,-rpath,'$$ORIGIN'
 	ln -sf libmmb_mpi.so.0 $@
