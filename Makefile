@@ -8,12 +8,17 @@
 #   make install PREFIX=/opt/mmb
 
 PREFIX    ?= /usr/local
+# Where libraries, pkg-config and CMake files go, under PREFIX: lib64 or
+# lib/x86_64-linux-gnu where the system wants them there.
+LIBDIR    ?= lib
 CUDA_HOME ?= /usr/local/cuda
 CC        ?= cc
 
 ifeq ($(origin CUDA),undefined)
   CUDA := $(if $(and $(wildcard $(CUDA_HOME)/bin/nvcc),$(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(wildcard $(CUDA_HOME)/lib64/libcudart.so)),1,0)
 endif
+
+VERSION := $(shell sed -n 's/^\#define MMB_VERSION_STRING "\(.*\)"/\1/p' include/mmb/core.h)
 
 BUILD := build
 OPT   := -O2
@@ -124,6 +129,11 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_FILE) | $(DEPS_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) -c $< -o $@
 
+# Shared libraries are versioned as distributions ship them: the file
+# libX.so.$(VERSION), its SONAME libX.so.0 a link to it, and libX.so (what
+# -lX finds) a link to that. $(call SO_LINKS,dir,libX.so) makes the links.
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SO_LINKS = ln -sf $(2).$(VERSION) $(1)/$(2).$(SO_MAJOR) && ln -sf $(2).$(SO_MAJOR) $(1)/$(2)
 # Every rule that writes into a folder makes it first: with make -j, no
 # other job is sure to have made it.
 $(STATIC): $(LIB_OBJ) $(FLAGS_FILE)
@@ -132,8 +142,9 @@ $(STATIC): $(LIB_OBJ) $(FLAGS_FILE)
 
 $(SHARED): $(LIB_OBJ) $(FLAGS_FILE)
 	@mkdir -p $(@D)
-	$(CC) -shared $(OPT) $(SAN) $(LTO) -Wl,-soname,libmmb.so.0 -o $@.0 $(LIB_OBJ) $(LIBS)
-	ln -sf libmmb.so.0 $@
+	$(CC) -shared $(OPT) $(SAN) $(LTO) -Wl,-soname,libmmb.so.$(SO_MAJOR) -o $@.$(VERSION) \
+	  $(LIB_OBJ) $(LIBS)
+	$(call SO_LINKS,$(@D),$(@F))
 
 $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
@@ -257,9 +268,9 @@ $(BUILD)/lib/libfmmb.a: $(FORTRAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/libfmmb.so: $(FORTRAN_OBJ) $(SHARED)
 	@mkdir -p $(@D)
-	$(FC) -shared $(SAN) -Wl,-soname,libfmmb.so.0 -o $@.0 $(FORTRAN_OBJ) -L$(BUILD)/lib -lmmb \
-	  -Wl,-rpath,'$$ORIGIN'
-	ln -sf libfmmb.so.0 $@
+	$(FC) -shared $(SAN) -Wl,-soname,libfmmb.so.$(SO_MAJOR) -o $@.$(VERSION) $(FORTRAN_OBJ) \
+	  -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN'
+	$(call SO_LINKS,$(@D),$(@F))
 
 $(BUILD)/test/fortran-tests: test/fortran/test_mamba.F90 $(FORTRAN_LIBS)
 	@mkdir -p $(@D)
@@ -302,9 +313,9 @@ $(BUILD)/lib/libmmb_mpi.a: $(MPI_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/libmmb_mpi.so: $(MPI_OBJ) $(SHARED)
 	@mkdir -p $(@D)
-	$(MPICC) -shared $(SAN) -Wl,-soname,libmmb_mpi.so.0 -o $@.0 $(MPI_OBJ) -L$(BUILD)/lib -lmmb \
-	  -Wl,-rpath,'$$ORIGIN'
-	ln -sf libmmb_mpi.so.0 $@
+	$(MPICC) -shared $(SAN) -Wl,-soname,libmmb_mpi.so.$(SO_MAJOR) -o $@.$(VERSION) $(MPI_OBJ) \
+	  -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN'
+	$(call SO_LINKS,$(@D),$(@F))
 $(BUILD)/test/mpi-tests: test/mpi/test_mpi.c $(MPI_LIBS)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) -lpthread
@@ -386,6 +397,7 @@ cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
 # (shared, and --static), and with CMake's find_package(mmb) (mmb::mmb and
 # mmb::mmb_static); then uninstall leaves nothing behind.
 STAGE := $(abspath $(BUILD)/stage)
+MULTIARCH_LIBDIR = lib/$(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
 install-check: $(STATIC) $(SHARED) $(TOOLS)
 	@rm -rf $(STAGE)
 	@$(MAKE) --no-print-directory install PREFIX=$(STAGE) >/dev/null
@@ -398,10 +410,32 @@ install-check: $(STATIC) $(SHARED) $(TOOLS)
 	  $(STAGE)/lib/libmmb.a $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --static --libs mmb | sed 's/ -lmmb / /')
 	$(STAGE)/outside-static
 	cmake -S test/outside/cmake -B $(STAGE)/cmake-build -DCMAKE_PREFIX_PATH=$(STAGE) \
-	  -DCMAKE_C_FLAGS="$(SAN)" -DCMAKE_EXE_LINKER_FLAGS="$(SAN)" >/dev/null
+	  -DCMAKE_C_FLAGS="$(SAN)" -DCMAKE_Fortran_FLAGS="$(SAN)" -DCMAKE_EXE_LINKER_FLAGS="$(SAN)" \
+	  -DMMB_TEST_MPI=$(if $(filter 1,$(MPI)),ON,OFF) \
+	  -DMMB_TEST_FORTRAN=$(if $(filter 1,$(FORTRAN)),ON,OFF) >/dev/null
 	cmake --build $(STAGE)/cmake-build >/dev/null
 	$(STAGE)/cmake-build/outside
 	$(STAGE)/cmake-build/outside_static
+	$(if $(filter 1,$(FORTRAN)),$(STAGE)/cmake-build/mamba_user >/dev/null)
+	$(if $(filter 1,$(MPI)),test/mpi/run.sh 2 $(STAGE)/cmake-build/mpi_user >/dev/null)
+	@# a versioned library with its two links, each named by its SONAME
+	test "$$(readlink $(STAGE)/lib/libmmb.so)" = libmmb.so.$(SO_MAJOR) && \
+	  test "$$(readlink $(STAGE)/lib/libmmb.so.$(SO_MAJOR))" = libmmb.so.$(VERSION)
+	objdump -p $(STAGE)/lib/libmmb.so.$(VERSION) | grep -q 'SONAME *libmmb.so.$(SO_MAJOR)$$'
+	@# LIBDIR=lib/<multiarch> (as Debian's packages): libraries, pkg-config and
+	@# CMake files there, and found from there
+	@rm -rf $(STAGE)-ma
+	@$(MAKE) --no-print-directory install PREFIX=$(STAGE)-ma LIBDIR=$(MULTIARCH_LIBDIR) >/dev/null
+	test -f $(STAGE)-ma/$(MULTIARCH_LIBDIR)/libmmb.so.$(VERSION) && test ! -e $(STAGE)-ma/lib/libmmb.so
+	test "$$(PKG_CONFIG_PATH=$(STAGE)-ma/$(MULTIARCH_LIBDIR)/pkgconfig pkg-config --variable=libdir mmb)" = \
+	  $(STAGE)-ma/$(MULTIARCH_LIBDIR)
+	cmake -S test/outside/cmake -B $(STAGE)-ma/cmake-build -DCMAKE_PREFIX_PATH=$(STAGE)-ma \
+	  -DCMAKE_C_FLAGS="$(SAN)" -DCMAKE_EXE_LINKER_FLAGS="$(SAN)" >/dev/null
+	cmake --build $(STAGE)-ma/cmake-build >/dev/null
+	$(STAGE)-ma/cmake-build/outside >/dev/null
+	@$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE)-ma LIBDIR=$(MULTIARCH_LIBDIR) >/dev/null
+	@left=$$(find $(STAGE)-ma -type f -not -path '*/cmake-build/*'); \
+	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 	$(STAGE)/bin/mmb-info --version | grep -q '$(VERSION)'
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(MAKE) --no-print-directory -s -C $(STAGE)/share/mmb/examples \
 	  CFLAGS="-O2 $(SAN)" >/dev/null
@@ -537,28 +571,34 @@ ifeq ($(MPI),1)
 	test/mpi/run.sh 2 $(BUILD)/bin/bench-mpi
 endif
 
-# make install PREFIX=~/x: headers, libmmb.a and .so, mmb-info and mmb-plot,
+# make install PREFIX=~/x [LIBDIR=lib64]: headers, libmmb.a and .so, mmb-info and mmb-plot,
 # pkg-config (mmb.pc) and CMake (lib/cmake/mmb) files, man pages (and the
 # per-function ones when `make docs` made them), the examples' sources.
-VERSION    := $(shell sed -n 's/^\#define MMB_VERSION_STRING "\(.*\)"/\1/p' include/mmb/core.h)
 MANDIR     ?= $(PREFIX)/share/man
 HWLOC_LIBDIR := $(shell pkg-config --variable=libdir hwloc 2>/dev/null)
 D          := $(DESTDIR)$(PREFIX)
+L          := $(D)/$(LIBDIR)
+# from the CMake files' folder ($(LIBDIR)/cmake/mmb) up to PREFIX
+LIBDIR_UP  := $(subst $(eval) ,/,$(patsubst %,..,$(subst /, ,$(LIBDIR))))
+# libmmb.so and its links, and the same for libfmmb and libmmb_mpi
+INSTALL_SO = install -m 755 $(BUILD)/lib/$(1).$(VERSION) $(L)/ && $(call SO_LINKS,$(L),$(1))
+UNINSTALL_SO = rm -f $(L)/$(1) $(L)/$(1).$(SO_MAJOR) $(L)/$(1).$(VERSION)
+# the .pc files: where to find everything under PREFIX
+PC_SED     := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|'
 EXAMPLE_FILES := $(wildcard examples/*.c) $(wildcard examples/cnn/*.c examples/cnn/*.h examples/cnn/*.cu)
 install: $(STATIC) $(SHARED) $(TOOLS)
-	install -d $(D)/include/mmb $(D)/lib/pkgconfig $(D)/lib/cmake/mmb $(D)/bin \
+	install -d $(D)/include/mmb $(L)/pkgconfig $(L)/cmake/mmb $(D)/bin \
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(D)/share/mmb/examples/cnn
 	install -m 644 $(filter-out include/mmb/mpi.h,$(wildcard include/mmb/*.h)) $(D)/include/mmb/
-	install -m 644 $(STATIC) $(D)/lib/
-	install -m 755 $(SHARED).0 $(D)/lib/libmmb.so.0
-	ln -sf libmmb.so.0 $(D)/lib/libmmb.so
+	install -m 644 $(STATIC) $(L)/
+	$(call INSTALL_SO,libmmb.so)
 	install -m 755 $(TOOLS) tools/mmb-plot $(D)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(LIBS)|' \
-	  mmb.pc.in > $(D)/lib/pkgconfig/mmb.pc
+	sed $(PC_SED) -e 's|@LIBS_PRIVATE@|$(LIBS)|' mmb.pc.in > $(L)/pkgconfig/mmb.pc
 	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@HAVE_CUDA@|$(if $(filter 1,$(CUDA)),TRUE,FALSE)|' \
-	  -e 's|@HWLOC_LIBDIR@|$(HWLOC_LIBDIR)|' cmake/mmbConfig.cmake.in > $(D)/lib/cmake/mmb/mmbConfig.cmake
+	  -e 's|@HWLOC_LIBDIR@|$(HWLOC_LIBDIR)|' -e 's|@LIBDIR_UP@|$(LIBDIR_UP)|' \
+	  -e 's|@SO_MAJOR@|$(SO_MAJOR)|' cmake/mmbConfig.cmake.in > $(L)/cmake/mmb/mmbConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|' cmake/mmbConfigVersion.cmake.in \
-	  > $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
+	  > $(L)/cmake/mmb/mmbConfigVersion.cmake
 	install -m 644 docs/man/mmb-info.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 docs/man/mmb.7 $(DESTDIR)$(MANDIR)/man7/
 	if [ -d build/docs/man/man3 ]; then install -d $(DESTDIR)$(MANDIR)/man3 && \
@@ -569,35 +609,33 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 	install -m 644 examples/Makefile.installed $(D)/share/mmb/examples/Makefile
 ifeq ($(FORTRAN),1)
 	$(MAKE) --no-print-directory $(FORTRAN_LIBS)
-	install -m 644 $(BUILD)/lib/libfmmb.a $(D)/lib/
+	install -m 644 $(BUILD)/lib/libfmmb.a $(L)/
 	install -m 644 $(FMOD)/mamba.mod $(FMOD)/mamba_c.mod $(D)/include/
-	install -m 755 $(BUILD)/lib/libfmmb.so.0 $(D)/lib/libfmmb.so.0
-	ln -sf libfmmb.so.0 $(D)/lib/libfmmb.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' fortran/mamba.pc.in > $(D)/lib/pkgconfig/mamba.pc
+	$(call INSTALL_SO,libfmmb.so)
+	sed $(PC_SED) fortran/mamba.pc.in > $(L)/pkgconfig/mamba.pc
 	install -d $(D)/share/mmb/examples/fortran
 	install -m 644 examples/fortran/field.f90 $(D)/share/mmb/examples/fortran/
 endif
 ifeq ($(MPI),1)
 	$(MAKE) --no-print-directory $(MPI_LIBS)
 	install -m 644 include/mmb/mpi.h $(D)/include/mmb/
-	install -m 644 $(BUILD)/lib/libmmb_mpi.a $(D)/lib/
-	install -m 755 $(BUILD)/lib/libmmb_mpi.so.0 $(D)/lib/libmmb_mpi.so.0
-	ln -sf libmmb_mpi.so.0 $(D)/lib/libmmb_mpi.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' mpi/mmb-mpi.pc.in > $(D)/lib/pkgconfig/mmb-mpi.pc
+	install -m 644 $(BUILD)/lib/libmmb_mpi.a $(L)/
+	$(call INSTALL_SO,libmmb_mpi.so)
+	sed $(PC_SED) mpi/mmb-mpi.pc.in > $(L)/pkgconfig/mmb-mpi.pc
 endif
 
 uninstall:
 	rm -f $(addprefix $(D)/include/mmb/,$(notdir $(wildcard include/mmb/*.h)))
-	rm -f $(D)/lib/libmmb.a $(D)/lib/libmmb.so $(D)/lib/libmmb.so.0 $(D)/lib/pkgconfig/mmb.pc
-	rm -f $(D)/lib/cmake/mmb/mmbConfig.cmake $(D)/lib/cmake/mmb/mmbConfigVersion.cmake
-	rm -f $(D)/lib/libfmmb.a $(D)/lib/libfmmb.so $(D)/lib/libfmmb.so.0 $(D)/lib/pkgconfig/mamba.pc
+	$(call UNINSTALL_SO,libmmb.so); $(call UNINSTALL_SO,libfmmb.so); $(call UNINSTALL_SO,libmmb_mpi.so)
+	rm -f $(L)/libmmb.a $(L)/libfmmb.a $(L)/libmmb_mpi.a
+	rm -f $(L)/pkgconfig/mmb.pc $(L)/pkgconfig/mamba.pc $(L)/pkgconfig/mmb-mpi.pc
+	rm -f $(L)/cmake/mmb/mmbConfig.cmake $(L)/cmake/mmb/mmbConfigVersion.cmake
 	rm -f $(D)/include/mamba.mod $(D)/include/mamba_c.mod
-	rm -f $(D)/lib/libmmb_mpi.a $(D)/lib/libmmb_mpi.so $(D)/lib/libmmb_mpi.so.0 $(D)/lib/pkgconfig/mmb-mpi.pc
 	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot
 	rm -f $(DESTDIR)$(MANDIR)/man1/mmb-info.1 $(DESTDIR)$(MANDIR)/man7/mmb.7
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard build/docs/man/man3/*.3)))
 	rm -rf $(D)/share/mmb
-	-rmdir $(D)/include/mmb $(D)/lib/cmake/mmb 2>/dev/null
+	-rmdir $(D)/include/mmb $(L)/cmake/mmb 2>/dev/null
 
 clean:
 	rm -rf build
