@@ -121,8 +121,9 @@ mmbError mmb_mpi_cuda_aware(bool *out_aware) {
 
 /* ---- messages ---------------------------------------------------------------- */
 
-/* As mmb's own: through its level (mmb_logging_set_level), prefixed with the
-   rank, since every rank of a job writes to the same terminal. */
+/* Through mmb's logger (its level, and the callback a code set with
+   mmb_logging_set_callback), prefixed with the rank, since every rank of a
+   job writes to the same terminal. */
 static void say(mmbLogLevel level, const char *func, const char *fmt, ...) {
   mmbLogLevel now;
   if (mmb_logging_get_level(&now) != MMB_OK || level < MMB_LOG_ERROR || level > now) return;
@@ -131,10 +132,10 @@ static void say(mmbLogLevel level, const char *func, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  int up = 0, rank = -1;
-  if (MPI_Initialized(&up) == MPI_SUCCESS && up) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  fprintf(stderr, "mmb: %s: %s: rank %d: %s\n", level == MMB_LOG_ERROR ? "error" : level == MMB_LOG_WARN ? "warning" : "info",
-          func, rank, text);
+  int up = 0, down = 0, rank = -1;
+  if (MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS && !down)
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  mmb_log(level, "%s: rank %d: %s", func, rank, text);
 }
 
 /* Checks that every caller-side precondition of the library holds. */

@@ -16,5 +16,6 @@
 #include <mmb/tile.h>
 #include <mmb/queue.h>
 #include <mmb/provider.h>
+#include <mmb/extension.h>
 
 #endif /* MMB_MMB_H */

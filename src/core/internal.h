@@ -28,7 +28,7 @@ void mmb__set_init_count(unsigned count);
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 /* Messages go to stderr as "mmb: <level>: text". */
-void mmb__log(mmbLogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define mmb__log mmb_log   /* mmb/extension.h: extensions write as mmb does */
 bool mmb__log_enabled(mmbLogLevel level);
 /* Applies opts/env at init: the option wins unless MMB_LOG_DEFAULT. */
 mmbError mmb__log_configure(mmbLogLevel from_options);

@@ -47,8 +47,8 @@ static void log_va(mmbLogLevel level, const char *func, const char *fmt, va_list
 }
 
 
-void mmb__log(mmbLogLevel level, const char *fmt, ...) {
-  if (!mmb__log_enabled(level)) return;
+void mmb_log(mmbLogLevel level, const char *fmt, ...) {
+  if (!fmt || !mmb__log_enabled(level)) return;
   va_list ap;
   va_start(ap, fmt);
   log_va(level, NULL, fmt, ap);

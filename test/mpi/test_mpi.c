@@ -46,6 +46,15 @@ static void on_alarm(int sig) {
   _exit(3);
 }
 
+/* The last message mmb's logger passed to the code's callback. */
+static char kept[512];
+static mmbLogLevel kept_level;
+static void keep_message(mmbLogLevel level, const char *message, void *user_data) {
+  (void)user_data;
+  kept_level = level;
+  snprintf(kept, sizeof kept, "%s", message);
+}
+
 static void begin(const char *name) {
   current = name;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -495,6 +504,17 @@ static void bad_arguments_are_refused(void) {
   EXPECT(mmb_mpi_tile_send(t, 1, MPI_ANY_TAG, w), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_tile_send(t, 1, tag_max + 1, w), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_tile_send(t, 1, 0, MPI_COMM_NULL), MMB_INVALID_ARG);
+  /* its messages go where mmb's go: to the code's callback, with the rank */
+  OK(mmb_logging_set_callback(keep_message, NULL));
+  OK(mmb_logging_set_level(MMB_LOG_DEBUG));
+  kept[0] = '\0';
+  EXPECT(mmb_mpi_tile_send(t, 1, 0, MPI_COMM_NULL), MMB_INVALID_ARG);
+  OK(mmb_logging_set_level(MMB_LOG_ERROR));
+  OK(mmb_logging_set_callback(NULL, NULL));
+  char want[64];
+  snprintf(want, sizeof want, "mmb_mpi_tile_send: rank %d: comm is MPI_COMM_NULL", rank);
+  CHECK(strcmp(kept, want) == 0, "the callback got \"%s\"", kept);
+  CHECK(kept_level == MMB_LOG_DEBUG, "at level %d", (int)kept_level);
   EXPECT(mmb_mpi_tile_recv(NULL, 0, 0, w, MPI_STATUS_IGNORE), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_tile_recv(t, size + 3, 0, w, MPI_STATUS_IGNORE), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_array_recv(a, MPI_ANY_SOURCE, 0, w), MMB_INVALID_ARG);
