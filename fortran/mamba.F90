@@ -39,7 +39,7 @@ module mamba
     mmb_interface_space, mmb_interface_trim, mmb_is_initialized, mmb_layer_name, &
     mmb_layout_create_regular_1d, mmb_layout_create_regular_nd, mmb_layout_destroy, &
     mmb_layout_get_info, mmb_layout_padding_create_zero, mmb_layout_set_element_type, &
-    mmb_logging_get_level, mmb_logging_set_callback, mmb_logging_set_level, &
+    mmb_log, mmb_logging_get_level, mmb_logging_set_callback, mmb_logging_set_level, &
     mmb_provider_get_ops, mmb_provider_name, mmb_provider_register, mmb_queue_create, &
     mmb_queue_destroy, mmb_queue_get_backend, mmb_queue_get_native, mmb_queue_marker, &
     mmb_queue_submit, mmb_queue_submit_task, mmb_queue_synchronize, mmb_queue_wait_request, &
@@ -164,6 +164,14 @@ contains
     rc = c_mmb_logging_get_level(l)
     if (rc == MMB_OK) level = l
     call set_err(err, rc)
+  end subroutine
+
+  ! A message through mmb's logger, as mmb's own are written (its level, the
+  ! callback, else stderr): for layers built on mmb.
+  subroutine mmb_log(level, message)
+    integer, intent(in) :: level
+    character(len=*), intent(in) :: message
+    call mmbf_log(int(level, c_int), c_name(message))
   end subroutine
 
   ! fn: a bind(C) subroutine (integer(c_int), value :: level; type(c_ptr), value

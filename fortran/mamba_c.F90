@@ -837,6 +837,11 @@ module mamba_c
       integer(c_int), value :: access
       type(c_ptr), intent(out) :: out
     end function
+    subroutine mmbf_log(level, text) bind(C, name='mmbf_log')
+      import :: c_int, c_char
+      integer(c_int), value :: level
+      character(kind=c_char), dimension(*), intent(in) :: text
+    end subroutine
     integer(c_int) function mmbf_array_destroy(a) bind(C, name='mmbf_array_destroy')
       import :: c_int, c_ptr
       type(c_ptr), value :: a

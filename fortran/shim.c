@@ -21,9 +21,16 @@ static size_t data_bytes(const CFI_cdesc_t *d) {
   return n;
 }
 
+/* mmb_log for Fortran, which cannot call a variadic function. */
+void mmbf_log(int level, const char *text) { mmb_log((mmbLogLevel)level, "%s", text); }
+
 /* mmb_array_create_wrapped over a Fortran array: the data must be
-   contiguous, of the layout's rank and element size, and hold the array's
-   storage (dims, with the layout's padding). */
+   contiguous, of the layout's rank, and hold the array's storage (dims, with
+   the layout's padding). A layout element smaller than the data's is
+   accepted, as Mamba accepted it (codes write storage_size(1.0)/8 for
+   real(8) data): the array then describes the first bytes of the data and
+   nothing past it is touched; it is logged at debug level. A larger one
+   would reach past the data, and is refused. */
 mmbError mmbf_array_create_wrapped(CFI_cdesc_t *data, const size_t *dims, size_t ndims,
                                    const mmbLayout *layout, mmbMemInterface *interface,
                                    int access, mmbArray **out_array) {
@@ -32,8 +39,20 @@ mmbError mmbf_array_create_wrapped(CFI_cdesc_t *data, const size_t *dims, size_t
   mmbLayoutInfo info;
   mmbError err = mmb_layout_get_info(layout, &info);
   if (err != MMB_OK) return err;
-  if (info.rank != (size_t)data->rank || info.rank != ndims || info.element_size != data->elem_len)
+  if (info.rank != (size_t)data->rank || info.rank != ndims) {
+    mmb_log(MMB_LOG_DEBUG, "mmb_array_create_wrapped: a layout of rank %zu over data of rank %d "
+            "with %zu dimensions", info.rank, (int)data->rank, ndims);
     return MMB_INVALID_ARG;
+  }
+  if (info.element_size > data->elem_len) {
+    mmb_log(MMB_LOG_DEBUG, "mmb_array_create_wrapped: the layout's %zu-byte elements are larger "
+            "than the data's %zu bytes", info.element_size, (size_t)data->elem_len);
+    return MMB_INVALID_ARG;
+  }
+  if (info.element_size < data->elem_len)
+    mmb_log(MMB_LOG_DEBUG, "mmb_array_create_wrapped: the layout's %zu-byte elements are smaller "
+            "than the data's %zu bytes: the array covers the data's first bytes only",
+            info.element_size, (size_t)data->elem_len);
   mmbDimensions d = {.size = ndims};
   for (size_t i = 0; i < ndims; i++) d.d[i] = dims[i];
   mmbArray *a;
@@ -41,7 +60,11 @@ mmbError mmbf_array_create_wrapped(CFI_cdesc_t *data, const size_t *dims, size_t
   if (err != MMB_OK) return err;
   size_t bytes;
   err = mmb_array_bytes(a, &bytes);
-  if (err == MMB_OK && bytes > data_bytes(data)) err = MMB_INVALID_ARG;   /* dims past the data */
+  if (err == MMB_OK && bytes > data_bytes(data)) {   /* dims past the data */
+    mmb_log(MMB_LOG_DEBUG, "mmb_array_create_wrapped: the array's %zu bytes reach past the "
+            "data's %zu", bytes, data_bytes(data));
+    err = MMB_INVALID_ARG;
+  }
   if (err != MMB_OK) {
     if (mmb_array_destroy(a) != MMB_OK) return MMB_ERROR;
     return err;

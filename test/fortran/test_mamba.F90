@@ -207,6 +207,12 @@ contains
     call mmb_logging_set_level(MMB_LOG_DEBUG)        ! err absent: allowed
     call mmb_logging_set_level(-5, err)              ! refused, logged at debug
     call ensure(log_messages > 0, 'the callback received the refusal''s reason')
+    log_messages = 0
+    call mmb_log(MMB_LOG_INFO, 'a layer''s own message')
+    call ensure(log_messages == 1, 'mmb_log reached the callback')
+    call mmb_logging_set_level(MMB_LOG_WARN, err)
+    call mmb_log(MMB_LOG_INFO, 'below the level')
+    call ensure(log_messages == 1, 'mmb_log keeps to the level')
     call mmb_logging_set_callback(c_null_funptr, c_null_ptr, err)
     call expect(err, MMB_OK, 'back to stderr')
     call mmb_logging_set_level(MMB_LOG_OFF, err)
@@ -288,7 +294,9 @@ contains
     call mmb_interface_provider(dram_interface, provider, err)
     call ensure(provider == MMB_PROVIDER_SYSTEM, 'the default provider')
     dims = [5, 5, 5, 12]
-    call mmb_layout_create_regular_nd(int(storage_size(1.0_dp)/8, mmbSizeKind), 4_mmbSizeKind, &
+    ! storage_size(1.0)/8 (4 bytes) for real(dp) data, as the code writes it:
+    ! the array covers the data's first bytes, as in Mamba
+    call mmb_layout_create_regular_nd(int(storage_size(1.0)/8, mmbSizeKind), 4_mmbSizeKind, &
                                       MMB_COLMAJOR, mmb_layout_padding_create_zero(), layout, err)
     call expect(err, MMB_OK, 'layout')
     call mmb_array_create_wrapped(x, dims, layout, dram_interface, MMB_READ_WRITE, arr, err)
@@ -305,16 +313,21 @@ contains
     call expect(err, MMB_OK, 'the second field')
     call mmb_interface_destroy(dram_interface, err)
     call expect(err, MMB_OK, 'the interface')
-    ! a layout whose element size is not the data's
-    call mmb_layout_destroy(layout, err)
-    call mmb_layout_create_regular_nd(int(storage_size(1.0)/8, mmbSizeKind), 4_mmbSizeKind, &
-                                      MMB_COLMAJOR, mmb_layout_padding_create_zero(), layout, err)
+    ! the 4-byte layout over more elements than the data's bytes hold: refused
     call mmb_request_interface(dram_space, new_interface=dram_interface, err=err)
-    call mmb_array_create_wrapped(x, dims, layout, dram_interface, MMB_READ_WRITE, arr, err)
-    call expect(err, MMB_INVALID_ARG, 'a 4-byte layout over real(dp) data')
+    call mmb_array_create_wrapped(x, [5_mmbIndexKind, 5_mmbIndexKind, 5_mmbIndexKind, 25_mmbIndexKind], &
+                                  layout, dram_interface, MMB_READ_WRITE, arr, err)
+    call expect(err, MMB_INVALID_ARG, '4-byte elements past the data''s bytes')
     call ensure(.not. c_associated(arr%ptr), 'no array made')
     call mmb_array_destroy(arr, err)
     call expect(err, MMB_OK, 'destroying the array that was not made')
+    ! elements larger than the data's would reach past it: refused
+    call mmb_layout_destroy(layout, err)
+    call mmb_layout_create_regular_nd(16_mmbSizeKind, 4_mmbSizeKind, &
+                                      MMB_COLMAJOR, mmb_layout_padding_create_zero(), layout, err)
+    call mmb_array_create_wrapped(x, dims, layout, dram_interface, MMB_READ_WRITE, arr, err)
+    call expect(err, MMB_INVALID_ARG, 'a 16-byte layout over real(dp) data')
+    call ensure(.not. c_associated(arr%ptr), 'no array made')
     call mmb_interface_destroy(dram_interface, err)
     call mmb_layout_destroy(layout, err)
     call finalize_checked()

@@ -1,7 +1,8 @@
 ! A program written as the issue's spectral-element code writes its calls
 ! (Mamba's module, unchanged), built by fortran-check against the staged
 ! install with `gfortran mamba_user.f90 $(pkg-config --cflags --libs mamba)`.
-! Like such codes it shares one layout, never advances nor destroys its
+! Like such codes it builds its layout with storage_size(1.0)/8 (4 bytes)
+! for real(dp) data, shares one layout, never advances nor destroys its
 ! iterators, destroys handles never made, and never calls mmb_finalize.
 module field_setup
   use mamba
@@ -31,7 +32,8 @@ contains
     if (err .ne. MMB_OK) return
     dims = shape(x)
     if (.not. c_associated_layout(layout)) then
-      call mmb_layout_create_regular_nd(int(storage_size(1.0_dp)/8, mmbSizeKind), 4_mmbSizeKind, &
+      ! storage_size(1.0)/8: 4 bytes, over real(dp) data (a slip the code has)
+      call mmb_layout_create_regular_nd(int(storage_size(1.0)/8, mmbSizeKind), 4_mmbSizeKind, &
                                         MMB_COLMAJOR, mmb_layout_padding_create_zero(), layout, err)
       if (err .ne. MMB_OK) return
     end if
@@ -75,13 +77,13 @@ program mamba_user
   call mmb_array_create_wrapped(w, [6_mmbIndexKind, 240_mmbIndexKind], layout, dram_interface, &
                                 MMB_READ_WRITE, wa, err)
   if (err .ne. MMB_INVALID_ARG) error stop 'rank mismatch not refused'
-  ! the layout as the code writes it, storage_size(1.0)/8 (4 bytes), over
-  ! real(dp) data: an error code, no crash
-  call mmb_layout_create_regular_nd(int(storage_size(1.0)/8, mmbSizeKind), 4_mmbSizeKind, &
+  ! a layout whose elements are larger than the data's would reach past
+  ! it: an error code, no crash
+  call mmb_layout_create_regular_nd(16_mmbSizeKind, 4_mmbSizeKind, &
                                     MMB_COLMAJOR, mmb_layout_padding_create_zero(), small, err)
   call mmb_array_create_wrapped(u, int(shape(u), mmbIndexKind), small, dram_interface, MMB_READ_WRITE, &
                                 wa, err)
-  if (err .ne. MMB_INVALID_ARG) error stop 'element size mismatch not refused'
+  if (err .ne. MMB_INVALID_ARG) error stop 'elements larger than the data''s not refused'
   call mmb_array_destroy(wa)                      ! never made: nothing
   call mmb_array_destroy(ua)
   call mmb_array_destroy(va, err)
