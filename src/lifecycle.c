@@ -74,6 +74,12 @@ mmbError mmb_init(const mmbOptions *opts) {
 mmbError mmb_finalize(void) {
   pthread_mutex_lock(&init_lock);
   unsigned count = mmb__init_count();
+  if (count == 1 && mmb__queue_running_here()) {
+    /* it would destroy the queue, and the work, it is called from */
+    pthread_mutex_unlock(&init_lock);
+    return mmb__fail(MMB_INVALID_STATE, __func__, "called from queue work: the last "
+                     "mmb_finalize drains and destroys every queue");
+  }
   if (count == 1) bring_down();   /* while the count still says initialised */
   if (count > 0) mmb__set_init_count(count - 1);
   pthread_mutex_unlock(&init_lock);

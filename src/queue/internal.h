@@ -161,6 +161,9 @@ struct mmbQueue {
 
 /* Drains and destroys the queues the caller left (finalize, first). */
 void mmb__queues_finalize(void);
+/* The queue whose work the calling thread is running now; NULL outside
+   queue work. Waiting on that queue from there would wait for itself. */
+mmbQueue *mmb__queue_running_here(void);
 
 /* mmb_queue_create once the backend is chosen (tests pass their own). */
 mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,

@@ -80,7 +80,22 @@ static void settle_issued(mmbQueue *q, mmb__work *w) {
   settle(q, w, r ? s->sync(s) : MMB_OK);   /* no event: wait for the stream */
 }
 
+/* The queue whose work this thread runs (a worker runs one queue's). */
+static _Thread_local mmbQueue *running_here;
+
+mmbQueue *mmb__queue_running_here(void) { return running_here; }
+
+/* Destroying or synchronising q from its own work would wait for that work
+   to end, which waits for the call: refused. */
+static mmbError not_from_own_work(const char *func, const mmbQueue *q) {
+  if (MMB__UNLIKELY(running_here == q))
+    return mmb__fail(MMB_INVALID_STATE, func, "called from work running on that queue, it would "
+                     "wait for itself (submit a marker, or wait on another thread)");
+  return MMB_OK;
+}
+
 void mmb__work_execute(mmbQueue *q, mmb__work *w) {
+  running_here = q;
   if (w->after) wait_after(q, w->after);
   mmb__stream *s = q->stream;
   mmbError err = s && w->issue ? w->issue(w, s) : MMB_UNSUPPORTED;
@@ -92,6 +107,7 @@ void mmb__work_execute(mmbQueue *q, mmb__work *w) {
     err = s ? s->sync(s) : MMB_OK;
     settle(q, w, err == MMB_OK ? w->run(w) : err);
   }
+  running_here = NULL;
 }
 
 mmbError mmb__queue_check(const char *func, mmbQueue *q, mmbRequest *req) {
@@ -270,6 +286,8 @@ mmbError mmb_queue_destroy(mmbQueueOptions *opts, mmbQueue **q) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!q, __func__, "q is NULL");
   MMB__HANDLE(*q, MMB__KIND_QUEUE, __func__, "queue");
+  mmbError own = not_from_own_work(__func__, *q);
+  if (own != MMB_OK) return own;
   mmbQueue *dq = *q;
   unlink_queue(dq);
   dq->backend->stop(dq);
@@ -299,6 +317,7 @@ mmbError mmb__queue_fence(const char *func, mmbQueue *q, mmb__request **out) {
 mmbError mmb_queue_synchronize(mmbQueue *q) {
   mmbError err = mmb__queue_check(__func__, q, NULL);
   mmb__request *fence;
+  if (err == MMB_OK) err = not_from_own_work(__func__, q);
   if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &fence)) != MMB_OK) return err;
   err = mmb__request_wait(fence);   /* on a stream: an error of work issued without a request */
   mmb__request_unref(fence);
