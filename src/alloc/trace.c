@@ -301,6 +301,11 @@ mmbError mmb__trace_init(void) {
     mmb__log(MMB_LOG_ERROR, "MMB_TRACE_CAPACITY='%s' is not a number of events", cap);
     return MMB_INVALID_ARG;
   }
+  if (events > SIZE_MAX / sizeof(trace_event)) {   /* the ring's bytes would wrap */
+    mmb__log(MMB_LOG_ERROR, "MMB_TRACE_CAPACITY='%s': %zu events cannot be addressed", cap,
+             events);
+    return MMB_OVERFLOW;
+  }
   if (bt && (!mmb__parse_size(bt, &depth) || depth > MAX_FRAMES)) {
     mmb__log(MMB_LOG_ERROR, "MMB_TRACE_BACKTRACE='%s': a depth from 0 to %d", bt, MAX_FRAMES);
     return MMB_INVALID_ARG;
