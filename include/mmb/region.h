@@ -67,26 +67,30 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_region_alloc(mmbRegion *region, size_t n_b
                                      void **out_ptr);
 
 /** \cond INTERNAL
-    The first member of every mmbRegion: its bump position, and how far the
-    inline path below may bump (0 when only the library may). Read and
-    written by mmb_region_alloc only; not part of the API. */
+    The first member of every mmbRegion: a magic word while the region is
+    live, its bump position, and how far the inline path below may bump (0
+    when only the library may). Read and written by mmb_region_alloc only;
+    not part of the API. */
 typedef struct mmb__region_cursor {
+  uint64_t magic;
   uintptr_t bump, limit;
 } mmb__region_cursor;
-/* The first word of the 16 bytes before a live region: its handle's tag. */
-#define MMB__REGION_TAG 0x6d6d62486e640103ull
+/* "mmbRegn1": the magic word of a live region's cursor. */
+#define MMB__REGION_MAGIC 0x6d6d625265676e31ull
 
 /* mmb_region_alloc's common case, inlined into the caller: a bump within the
-   current block. Everything else (a new block, a dedicated block, bad
-   arguments, a region with a live child) goes to the library's function,
-   which is still exported as mmb_region_alloc (take its address, or define
-   MMB_NO_INLINE, to call it directly). */
+   current block. It reads nothing before the cursor's magic word, the first
+   word of the region, says it is a live region: anything else (a pointer
+   that is not a region, a destroyed one, one from before mmb_finalize) goes
+   to the library's function and is refused there, as is everything else it
+   does not do (a new block, a dedicated block, bad arguments, a region with
+   a live child). That function is still exported as mmb_region_alloc (take
+   its address, or define MMB_NO_INLINE, to call it directly). */
 MMB_NODISCARD static inline mmbError mmb__region_alloc_inline(mmbRegion *region, size_t n_bytes,
                                                 size_t alignment, void **out_ptr) {
-  if (region && ((const uint64_t *)(const void *)region)[-2] == MMB__REGION_TAG && out_ptr &&
-      n_bytes - 1 < ((size_t)1 << 40) && alignment <= 4096 &&
-      !(alignment & (alignment - 1))) {
-    mmb__region_cursor *c = (mmb__region_cursor *)(void *)region;
+  mmb__region_cursor *c = (mmb__region_cursor *)(void *)region;
+  if (c && c->magic == MMB__REGION_MAGIC && out_ptr && n_bytes - 1 < ((size_t)1 << 40) &&
+      alignment <= 4096 && !(alignment & (alignment - 1))) {
     uintptr_t a = alignment ? alignment : MMB_REGION_DEFAULT_ALIGNMENT;
     /* bump <= limit, both addresses, and a <= 4096, n_bytes < 2^40: no sum wraps */
     uintptr_t p = (c->bump + a - 1) & ~(a - 1);

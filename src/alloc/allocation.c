@@ -8,8 +8,7 @@
 
 static inline void hand_out(mmbMemInterface *iface, mmbAllocation *a, mmbAllocation **out) {
   if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_ALLOC, iface, a->ptr, a->size);
-  atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
-  *out = a;
+  *out = mmb__handle_live(a);
 }
 
 /* The pool's quick bins the calling thread owns (a pool that is not
@@ -33,8 +32,7 @@ mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **ou
                   !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed))) {
     mmbAllocation *a = mmb__pool_pop(iface, cache, n_bytes, MMB_DEFAULT_ALIGNMENT);
     if (MMB__LIKELY(a != NULL)) {
-      atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
-      *out_allocation = a;
+      *out_allocation = mmb__handle_live(a);
       return MMB_OK;
     }
   }
@@ -92,8 +90,7 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
     MMB__HANDLE(opts->region, MMB__KIND_REGION, __func__, "opts->region");
     err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
     if (err != MMB_OK) return err;
-    atomic_store_explicit(&a->state, MMB__HANDLE_LIVE, memory_order_release);
-    *out_allocation = a;
+    *out_allocation = mmb__handle_live(a);
     return MMB_OK;
   } else {
     err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
@@ -104,18 +101,20 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
 }
 
 void *mmb_allocation_ptr(const mmbAllocation *allocation) {
-  return mmb__handle_is_live(allocation) ? allocation->ptr : NULL;
+  const mmbAllocation *a = mmb__handle_open(allocation);
+  return a ? a->ptr : NULL;
 }
 
 size_t mmb_allocation_size(const mmbAllocation *allocation) {
-  return mmb__handle_is_live(allocation) ? allocation->size : 0;
+  const mmbAllocation *a = mmb__handle_open(allocation);
+  return a ? a->size : 0;
 }
 
 mmbError mmb_allocation_interface(const mmbAllocation *allocation, mmbMemInterface **out_interface) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!out_interface, __func__, "out_interface is NULL");
-  MMB__ARG(!mmb__handle_is_live(allocation), __func__, "%p is not a live allocation",
-           (const void *)allocation);
-  *out_interface = allocation->interface;
+  const mmbAllocation *a = mmb__handle_open(allocation);
+  MMB__ARG(!a, __func__, "%p is not a live allocation", (const void *)allocation);
+  *out_interface = a->interface;
   return MMB_OK;
 }

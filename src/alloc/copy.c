@@ -12,10 +12,11 @@ static mmbError overflow(const char *func, const char *which) {
   return mmb__fail(MMB_OVERFLOW, func, "%s range overflows size_t", which);
 }
 
-static mmbError check_side(const char *func, const char *which, mmbAllocation *a,
+static mmbError check_side(const char *func, const char *which, mmbAllocation *h,
                            const size_t *offset, const size_t *pitch, size_t ndims,
                            const size_t *dims, side *out) {
-  MMB__ARG(!mmb__handle_is_live(a), func, "%s %p is not a live allocation", which, (void *)a);
+  mmbAllocation *a = mmb__handle_open(h);
+  MMB__ARG(!a, func, "%s %p is not a live allocation", which, (void *)h);
   size_t off = offset[0], span = dims[0], t;
   for (size_t k = 1; k < ndims; k++) {
     size_t stride = pitch[k - 1];
@@ -312,11 +313,11 @@ mmbError mmb_copy_1d(mmbAllocation *dst, size_t doffset, mmbAllocation *src, siz
 mmbError mmb__copy_prepare_whole(const char *func, mmbAllocation *dst, mmbAllocation *src,
                                  mmb__copy_plan *out) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!mmb__handle_is_live(dst) || !mmb__handle_is_live(src), func,
-           "NULL or dead allocation");
-  MMB__ARG(dst->size < src->size, func, "destination (%zu bytes) is smaller than the "
-           "source (%zu bytes)", dst->size, src->size);
-  size_t zero = 0, width = src->size;
+  const mmbAllocation *d = mmb__handle_open(dst), *s = mmb__handle_open(src);
+  MMB__ARG(!d || !s, func, "NULL or dead allocation");
+  MMB__ARG(d->size < s->size, func, "destination (%zu bytes) is smaller than the "
+           "source (%zu bytes)", d->size, s->size);
+  size_t zero = 0, width = s->size;
   return mmb__copy_prepare(func, dst, &zero, NULL, src, &zero, NULL, 1, &width, out);
 }
 

@@ -24,8 +24,9 @@ static bool fences_passed(const mmbAllocation *a, bool wait) {
   return true;
 }
 
-mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
+mmbError mmb__allocation_fence(const char *func, mmbAllocation *h, void *fence,
                                const mmb__fence_ops *ops) {
+  mmbAllocation *a = mmb__record(h);
   MMB__ARG(a->flags & MMB__IN_REGION, func, "a region allocation is reused when its region is "
            "reset: use mmb_region_reset_async");
   const void *owner = ops->owner(fence);
@@ -86,16 +87,17 @@ void mmb__deferred_sweep(mmbMemInterface *iface, bool wait) {
 
 /* ---- mmb_free -------------------------------------------------------------- */
 
-/* LIVE -> FREEING. An interface without MMB_INTERFACE_THREAD_SAFE belongs to
+/* LIVE -> FREEING, for the handle h of the record a: its generation must be
+   the record's. An interface without MMB_INTERFACE_THREAD_SAFE belongs to
    one thread, so its handles need no atomic exchange. */
-static bool claim(mmbAllocation *a) {
-  uint32_t live = MMB__HANDLE_LIVE;
+static bool claim(mmbAllocation *a, const mmbAllocation *h) {
+  uint32_t live = mmb__live_state(h);
   if (atomic_load_explicit(&a->state, memory_order_acquire) != live) return false;
   if (!mmb__iface_ts(a->interface)) {
-    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_relaxed);
+    mmb__handle_set(a, MMB__HANDLE_FREEING);
     return true;
   }
-  return atomic_compare_exchange_strong(&a->state, &live, MMB__HANDLE_FREEING);
+  return atomic_compare_exchange_strong(&a->state, &live, (live & 0xffff0000u) | MMB__HANDLE_FREEING);
 }
 
 void mmb__allocation_release(mmbAllocation *a) {
@@ -119,35 +121,36 @@ static mmbError free_general(mmbAllocation *allocation) __attribute__((noinline)
    here with nothing that needs a call; everything else takes the general
    path, which also reports what is not a live allocation. */
 mmbError mmb_free(mmbAllocation *allocation) {
-  if (MMB__LIKELY(mmb__initialized() && allocation && mmb__handle_is_ours(allocation) &&
-                  atomic_load_explicit(&allocation->state, memory_order_relaxed) ==
-                      MMB__HANDLE_LIVE)) {
-    mmbMemInterface *iface = allocation->interface;
+  mmbAllocation *a = mmb__record(allocation);
+  uint32_t live = mmb__live_state(allocation);
+  if (MMB__LIKELY(mmb__initialized() && allocation && mmb__handle_is_ours(a) &&
+                  atomic_load_explicit(&a->state, memory_order_relaxed) == live)) {
+    mmbMemInterface *iface = a->interface;
     bool shared;
     pool_cache *cache = mmb__pool_free_cache(iface, &shared);
-    size_t bin = quick_bin_of(allocation);
-    if (MMB__LIKELY(cache && (allocation->flags & ~MMB__SLAB) == MMB__QUICK &&
-                    !allocation->fences &&
+    size_t bin = quick_bin_of(a);
+    if (MMB__LIKELY(cache && (a->flags & ~MMB__SLAB) == MMB__QUICK && !a->fences &&
                     !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed) &&
                     pool_under_threshold(iface) && cache->count[bin] < cache->cap[bin])) {
       /* LIVE -> FREE; on a thread-safe interface, only by the one thread
          whose exchange finds it LIVE (a concurrent double free loses) */
-      uint32_t live = MMB__HANDLE_LIVE;
-      if (shared && !atomic_compare_exchange_strong(&allocation->state, &live, MMB__HANDLE_FREEING))
+      if (shared && !atomic_compare_exchange_strong(&a->state, &live,
+                                                    (live & 0xffff0000u) | MMB__HANDLE_FREEING))
         return free_general(allocation);
-      mmb__pool_park(iface, cache, allocation);
+      mmb__pool_park(iface, cache, a);
       return MMB_OK;
     }
   }
   return free_general(allocation);
 }
 
-static mmbError free_general(mmbAllocation *allocation) {
+static mmbError free_general(mmbAllocation *handle) {
   MMB__REQUIRE_INIT();
-  MMB__ARG(!allocation, "mmb_free", "allocation is NULL");
-  if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation))) {
+  MMB__ARG(!handle, "mmb_free", "allocation is NULL");
+  mmbAllocation *allocation = mmb__record(handle);
+  if (MMB__UNLIKELY(!mmb__handle_is_ours(allocation) || !claim(allocation, handle))) {
     mmb__log(MMB_LOG_ERROR, "mmb_free: %p is not a live allocation (freed twice, or not "
-             "from mmb); nothing was freed", (void *)allocation);
+             "from mmb); nothing was freed", (void *)handle);
     return MMB_INVALID_ARG;
   }
   mmbMemInterface *iface = allocation->interface;

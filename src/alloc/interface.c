@@ -147,7 +147,7 @@ mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
 static void release_leaked(mmbAllocation *a) {
   mmb__log(MMB_LOG_WARN, "finalize: releasing a live allocation of %zu bytes from %s", a->size,
            a->interface->space->info.name);
-  atomic_store(&a->state, MMB__HANDLE_FREEING);
+  mmb__handle_set(a, MMB__HANDLE_FREEING);
   mmb__allocation_release(a);
 }
 

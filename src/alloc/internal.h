@@ -121,7 +121,42 @@ typedef struct mmb__handle_cache {
 mmbAllocation *mmb__handle_take(mmb__handle_cache *cache);
 void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a);
 void mmb__handle_cache_flush(mmb__handle_cache *cache);
+/* The record of a handle in the registry's range (a caller's handle or a
+   record itself), never read. */
 bool mmb__handle_is_ours(const mmbAllocation *a);
+
+/* Generations. A caller's handle is its record's address with the record's
+   generation in the top 16 bits (addresses mmap gives are below 2^47 on
+   every 64-bit Linux), and the record's state word carries the generation
+   above its code. Each hand-out moves to the next generation, so a handle
+   kept after its free stops matching as soon as the record serves another
+   allocation, however soon (after 65536 hand-outs of one record a stale
+   handle could match again). Inside mmb, records are used: mmb__record of
+   either gives the record. */
+#define MMB__GEN_SHIFT 48
+#define MMB__STATE(gen, code) ((uint32_t)(gen) << 16 | (uint32_t)(code))
+_Static_assert(sizeof(void *) == 8, "a handle's generation needs 64-bit addresses");
+static inline mmbAllocation *mmb__record(const mmbAllocation *h) {
+  return (mmbAllocation *)((uintptr_t)h & (((uintptr_t)1 << MMB__GEN_SHIFT) - 1));
+}
+/* The state a live record of the handle h has. */
+static inline uint32_t mmb__live_state(const mmbAllocation *h) {
+  return MMB__STATE((uintptr_t)h >> MMB__GEN_SHIFT, MMB__HANDLE_LIVE);
+}
+/* Makes the record a LIVE under its next generation: the caller's handle. */
+static inline mmbAllocation *mmb__handle_live(mmbAllocation *a) {
+  uint32_t gen = ((atomic_load_explicit(&a->state, memory_order_relaxed) >> 16) + 1) & 0xffffu;
+  atomic_store_explicit(&a->state, MMB__STATE(gen, MMB__HANDLE_LIVE), memory_order_release);
+  return (mmbAllocation *)((uintptr_t)a | (uintptr_t)gen << MMB__GEN_SHIFT);
+}
+/* The record's state code, its generation kept (by whoever owns it now). */
+static inline void mmb__handle_set(mmbAllocation *a, uint32_t code) {
+  uint32_t s = atomic_load_explicit(&a->state, memory_order_relaxed);
+  atomic_store_explicit(&a->state, (s & 0xffff0000u) | code, memory_order_release);
+}
+static inline uint32_t mmb__handle_code(const mmbAllocation *a) {
+  return atomic_load_explicit(&a->state, memory_order_acquire) & 0xffffu;
+}
 static inline void mmb__handle_fill(mmbAllocation *a, mmbMemInterface *iface, size_t size,
                                     size_t alignment, size_t reserved, void *block) {
   a->interface = iface;
@@ -131,7 +166,9 @@ static inline void mmb__handle_fill(mmbAllocation *a, mmbMemInterface *iface, si
   a->reserved = reserved;
   a->block = block;
 }
-bool mmb__handle_is_live(const mmbAllocation *a);
+/* The record of h when h is a live handle of the current generation; else
+   NULL (NULL, not mmb's, freed, or freed and handed out again). */
+mmbAllocation *mmb__handle_open(const mmbAllocation *h);
 void mmb__registry_finalize(void);
 /* Calls fn on every live handle (finalize uses it to release leaks). */
 void mmb__registry_for_each_live(void (*fn)(mmbAllocation *a));

@@ -399,7 +399,7 @@ static MMB__ALWAYS_INLINE void mmb__pool_park(mmbMemInterface *iface, pool_cache
   size_t cls = quick_bin_of(a);
   mmb__count_free(cache->c, a->size);
   mmb__poison(mmb__iface_host_accessible(iface), a->ptr, a->reserved);
-  atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
+  mmb__handle_set(a, MMB__HANDLE_FREE);
   a->next = cache->bin[cls];
   cache->bin[cls] = a;
   cache->count[cls]++;

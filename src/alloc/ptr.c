@@ -343,7 +343,7 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
     mmb__handle_fill(a, iface, was, 0, slab_class_size(s->cls), s);
     a->flags = MMB__BARE;
     a->ptr = ptr;
-    atomic_store_explicit(&a->state, MMB__HANDLE_FREEING, memory_order_release);
+    mmb__handle_set(a, MMB__HANDLE_FREEING);
     if ((err = mmb__allocation_fence(func, a, fence, ops)) == MMB_OK) {
       mmb__allocation_defer(a);
       return MMB_OK;

@@ -114,7 +114,7 @@ static rblock *block_get(mmbMemInterface *iface, size_t size, size_t n, size_t a
     mmb__free(b);
     return NULL;
   }
-  atomic_store(&a->state, MMB__HANDLE_INTERNAL);
+  mmb__handle_set(a, MMB__HANDLE_INTERNAL);
   *b = (rblock){.a = a, .base = a->ptr, .size = size};
   mmb__poison(mmb__iface_host_accessible(iface), b->base, b->size);
   mmb__iface_lock(iface);
@@ -159,7 +159,7 @@ static void blocks_release(mmbMemInterface *iface, rblock *list) {
   for (rblock *b = list, *next; b; b = next) {
     next = b->next;
     mmb__unpoison(mmb__iface_host_accessible(iface), b->base, b->size);
-    atomic_store(&b->a->state, MMB__HANDLE_FREEING);
+    mmb__handle_set(b->a, MMB__HANDLE_FREEING);
     iface->strategy->release(iface, b->a, MMB__ALLOC_UNCOUNTED);
     mmb__free(b);
   }
@@ -186,6 +186,7 @@ static uintptr_t block_end(const rblock *b) { return b ? (uintptr_t)b->base + b-
 static mmbRegion *region_new(mmbMemInterface *iface, size_t block_size) {
   mmbRegion *r = mmb__object_new(MMB__KIND_REGION, sizeof *r);
   if (!r) return NULL;
+  r->cursor.magic = MMB__REGION_MAGIC;
   r->iface = iface;
   r->root = r;
   r->block_size = block_size;
@@ -351,6 +352,7 @@ static void region_free(mmbRegion *r) {
   }
   atomic_fetch_sub(&iface->n_regions, 1);
   set_cursor(r, 0, 0);   /* a stale handle's inline path goes to the library */
+  r->cursor.magic = 0;
   mmb__object_free(r);
 }
 

@@ -1,6 +1,5 @@
 /* The allocation registry: every mmbAllocation handle lives in one range of
-   address space reserved at the first allocation and never unmapped until
-   the last mmb_finalize. A handle is therefore always safe to read, which
+   address space reserved at the first allocation and never unmapped. A handle is therefore always safe to read, which
    makes a double free, or a pointer mmb never handed out, a reported error
    instead of memory corruption; checking one is a subtraction and a
    compare; and a handle costs no malloc.
@@ -42,7 +41,7 @@ static bool grow_locked(void) {
   madvise(b + n, count * sizeof *b, MADV_HUGEPAGE);   /* fewer TLB misses over many handles */
   for (size_t i = 0; i < count; i++) {
     mmbAllocation *h = &b[n + i];
-    atomic_init(&h->state, MMB__HANDLE_FREE);
+    atomic_init(&h->state, MMB__STATE(0, MMB__HANDLE_FREE));
     h->next = i + 1 < count ? h + 1 : global_free;
   }
   global_free = &b[n];
@@ -91,7 +90,7 @@ static void spill(mmb__handle_cache *cache, size_t keep) {
 }
 
 void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a) {
-  atomic_store_explicit(&a->state, MMB__HANDLE_FREE, memory_order_release);
+  mmb__handle_set(a, MMB__HANDLE_FREE);
   a->ptr = NULL;
   a->interface = NULL;
   a->fences = NULL;   /* (a region's handle: its prev) */
@@ -104,26 +103,35 @@ void mmb__handle_cache_flush(mmb__handle_cache *cache) { spill(cache, 0); }
 
 bool mmb__handle_is_ours(const mmbAllocation *a) {
   const mmbAllocation *b = atomic_load_explicit(&base, memory_order_acquire);
-  uintptr_t off = (uintptr_t)a - (uintptr_t)b;
+  uintptr_t off = (uintptr_t)mmb__record(a) - (uintptr_t)b;
   return b && off < atomic_load_explicit(&usable, memory_order_acquire) * sizeof *a &&
          off % sizeof *a == 0;
 }
 
-bool mmb__handle_is_live(const mmbAllocation *a) {
-  return a && mmb__handle_is_ours(a) &&
-         atomic_load_explicit(&a->state, memory_order_acquire) == MMB__HANDLE_LIVE;
+mmbAllocation *mmb__handle_open(const mmbAllocation *h) {
+  mmbAllocation *a = mmb__record(h);
+  return h && mmb__handle_is_ours(a) &&
+         atomic_load_explicit(&a->state, memory_order_acquire) == mmb__live_state(h) ? a : NULL;
 }
 
+/* The range stays mapped for the life of the process, its records and their
+   generations with it: a handle kept from before mmb_finalize is refused
+   after it, and after a later mmb_init, never read from unmapped memory nor
+   taken for a new allocation. Every record goes back on the free list. */
 void mmb__registry_finalize(void) {
   pthread_mutex_lock(&lock);
-  mmbAllocation *b = atomic_exchange(&base, NULL);
-  if (b) {
-    mmb__leak_root(b, MAX_HANDLES * sizeof *b, false);
-    munmap(b, MAX_HANDLES * sizeof *b);
-  }
-  atomic_store(&usable, 0);
+  mmbAllocation *b = atomic_load_explicit(&base, memory_order_relaxed);
+  size_t n = atomic_load_explicit(&usable, memory_order_relaxed);
   global_free = NULL;
-  next_chunk = FIRST_CHUNK_HANDLES;
+  for (size_t i = n; i-- > 0;) {
+    mmbAllocation *h = &b[i];
+    mmb__handle_set(h, MMB__HANDLE_FREE);
+    h->ptr = NULL;
+    h->interface = NULL;
+    h->fences = NULL;
+    h->next = global_free;
+    global_free = h;
+  }
   pthread_mutex_unlock(&lock);
 }
 
@@ -131,5 +139,5 @@ void mmb__registry_for_each_live(void (*fn)(mmbAllocation *a)) {
   mmbAllocation *b = atomic_load_explicit(&base, memory_order_acquire);
   size_t n = atomic_load_explicit(&usable, memory_order_acquire);
   for (size_t i = 0; i < n; i++)
-    if (atomic_load(&b[i].state) == MMB__HANDLE_LIVE) fn(&b[i]);
+    if (mmb__handle_code(&b[i]) == MMB__HANDLE_LIVE) fn(&b[i]);
 }

@@ -4,8 +4,9 @@
    pointer the caller gets: its kind, and whether it is live or dead.
 
    Two rules make every handle safe to check, whatever the caller did with it:
-   - The arena is never unmapped while mmb is initialised, so reading a
-     header is always allowed: a handle that points elsewhere is "not made by
+   - The arena is never unmapped once mapped (mmb_finalize drops every
+     object in it, and keeps its place), so reading a header is always
+     allowed: a handle that points elsewhere is "not made by
      mmb", one whose header says dead is "destroyed".
    - An address is not handed out twice until the arena wraps: objects are
      bumped through it, and a page whose objects are all gone goes back to
@@ -68,8 +69,6 @@
 #define TAG MMB__TAG
 
 _Static_assert(sizeof(mmb__objhdr) == 16, "a header is 16 bytes");
-_Static_assert(TAG(TAG_LIVE, MMB__KIND_REGION) == MMB__REGION_TAG,
-               "mmb/region.h's inline path knows a live region's tag");
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t arena_bytes = ARENA_MAX;   /* set while unmapped (tests shrink it) */
@@ -258,7 +257,7 @@ void mmb__object_free(void *obj) {
   size_t n = h->bytes, at = (size_t)((char *)h - mmb__arena_base);
   mmb__kind kind = retire(h);
   /* the header stays readable, and so does a region's cursor, which
-     mmb/region.h's inline path reads (it finds the limit 0) */
+     mmb/region.h's inline path reads (it finds no magic word) */
   size_t keep = sizeof *h + (kind == MMB__KIND_REGION ? sizeof(mmb__region_cursor) : 0);
   /* not a tiling (its tiles' headers are inside it), nor a request, which a
      queue's worker may drop while another thread checks a stale copy */
@@ -307,18 +306,22 @@ bool mmb__objects_set_capacity(size_t bytes) {
   return ok;
 }
 
+/* The arena stays mapped for the life of the process: every object in it
+   is dropped (its pages read as zeros again: no tag, so a handle kept from
+   before is "not an mmb object (or destroyed)", and mmb/region.h's inline
+   path finds no region), and the cursor goes on from where it was, so that
+   a later mmb_init hands out other addresses than the stale handles hold,
+   until the arena wraps. */
 void mmb__objects_finalize(void) {
   pthread_mutex_lock(&lock);
-  char *b = atomic_exchange(&mmb__arena_base, NULL);
+  char *b = atomic_load_explicit(&mmb__arena_base, memory_order_relaxed);
   if (b) {
-    UNPOISON(b, atomic_load(&mmb__arena_committed));
-    mmb__leak_root(b, ARENA_BYTES, false);
-    munmap(b, ARENA_BYTES);
-    munmap(counts, N_PAGES * sizeof *counts);
+    size_t committed = atomic_load(&mmb__arena_committed);
+    UNPOISON(b, committed);
+    madvise(b, committed, MADV_DONTNEED);
+    madvise(counts, N_PAGES * sizeof *counts, MADV_DONTNEED);
+    memset(active, 0, sizeof active);
   }
-  counts = NULL;
-  atomic_store(&mmb__arena_committed, 0);
-  cursor = 0;
   n_pending = 0;
   pthread_mutex_unlock(&lock);
 }

@@ -183,7 +183,7 @@ void mmb__leak_root(const void *p, size_t n, bool on);
 /* Tests: the arena's size in bytes (a multiple of 1 MiB, at most its
    default), set before it is mapped; false otherwise. */
 bool mmb__objects_set_capacity(size_t bytes);
-/* Unmaps the arena (the last mmb_finalize). */
+/* Drops every object of the arena, which stays mapped (the last mmb_finalize). */
 void mmb__objects_finalize(void);
 
 /* Fault injection (tests only, but always built): after `skip` more sites

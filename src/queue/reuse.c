@@ -25,10 +25,11 @@ void mmb__region_read_by(mmbRegion *region, mmb__request *r) {
   mmb__region_read_after(region, r, &mmb__request_fence);
 }
 
-static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *a) {
+static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *h) {
   mmbError err = mmb__queue_check(func, q, NULL);
   if (err != MMB_OK) return err;
-  MMB__ARG(!mmb__handle_is_live(a), func, "%p is not a live allocation", (void *)a);
+  const mmbAllocation *a = mmb__handle_open(h);
+  MMB__ARG(!a, func, "%p is not a live allocation", (void *)h);
   MMB__ARG(a->flags & MMB__IN_REGION, func, "a region allocation is reused when its region is "
            "reset: use mmb_region_reset_async");
   return MMB_OK;

@@ -1,0 +1,213 @@
+/* What a careless caller does with handles and queues: a handle kept after
+   its free while its record serves another allocation, handles kept across
+   mmb_finalize (and a later mmb_init), things that are not regions given to
+   the region's inline path, a queue destroyed or synchronised from its own
+   work, mmb_finalize from queue work, an absurd trace capacity. Each is an
+   error code, never a crash, a hang or someone else's data freed (under
+   ASan+UBSan: no report). */
+#include "common.h"
+#include "alloc/internal.h"   /* mmb__record: which record serves a handle */
+
+#include <unistd.h>
+
+static mmbMemInterface *interface_with(mmbStrategyType strategy, unsigned flags) {
+  mmbMemSpace *s;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &s));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = strategy, .flags = flags},
+                           &iface));
+  return iface;
+}
+
+/* a freed, then b served by a's record: a stays refused everywhere, and b
+   keeps its bytes and is freed once. */
+static void stale_handle_never_reaches_the_next_allocation(mmbMemInterface *iface, size_t n) {
+  mmbAllocation *a, *b, *c;
+  OK(mmb_allocate(n, iface, &a));
+  OK(mmb_free(a));
+  OK(mmb_allocate(n, iface, &b));
+  cr_assert_eq(mmb__record(a), mmb__record(b), "the freed record serves the next allocation");
+  cr_assert_neq(a, b, "but under another handle");
+  memset(mmb_allocation_ptr(b), 0x5a, n);
+  FAILS(mmb_free(a), MMB_INVALID_ARG);
+  cr_assert_null(mmb_allocation_ptr(a));
+  cr_assert_eq(mmb_allocation_size(a), 0);
+  mmbMemInterface *owner;
+  FAILS(mmb_allocation_interface(a, &owner), MMB_INVALID_ARG);
+  FAILS(mmb_copy(a, b), MMB_INVALID_ARG);
+  FAILS(mmb_copy_1d(b, 0, a, 0, 1), MMB_INVALID_ARG);
+  /* b is untouched and still the caller's */
+  const unsigned char *p = mmb_allocation_ptr(b);
+  cr_assert_not_null(p);
+  for (size_t i = 0; i < n; i++) cr_assert_eq(p[i], 0x5a, "byte %zu of b changed", i);
+  OK(mmb_free(b));
+  FAILS(mmb_free(b), MMB_INVALID_ARG);
+  /* many turns of one record: every earlier handle stays refused */
+  mmbAllocation *old[100];
+  for (int i = 0; i < 100; i++) {
+    OK(mmb_allocate(n, iface, &old[i]));
+    OK(mmb_free(old[i]));
+  }
+  OK(mmb_allocate(n, iface, &c));
+  for (int i = 0; i < 100; i++) FAILS(mmb_free(old[i]), MMB_INVALID_ARG);
+  cr_assert_not_null(mmb_allocation_ptr(c));
+  OK(mmb_free(c));
+}
+
+MMB_TEST(misuse, a_stale_allocation_handle_never_frees_the_next_allocation) {
+  mmbMemInterface *pool = interface_with(MMB_STRATEGY_POOL, 0);
+  mmbMemInterface *shared = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE);
+  mmbMemInterface *basic = interface_with(MMB_STRATEGY_BASIC, 0);
+  stale_handle_never_reaches_the_next_allocation(pool, 64);         /* the quick bins */
+  stale_handle_never_reaches_the_next_allocation(pool, 3 << 20);    /* the pool's slow path */
+  stale_handle_never_reaches_the_next_allocation(shared, 64);
+  stale_handle_never_reaches_the_next_allocation(basic, 1000);
+  /* a region's allocation, after its region was reset */
+  mmbRegion *r;
+  OK(mmb_region_create(basic, NULL, &r));
+  mmbAllocation *a, *b;
+  OK(mmb_allocate_opts(64, basic, &(mmbAllocateOptions){.region = r}, &a));
+  OK(mmb_region_reset(r));
+  OK(mmb_allocate_opts(64, basic, &(mmbAllocateOptions){.region = r}, &b));
+  FAILS(mmb_free(a), MMB_INVALID_ARG);
+  cr_assert_not_null(mmb_allocation_ptr(b));
+  OK(mmb_free(b));
+  OK(mmb_region_destroy(r));
+  OK(mmb_interface_destroy(pool));
+  OK(mmb_interface_destroy(shared));
+  OK(mmb_interface_destroy(basic));
+}
+
+/* Every kind of handle kept across mmb_finalize: refused after it
+   (MMB_NOT_INITIALIZED, or NULL and 0 from the getters), and refused after
+   a later mmb_init (MMB_INVALID_ARG), never read from unmapped memory nor
+   taken for a live object. */
+Test(misuse, handles_from_before_finalize_are_refused_after_it_and_after_a_new_init) {
+  mmb_test_setup();
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0);
+  mmbAllocation *a;
+  OK(mmb_allocate(64, iface, &a));
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
+  mmbArray *arr;
+  OK(mmb_array_create(&(mmbDimensions){1, {100}}, l, iface, MMB_READ_WRITE, &arr));
+  mmbRegion *r;
+  OK(mmb_region_create(iface, NULL, &r));
+  void *p;
+  OK(mmb_region_alloc(r, 32, 0, &p));   /* the inline path is open */
+  mmbQueue *q;
+  OK(mmb_queue_create(NULL, &q));
+  OK(mmb_finalize());   /* every handle above left live */
+
+  FAILS(mmb_free(a), MMB_NOT_INITIALIZED);
+  cr_assert_null(mmb_allocation_ptr(a));
+  cr_assert_eq(mmb_allocation_size(a), 0);
+  FAILS(mmb_region_alloc(r, 32, 0, &p), MMB_NOT_INITIALIZED);   /* inline path: closed */
+  FAILS(mmb_layout_destroy(l), MMB_NOT_INITIALIZED);
+  FAILS(mmb_array_destroy(arr), MMB_NOT_INITIALIZED);
+  FAILS(mmb_queue_synchronize(q), MMB_NOT_INITIALIZED);
+  FAILS(mmb_interface_destroy(iface), MMB_NOT_INITIALIZED);
+
+  mmb_test_setup();
+  mmbMemInterface *fresh = interface_with(MMB_STRATEGY_POOL, 0);
+  mmbAllocation *b;
+  OK(mmb_allocate(64, fresh, &b));   /* may take a's record: under another generation */
+  FAILS(mmb_free(a), MMB_INVALID_ARG);
+  cr_assert_null(mmb_allocation_ptr(a));
+  FAILS(mmb_region_alloc(r, 32, 0, &p), MMB_INVALID_ARG);
+  FAILS(mmb_layout_destroy(l), MMB_INVALID_ARG);
+  FAILS(mmb_array_destroy(arr), MMB_INVALID_ARG);
+  FAILS(mmb_queue_synchronize(q), MMB_INVALID_ARG);
+  FAILS(mmb_queue_destroy(NULL, &q), MMB_INVALID_ARG);
+  FAILS(mmb_interface_destroy(iface), MMB_INVALID_ARG);
+  cr_assert_not_null(mmb_allocation_ptr(b));
+  OK(mmb_free(b));
+  OK(mmb_interface_destroy(fresh));
+  mmb_test_teardown();
+}
+
+/* The region's inline path reads nothing but the first word of what it is
+   given before it knows a region: a heap block, a stack array, a pool
+   block, a destroyed region. */
+MMB_TEST(misuse, things_that_are_not_regions_are_refused_by_the_inline_path) {
+  mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0);
+  void *p = NULL;
+  uint64_t *heap = malloc(3 * sizeof *heap);
+  cr_assert_not_null(heap);
+  heap[0] = heap[1] = 0;
+  heap[2] = UINTPTR_MAX;   /* a "limit" the bump would take */
+  FAILS(mmb_region_alloc((mmbRegion *)(void *)heap, 16, 0, &p), MMB_INVALID_ARG);
+  free(heap);
+  uintptr_t stack[3] = {0, 0, UINTPTR_MAX};
+  FAILS(mmb_region_alloc((mmbRegion *)(void *)stack, 16, 0, &p), MMB_INVALID_ARG);
+  mmbAllocation *a;
+  OK(mmb_allocate(64, iface, &a));
+  memset(mmb_allocation_ptr(a), 0xff, 64);
+  FAILS(mmb_region_alloc((mmbRegion *)mmb_allocation_ptr(a), 16, 0, &p), MMB_INVALID_ARG);
+  OK(mmb_free(a));
+  mmbRegion *r;
+  OK(mmb_region_create(iface, NULL, &r));
+  OK(mmb_region_alloc(r, 16, 0, &p));
+  OK(mmb_region_destroy(r));
+  FAILS(mmb_region_alloc(r, 16, 0, &p), MMB_INVALID_ARG);
+  cr_assert_not_null(p);
+  OK(mmb_interface_destroy(iface));
+}
+
+typedef struct own_work {
+  mmbQueue *q;
+  mmbError destroyed, synchronized, finalized;
+} own_work;
+
+static void call_back_into_the_queue(void *arg) {
+  own_work *w = arg;
+  mmbQueue *q = w->q;
+  w->destroyed = mmb_queue_destroy(NULL, &q);
+  w->synchronized = mmb_queue_synchronize(w->q);
+  w->finalized = mmb_finalize();
+}
+
+/* Work that destroys or synchronises its own queue, or finalizes mmb, would
+   wait for itself (or free the queue it runs on): refused, and the queue
+   goes on. A nested mmb_init's finalize from work is allowed (it only
+   counts down). */
+Test(misuse, a_queue_is_not_destroyed_synchronised_or_finalized_from_its_own_work) {
+  mmb_test_setup();
+  own_work w = {.destroyed = MMB_OK, .synchronized = MMB_OK, .finalized = MMB_OK};
+  OK(mmb_queue_create(NULL, &w.q));
+  mmbRequest req = {0};
+  OK(mmb_queue_submit(w.q, call_back_into_the_queue, &w, &req));
+  OK(mmb_wait(&req));
+  FAILS(w.destroyed, MMB_INVALID_STATE);
+  FAILS(w.synchronized, MMB_INVALID_STATE);
+  FAILS(w.finalized, MMB_INVALID_STATE);
+  cr_assert(mmb_is_initialized());
+  OK(mmb_init(NULL));   /* nested: the work's finalize counts it down */
+  OK(mmb_queue_submit(w.q, call_back_into_the_queue, &w, &req));
+  OK(mmb_wait(&req));
+  OK(w.finalized);
+  cr_assert(mmb_is_initialized());
+  OK(mmb_queue_synchronize(w.q));   /* from another thread: as always */
+  OK(mmb_queue_destroy(NULL, &w.q));
+  mmb_test_teardown();
+}
+
+/* MMB_TRACE_CAPACITY whose ring's bytes would wrap size_t. */
+Test(misuse, a_trace_capacity_past_addressable_memory_fails_init) {
+  char path[] = "/tmp/mmb-misuse-trace-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  setenv("MMB_TRACE", path, 1);   /* the ring is made at init */
+  setenv("MMB_TRACE_CAPACITY", "1000000000000000000", 1);   /* 1e18 events */
+  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
+  FAILS(mmb_init(&quiet), MMB_OVERFLOW);
+  cr_assert_not(mmb_is_initialized());
+  unsetenv("MMB_TRACE_CAPACITY");
+  unsetenv("MMB_TRACE");
+  unlink(path);
+  mmb_test_setup();
+  OK(mmb_trace_start());
+  OK(mmb_trace_stop());
+  mmb_test_teardown();
+}
