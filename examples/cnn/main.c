@@ -244,6 +244,11 @@ static int load_data(run *r, char *err, size_t err_len) {
                             err_len)) != MMB_OK)
     return e == MMB_IO ? 2 : 1;
   r->have_test = true;
+  if (r->c.batch > r->train.n) {
+    snprintf(err, err_len, "--batch %zu is larger than the %zu training images: every batch "
+             "would be the whole set", r->c.batch, r->train.n);
+    return 2;
+  }
   if (r->train.rows != r->test.rows || r->train.cols != r->test.cols) {
     snprintf(err, err_len, "training images are %zux%zu but test images %zux%zu", r->train.rows,
              r->train.cols, r->test.rows, r->test.cols);
@@ -290,9 +295,11 @@ static int train_and_report(run *r, char *err, size_t err_len) {
   cnn_result res;
   mmbError e = cnn_train(&r->plan, &r->model, &r->train, &r->test, &to, &res, err, err_len);
   if (e != MMB_OK) return 1;
-  printf("test accuracy %.2f%% after %zu epoch%s: %zu samples in %.2f s, %.0f samples/s\n",
-         100 * res.test_accuracy, r->c.epochs, r->c.epochs > 1 ? "s" : "", res.train_samples,
-         res.seconds, res.seconds > 0 ? res.train_samples / res.seconds : 0.0);
+  printf("test accuracy %.2f%% on %s%zu test images after %zu epoch%s: %zu samples in %.2f s, "
+         "%.0f samples/s\n", 100 * res.test_accuracy,
+         res.test_samples < r->test.n ? "the first " : "", res.test_samples, r->c.epochs,
+         r->c.epochs > 1 ? "s" : "", res.train_samples, res.seconds,
+         res.seconds > 0 ? res.train_samples / res.seconds : 0.0);
   print_memory(&r->plan, &res);
   unsigned long long sum = 0;
   if ((e = cnn_plan_unplace(&r->plan, r->model.params, r->model.n_params)) != MMB_OK ||
@@ -309,6 +316,20 @@ static int train_and_report(run *r, char *err, size_t err_len) {
     return 1;
   if (r->c.json) print_json(&r->c, &r->plan, &r->model, &res, &r->dist, sum);
   return 0;
+}
+
+/* Whether the trace can be written at path, asked before training (the
+   dump comes after it): a file made for the question is removed again. */
+static bool writable(const char *path, char *err, size_t err_len) {
+  bool existed = access(path, F_OK) == 0;
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    snprintf(err, err_len, "%s: the trace cannot be written there (%s)", path, strerror(errno));
+    return false;
+  }
+  fclose(f);
+  if (!existed) unlink(path);
+  return true;
 }
 
 static int finish(run *r, int status) {
@@ -347,6 +368,10 @@ int main(int argc, char **argv) {
   if (!status && r.c.batch % (size_t)r.dist.ranks) {
     fprintf(stderr, "cnn: --batch %zu is the global batch: it must be a multiple of the %d ranks\n",
             r.c.batch, r.dist.ranks);
+    status = 2;
+  }
+  if (!status && r.c.trace && !writable(r.c.trace, err, sizeof err)) {
+    fprintf(stderr, "cnn: --trace %s\n", err);
     status = 2;
   }
   if (status) {

@@ -1,6 +1,7 @@
 /* The training loop (see train.h). */
 #include "train.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -200,7 +201,23 @@ typedef struct epoch_state {
   bool first_batch_seen;
   size_t n;              /* the training set's samples (over every rank) */
   size_t local_batch;    /* this rank's share of a batch */
+  size_t diverged;       /* the batch after which training had diverged; 0: it has not */
+  char diverged_how[32]; /* the loss then */
 } epoch_state;
+
+/* How often (in batches) one process looks at the running loss: a read of
+   two floats, and on a GPU a wait for the batch. Data-parallel ranks look at
+   the end of the epoch only, where they agree. */
+#define LOSS_CHECK_BATCHES 50
+
+/* Training has diverged when the mean loss is not finite, or above ten
+   times a guess's (ln classes: 23 for 10 classes, the true class given
+   e^-23 on average; the loss clamps a sample at -ln 1e-30 = 69, so a net
+   that blew up reads large, not infinite). No learning rate that trains
+   gets there: the seed and wide nets start near ln 10 = 2.3. */
+static bool diverged(double mean_loss, size_t classes) {
+  return !isfinite(mean_loss) || mean_loss > 10 * log((double)classes);
+}
 
 /* Global batches in an epoch of n samples: data-parallel, a last batch too
    small to give every rank a sample is left out. */
@@ -208,6 +225,11 @@ static size_t epoch_batches(const cnn_train_options *o, size_t n) {
   size_t ranks = cnn_dist_active(o->dist) ? (size_t)o->dist->ranks : 1;
   size_t total = n / o->batch + (n % o->batch >= ranks);
   return o->max_batches && o->max_batches < total ? o->max_batches : total;
+}
+
+static void note_divergence(epoch_state *s, size_t batch, double loss) {
+  s->diverged = batch;
+  snprintf(s->diverged_how, sizeof s->diverged_how, "%.4g", loss);
 }
 
 static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_epoch *ep) {
@@ -232,9 +254,14 @@ static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_e
       s->r->trips_after_first_batch = cnn_provider_trips();
       s->r->rss_after_first_batch = cnn_rss_bytes();
     }
-    if (o->progress && e == MMB_OK) {
-      if (now() - last >= 0.1) s->plan->ops->read(s->plan->ops->ctx, s->stats, 2, host);
+    bool look = !cnn_dist_active(o->dist) && ep->batches % LOSS_CHECK_BATCHES == 0;
+    if (e == MMB_OK && (look || (o->progress && now() - last >= 0.1)))
+      s->plan->ops->read(s->plan->ops->ctx, s->stats, 2, host);
+    if (o->progress && e == MMB_OK)
       progress(o, index, ep->batches, total, host[0] / (ep->samples ? ep->samples : 1), &last);
+    if (e == MMB_OK && look && diverged(host[0] / (double)ep->samples, s->m->classes)) {
+      note_divergence(s, ep->batches, host[0] / (double)ep->samples);
+      e = MMB_ERROR;
     }
   }
   mmbError e2 = batches_end(&w);
@@ -252,6 +279,10 @@ static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_e
   ep->loss = ep->samples ? host[0] / ep->samples : 0;
   ep->train_accuracy = ep->samples ? host[1] / ep->samples : 0;
   ep->samples_per_s = ep->seconds > 0 ? ep->samples / ep->seconds : 0;
+  if (e == MMB_OK && ep->samples && diverged(ep->loss, s->m->classes)) {
+    note_divergence(s, ep->batches, ep->loss);
+    e = MMB_ERROR;
+  }
   return e;
 }
 
@@ -307,7 +338,13 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
     }
     cnn_epoch ep = {.index = epoch + 1, .epochs = o->epochs};
     if ((e = train_epoch(&s, ds, epoch + 1, &ep)) != MMB_OK) {
-      snprintf(err, err_len, "training, epoch %zu: %s", epoch + 1, mmb_error_string(e));
+      if (s.diverged)
+        snprintf(err, err_len, "training diverged: the mean loss is %s after batch %zu of "
+                 "epoch %zu, where a guess's is %.2f (lr %g is too large for this net: try a "
+                 "smaller --lr)", s.diverged_how, s.diverged, epoch + 1,
+                 log((double)m->classes), (double)o->sgd.lr);
+      else
+        snprintf(err, err_len, "training, epoch %zu: %s", epoch + 1, mmb_error_string(e));
       break;
     }
     if (test && (e = cnn_evaluate(plan, m, test, o->batch, o->test_limit, &ep.test_accuracy,

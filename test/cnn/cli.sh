@@ -46,6 +46,13 @@ expect 2 "needs a value" -- --data
 expect 2 "unexpected argument" -- stray
 expect 2 "raise --fast-limit" -- --net wide --fast-limit 64K "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
+# careless runs: refused before training, or stopped with a reason
+expect 2 "cannot be written there" -- --trace "$tmp/none/trace.json" "${data[@]}"
+if grep -q '^epoch' "$tmp/out"; then echo "FAIL: an unwritable --trace is found only after training"; fails=$((fails + 1)); fi
+expect 2 "larger than the 300 training images" -- --batch 1000 "${data[@]}"
+expect 1 "training diverged" -- --lr 1000 "${data[@]}"
+expect 0 "on the first 20 test images" -- --test-limit 20 --max-batches 2 "${data[@]}"
+expect 0 "on 60 test images" -- --max-batches 2 "${data[@]}"
 
 bad() {   # bad NAME FILE PYTHON-EDIT WORD: a copy of the good set with one file edited
   mkdir "$tmp/$1" && cp "$tmp/good/"* "$tmp/$1/"
