@@ -458,11 +458,13 @@ plot-check: $(BUILD)/bin/training_loop
 	@grep -q '<svg' $(BUILD)/training_loop.svg
 
 # make docs: HTML and man pages (section 3) from the headers with Doxygen,
-# in build/docs (docs/Doxyfile); any warning fails it. `make install` then
+# in build/docs (docs/Doxyfile); any warning fails it. docs/man-tidy.sh keeps
+# the pages named mmb... (a struct member's, free.3, would shadow libc's). `make install` then
 # installs the man pages too.
 docs: $(DEPS_DOCS)
 	@rm -rf build/docs
 	doxygen docs/Doxyfile
+	docs/man-tidy.sh build/docs/man/man3
 	@echo "docs: build/docs/html/index.html, build/docs/man/man3 ($$(ls build/docs/man/man3 | wc -l) pages)"
 
 # Fuzzing (fuzz/README.md): libFuzzer targets built with clang, the library
