@@ -153,6 +153,68 @@ Test(node, an_emulated_hbm_tier_is_a_space_like_any) {
   mmb_test_teardown();
 }
 
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* n bytes copied from `from` into `to`: the milliseconds it took. */
+static double timed_copy(mmbMemInterface *to, mmbMemInterface *from, size_t n) {
+  mmbAllocation *d, *s;
+  OK(mmb_allocate(n, to, &d));
+  OK(mmb_allocate(n, from, &s));
+  memset(mmb_allocation_ptr(s), 7, n);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  OK(mmb_copy(d, s));
+  double ms = ms_since(&t0);
+  cr_assert_eq(((unsigned char *)mmb_allocation_ptr(d))[n - 1], 7);
+  OK(mmb_free(d));
+  OK(mmb_free(s));
+  return ms;
+}
+
+static mmbMemInterface *interface_on(mmbMemLayer layer, size_t limit, mmbMemSpace **space) {
+  OK(mmb_request_space(layer, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = limit}, space));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(*space, NULL, &iface));
+  return iface;
+}
+
+/* A space requested from an emulated tier with a limit (what the CNN's
+   plan does) is held to the tier's bw= too; DRAM:bw= throttles the DRAM
+   spaces, the limited ones requested from them included. info.bandwidth
+   says the rate. The times asserted are lower bounds: a loaded machine
+   only makes a copy slower. */
+Test(node, a_throttle_reaches_the_spaces_requested_from_the_tier) {
+  cr_assert_eq(setenv("MMB_EMULATE", "HBM:64M:bw=100M,DRAM:bw=200M", 1), 0);
+  mmb_test_setup();
+  mmbMemSpace *hbm, *dram, *dram_near;
+  mmbMemInterface *fast = interface_on(MMB_HBM, 16u << 20, &hbm);
+  mmbMemInterface *home = interface_on(MMB_DRAM, 0, &dram);
+  mmbMemInterface *near = interface_on(MMB_DRAM, 32u << 20, &dram_near);
+  mmbSpaceInfo info;
+  OK(mmb_space_get_info(hbm, &info));
+  cr_assert_eq(info.bandwidth, 100, "the limited child says its tier's rate: %llu MiB/s",
+               info.bandwidth);
+  OK(mmb_space_get_info(dram, &info));
+  cr_assert_eq(info.bandwidth, 200);
+  /* 4 MiB into the limited HBM child: at least 40 ms at 100 MiB/s */
+  double ms = timed_copy(fast, home, 4u << 20);
+  cr_assert_geq(ms, 38.0, "4 MiB at bw=100M took %.2f ms", ms);
+  /* DRAM to DRAM, a limited child of it on one side: at least 20 ms */
+  ms = timed_copy(near, home, 4u << 20);
+  cr_assert_geq(ms, 19.0, "4 MiB at bw=200M took %.2f ms", ms);
+  OK(mmb_interface_destroy(fast));
+  OK(mmb_interface_destroy(home));
+  OK(mmb_interface_destroy(near));
+  OK(mmb_space_release(hbm));
+  OK(mmb_space_release(dram));
+  OK(mmb_space_release(dram_near));
+  mmb_test_teardown();
+}
+
 static void emulate_refused(const char *value) {
   cr_assert_eq(setenv("MMB_EMULATE", value, 1), 0);
   FAILS(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}), MMB_INVALID_ARG);
@@ -161,7 +223,8 @@ static void emulate_refused(const char *value) {
 
 Test(node, a_malformed_emulation_fails_init) {
   const char *bad[] = {"HBM", "HBM:", "HBM:4X", "HBM:0", "GDRAM:1G", "DRAM2:1G", "HBM:1G:bw=",
-                       "HBM:1G:bw=0", "HBM:1G:speed=1G", "HBM:1G,", "HBM:1G,NVDIMM"};
+                       "HBM:1G:bw=0", "HBM:1G:speed=1G", "HBM:1G,", "HBM:1G,NVDIMM",
+                       "DRAM:1G", "DRAM:bw=", "DRAM:bw=0", "DRAM:bw=fast"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) emulate_refused(bad[i]);
 }
 

@@ -37,7 +37,8 @@ typedef struct mmbSpaceInfo {
   bool discovered;        /**< found at init, rather than made by mmb_request_space */
   bool emulated;          /**< a tier MMB_EMULATE made over DRAM (see mmb_init) */
   char name[48];          /**< e.g. "DRAM (NUMA 0)", "GDRAM (GPU 1)" */
-  unsigned long long bandwidth;  /**< MiB/s, hwloc's best for its NUMA node; 0 unknown */
+  unsigned long long bandwidth;  /**< MiB/s, hwloc's best for its NUMA node, or the rate
+                                      MMB_EMULATE's bw= holds its copies to; 0 unknown */
   unsigned long long latency;    /**< ns, hwloc's best for its NUMA node; 0 unknown */
 } mmbSpaceInfo;
 

@@ -85,9 +85,16 @@ static bool stream_reaches(const mmb__copy_engine *on, mmbMemInterface *di, mmbM
   return !(dh && sh) && (dh || on->reaches(on->state, di)) && (sh || on->reaches(on->state, si));
 }
 
-/* MMB_EMULATE's bw=: the slower emulated side's bytes per second, 0 for none. */
+/* MMB_EMULATE's bw=: the slower throttled side's bytes per second, 0 for
+   none. A space requested from a throttled one (a limited child of the
+   emulated HBM, or of DRAM with DRAM:bw=) is held to its rate. */
+static size_t space_throttle(const mmbMemSpace *space) {
+  for (const mmbMemSpace *s = space; s; s = s->parent)
+    if (s->throttle) return s->throttle;
+  return 0;
+}
 static size_t throttle_of(const mmbMemInterface *di, const mmbMemInterface *si) {
-  size_t d = di ? di->space->throttle : 0, s = si ? si->space->throttle : 0;
+  size_t d = di ? space_throttle(di->space) : 0, s = si ? space_throttle(si->space) : 0;
   return d && s ? mmb__min(d, s) : d ? d : s;
 }
 

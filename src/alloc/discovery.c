@@ -99,11 +99,34 @@ static mmbError add_cuda_spaces(int nodes, mmbMemSpace **dram_of_node) {
 
 /* MMB_EMULATE=LAYER:SIZE[:bw=RATE][,...]: a tier this node lacks, made
    over the first DRAM node so that tiered code runs anywhere; RATE (bytes
-   per second, K/M/G/T) slows the copies to and from it to that bandwidth. */
+   per second, K/M/G/T) slows the copies to and from it to that bandwidth.
+   DRAM:bw=RATE throttles the node's DRAM spaces themselves, a slow capacity
+   tier. A space's info.bandwidth then says the rate (MiB/s). */
 static mmbError emulation_failed(const char *env, const char *why) {
   mmb__log(MMB_LOG_ERROR, "MMB_EMULATE='%s': %s (expected LAYER:SIZE[:bw=RATE], LAYER HBM or "
-           "NVDIMM, e.g. HBM:4G or NVDIMM:64G:bw=8G, entries separated by commas)", env, why);
+           "NVDIMM, or DRAM:bw=RATE; e.g. HBM:4G, NVDIMM:64G:bw=8G or DRAM:bw=5G, entries "
+           "separated by commas)", env, why);
   return MMB_INVALID_ARG;
+}
+
+static void set_throttle(mmbMemSpace *s, size_t bytes_per_s) {
+  s->throttle = bytes_per_s;
+  s->info.bandwidth = bytes_per_s / (1024 * 1024) ? bytes_per_s / (1024 * 1024) : 1;
+}
+
+/* DRAM:bw=RATE: every DRAM space of the node copies at most at RATE. */
+static mmbError throttle_dram(const char *env, const char *opt, mmbMemSpace *const *dram_of_node,
+                              int nodes) {
+  size_t rate = 0;
+  if (strncmp(opt, "bw=", 3) != 0 || !mmb__parse_size(opt + 3, &rate) || !rate)
+    return emulation_failed(env, "DRAM takes only bw=RATE, a rate above 0 (bytes per second)");
+  for (int i = 0; i < nodes; i++)
+    if (dram_of_node[i] && dram_of_node[i]->info.layer == MMB_DRAM) {
+      set_throttle(dram_of_node[i], rate);
+      mmb__log(MMB_LOG_INFO, "MMB_EMULATE: space %s, copies at most bw=%s",
+               dram_of_node[i]->info.name, opt + 3);
+    }
+  return MMB_OK;
 }
 
 static mmbError add_emulated(const char *env, mmbMemSpace *const *dram_of_node, int nodes) {
@@ -122,6 +145,11 @@ static mmbError add_emulated(const char *env, mmbMemSpace *const *dram_of_node, 
     char *layer = entry, *size = strchr(entry, ':'), *rate = NULL;
     if (!size) return emulation_failed(env, "an entry has no size");
     *size++ = '\0';
+    if (!strcasecmp(layer, "DRAM")) {
+      mmbError err = throttle_dram(env, size, dram_of_node, nodes);
+      if (err != MMB_OK) return err;
+      continue;
+    }
     if ((rate = strchr(size, ':'))) {
       *rate++ = '\0';
       if (strncmp(rate, "bw=", 3) != 0) return emulation_failed(env, "unknown option after the size");
@@ -145,7 +173,7 @@ static mmbError add_emulated(const char *env, mmbMemSpace *const *dram_of_node, 
     mmbMemSpace *s;
     mmbError err = add(&info, NULL, &s);
     if (err != MMB_OK) return err;
-    s->throttle = throttle;
+    if (throttle) set_throttle(s, throttle);
     mmb__log(MMB_LOG_INFO, "MMB_EMULATE: space %s, %zu bytes%s%s", info.name, info.capacity,
              rate ? ", copies at most bw=" : "", rate ? rate : "");
   }

@@ -29,6 +29,21 @@ data=(--data "$tmp/good")
 # an emulated HBM tier (MMB_EMULATE) is the plan's fast tier
 MMB_EMULATE=HBM:64M expect 0 "fast tier HBM (emulated" -- "${data[@]}" --max-batches 3
 expect 0 usage -- --help
+# a throttled fast tier (MMB_EMULATE's bw=) slows every batch: 10 images of
+# 784 bytes and their labels each take at least 7.5 ms at 1 MiB/s (a lower
+# bound: a loaded machine only adds to it); the same with the capacity tier
+# throttled instead (DRAM:bw=)
+for tier in HBM:64M:bw=1M HBM:64M,DRAM:bw=1M; do
+  if ! MMB_EMULATE=$tier "$cnn" "${data[@]}" --max-batches 10 --json 2> "$tmp/err" | tail -1 |
+       python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["seconds_per_batch"] >= 0.0075 * 0.95, d["seconds_per_batch"]'; then
+    echo "FAIL: MMB_EMULATE=$tier does not slow the CNN's batches"; fails=$((fails + 1))
+  else
+    passed=$((passed + 1))
+  fi
+done
 expect 2 "bad value" -- --batch 0 "${data[@]}"
 expect 2 "bad value" -- --batch ten "${data[@]}"
 expect 2 "bad value" -- --epochs -1 "${data[@]}"
