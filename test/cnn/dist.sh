@@ -14,10 +14,13 @@ fails=0
 
 "$here/small_set.py" "$tmp/set" 403 100 5   # 403 = 12 batches of 32 + 19: the last splits 10 + 9
 
+# Generous limits (a loaded 2-core machine runs these in seconds): a hang
+# fails the test instead of holding make test.
+limit=600
 compare() {   # compare NAME ARGS...: one rank against two
   local name="$1"; shift
-  "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-1.bin" > "$tmp/$name-1.out" 2> "$tmp/$name-1.err" &&
-  "$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-2.bin" \
+  timeout $limit "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-1.bin" > "$tmp/$name-1.out" 2> "$tmp/$name-1.err" &&
+  timeout $limit "$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" "$@" --json --save-weights "$tmp/$name-2.bin" \
       > "$tmp/$name-2.out" 2> "$tmp/$name-2.err" &&
   python3 - "$tmp/$name" <<'PY'
 import array, json, sys
@@ -50,7 +53,7 @@ compare wide-resident --net wide --batch 16 --max-batches 4 --test-limit 50 --fa
 compare wide-streamed --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 25%
 
 # a global batch the ranks cannot split evenly is refused on every rank
-"$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" --batch 33 > "$tmp/odd.out" 2> "$tmp/odd.err"
+timeout $limit "$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" --batch 33 > "$tmp/odd.out" 2> "$tmp/odd.err"
 if [ $? -ne 2 ] || ! grep -q "multiple of the 2 ranks" "$tmp/odd.err"; then
   echo "FAIL: --batch 33 on 2 ranks:"; sed 's/^/    /' "$tmp/odd.err"; fails=$((fails + 1))
 fi

@@ -9,6 +9,9 @@ flags=(-np "$n")
 if mpirun --version 2>&1 | grep -q "Open MPI"; then
   flags+=(--oversubscribe)
   [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
+  # ranks that wait in a blocking call yield the core instead of spinning on
+  # it: ranks, their queues' threads and BLAS share this machine's few cores
+  export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
   # no network between ranks of one machine: shared memory and loopback only
   export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader,tcp}"
   export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
