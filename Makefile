@@ -227,10 +227,12 @@ $(BUILD)/bin/bench-alloc-count: bench/alloc.c $(SHARED) | $(DEPS_COUNT)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 $< -o $@ $(APP_LINK) -lpthread -lm
 
-# The tiles benchmark times the transpose example's own code, against OpenBLAS (somatcopy).
-$(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c $(SHARED)
+# The tiles benchmark times the transpose example's own code, against OpenBLAS (somatcopy),
+# on the best OpenBLAS kernel the CPU allows (examples/cnn/blas.c).
+$(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c examples/cnn/blas.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $< -o $@ \
+	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $< \
+	  examples/cnn/blas.c -o $@ \
 	  $(APP_LINK) $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
 $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)

@@ -8,6 +8,10 @@
 #   2. The wide net (11 M parameters), batch 64, streamed through a fast
 #      tier of a quarter of its parameters against the same batches all
 #      resident, RUNS pairs interleaved.
+#   3. The resident runs' training GFLOP/s (the network's flops per sample
+#      over the time) against the best correct cblas_sgemm the same run
+#      measured at start on the same thread, with the OpenBLAS kernel it ran
+#      (examples/cnn/blas.h picks the best the CPU allows).
 #   RUNS=3 BUILD=build bench/cnn.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,3 +59,15 @@ for i in $(seq "$runs"); do
   pairs+=("$out/streamed.$i.json" "$out/resident.$i.json")
 done
 python3 examples/cnn/compare.py "${pairs[@]}"
+
+echo
+echo "== wide net, resident: training GFLOP/s against the best correct sgemm measured in the same run"
+python3 - "$out" "$runs" <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+rs = [json.loads(open(f"{out}/resident.{i}.json").read().strip().splitlines()[-1]) for i in range(1, runs + 1)]
+ratios = [r["gflops"] / r["sgemm_gflops_best"] for r in rs if r["sgemm_gflops_best"] > 0]
+print(f"  OpenBLAS kernel {rs[0]['blas_kernel']}: training {statistics.median(r['gflops'] for r in rs):.1f} GFLOP/s, "
+      f"sgemm {statistics.median(r['sgemm_gflops_best'] for r in rs):.1f} GFLOP/s (1 thread, 1024^3)")
+print(f"  ratio: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}); target >= 0.60")
+PY

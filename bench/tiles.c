@@ -22,6 +22,8 @@
 #include <cblas.h>
 #include <immintrin.h>
 
+#include "../examples/cnn/blas.h"   /* the best OpenBLAS kernel, checked (examples/cnn/blas.c) */
+
 enum { ROWS = 4096, COLS = 4096 };   /* floats: 64 MiB */
 
 typedef struct tile_case {
@@ -285,7 +287,15 @@ static void bench_transpose(void) {
 }
 
 int main(int argc, char **argv) {
+  cnn_blas_start(argc, argv);   /* may start again with a better OpenBLAS kernel */
   if (argc > 1) reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : 1;
+  cnn_blas blas;
+  if (!cnn_blas_measure(&blas)) {
+    fprintf(stderr, "bench-tiles: %s\n", blas.note);
+    return 1;
+  }
+  printf("OpenBLAS kernel %s (sgemm %.1f GFLOP/s): %s\n\n", blas.kernel, blas.sgemm_gflops,
+         blas.note);
   CHECK(mmb_init(NULL));
   mmbMemSpace *dram, *fast;
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));

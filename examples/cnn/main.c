@@ -10,6 +10,7 @@
    Exit status: 0 trained; 1 a failure at run time; 2 bad arguments or bad
    data files. */
 #include "train.h"
+#include "blas.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -149,6 +150,16 @@ static int parse(int argc, char **argv, cli *c) {
   return 0;
 }
 
+typedef struct run {
+  cli c;
+  cnn_dist dist;
+  cnn_plan plan;
+  cnn_dataset train, test;
+  cnn_model model;
+  cnn_blas blas;   /* the host's BLAS: its kernel, its best sgemm (not with --device gpu) */
+  bool have_plan, have_train, have_test, have_model;
+} run;
+
 /* ---- output ---------------------------------------------------------------- */
 
 static double mib(size_t b) { return b / 1048576.0; }
@@ -186,8 +197,12 @@ static size_t high_of(mmbMemSpace *s) {
   return mmb_space_get_stats(s, &st) == MMB_OK ? st.used_high : 0;
 }
 
-static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
-                       const cnn_result *r, const cnn_dist *d, unsigned long long checksum) {
+static double train_gflops(const run *r, const cnn_result *res);
+static void print_json(const run *rn, const cnn_result *r, unsigned long long checksum) {
+  const cli *c = &rn->c;
+  const cnn_plan *plan = &rn->plan;
+  const cnn_model *m = &rn->model;
+  const cnn_dist *d = &rn->dist;
   printf("{\"net\": \"%s\", \"epochs\": %zu, \"batch\": %zu, \"lr\": %g, \"momentum\": %g, "
          "\"threads\": %d, \"device\": \"%s\", \"seed\": %llu, \"train_samples\": %zu, "
          "\"batches\": %zu, \"test_samples\": %zu, \"test_accuracy\": %.6f, "
@@ -198,7 +213,8 @@ static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
          "\"activations_high_bytes\": %zu, \"provider_trips_after_first_batch\": %llu, "
          "\"rss_after_first_batch\": %zu, \"rss_end\": %zu, \"weights_fnv1a\": \"%016llx\", "
          "\"ranks\": %d, \"allreduces\": %zu, \"allreduce_seconds\": %.6f, "
-         "\"allreduce_wait_seconds\": %.6f}\n",
+         "\"allreduce_wait_seconds\": %.6f, \"blas_kernel\": \"%s\", \"gflops\": %.3f, "
+         "\"sgemm_gflops_best\": %.3f}\n",
          c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
          c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
          r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
@@ -206,7 +222,8 @@ static void print_json(const cli *c, const cnn_plan *plan, const cnn_model *m,
          cnn_model_param_bytes(m), plan->budget, plan->streamed ? "true" : "false",
          plan->n_streamed, high_of(plan->params_space), high_of(plan->acts_space),
          r->trips_after_first_batch, r->rss_after_first_batch, r->rss_end, checksum, d->ranks,
-         d->reduces, d->reduce_seconds, d->wait_seconds);
+         d->reduces, d->reduce_seconds, d->wait_seconds, plan->gpu ? "" : rn->blas.kernel,
+         train_gflops(rn, r), plan->gpu ? 0.0 : rn->blas.sgemm_gflops);
 }
 
 /* Every parameter's values, in order, as float32 (from the capacity tier:
@@ -225,14 +242,13 @@ static int save_weights(const cnn_model *m, const char *path, char *err, size_t 
 
 /* ---- the run ---------------------------------------------------------------- */
 
-typedef struct run {
-  cli c;
-  cnn_dist dist;
-  cnn_plan plan;
-  cnn_dataset train, test;
-  cnn_model model;
-  bool have_plan, have_train, have_test, have_model;
-} run;
+
+/* The training's rate in floating-point operations (this rank's samples:
+   the sgemm it is compared with ran on this rank's threads). */
+static double train_gflops(const run *r, const cnn_result *res) {
+  size_t samples = res->train_samples / (size_t)(r->dist.ranks > 0 ? r->dist.ranks : 1);
+  return res->seconds > 0 ? cnn_model_train_flops(&r->model) * samples / res->seconds * 1e-9 : 0;
+}
 
 /* Loads both sets; exit status 2 on a defect of the files. */
 static int load_data(run *r, char *err, size_t err_len) {
@@ -281,8 +297,11 @@ static void banner(const run *r) {
     printf("%d ranks, %zu samples each per batch, gradients all-reduced tile by tile; ",
            r->dist.ranks, r->c.batch / (size_t)r->dist.ranks);
   if (r->plan.gpu) printf("%s\n", r->plan.ops->name);
-  else printf("cpu, %d OpenBLAS thread%s (%s)\n", r->c.threads, r->c.threads > 1 ? "s" : "",
-              cnn_blas_config());
+  else printf("cpu, %d OpenBLAS thread%s (%s)\n     OpenBLAS kernel %s, sgemm %.1f GFLOP/s "
+              "on %s thread%s (the best of a few 1024^3); %s\n", r->c.threads,
+              r->c.threads > 1 ? "s" : "", cnn_blas_config(), r->blas.kernel,
+              r->blas.sgemm_gflops, r->c.threads > 1 ? "its" : "that", r->c.threads > 1 ? "s" : "",
+              r->blas.note);
   cnn_plan_print(&r->plan, r->model.params, r->model.n_params);
 }
 
@@ -300,6 +319,11 @@ static int train_and_report(run *r, char *err, size_t err_len) {
          res.test_samples < r->test.n ? "the first " : "", res.test_samples, r->c.epochs,
          r->c.epochs > 1 ? "s" : "", res.train_samples, res.seconds,
          res.seconds > 0 ? res.train_samples / res.seconds : 0.0);
+  double gflops = train_gflops(r, &res);
+  if (!r->plan.gpu)
+    printf("training ran at %.1f GFLOP/s, %.0f%% of the best sgemm measured at start (%.1f, "
+           "kernel %s)\n", gflops, r->blas.sgemm_gflops > 0 ? 100 * gflops / r->blas.sgemm_gflops : 0,
+           r->blas.sgemm_gflops, r->blas.kernel);
   print_memory(&r->plan, &res);
   unsigned long long sum = 0;
   if ((e = cnn_plan_unplace(&r->plan, r->model.params, r->model.n_params)) != MMB_OK ||
@@ -314,7 +338,7 @@ static int train_and_report(run *r, char *err, size_t err_len) {
            res.seconds > 0 ? 100 * r->dist.wait_seconds / res.seconds : 0.0);
   if (r->c.save_weights && r->dist.rank == 0 && save_weights(&r->model, r->c.save_weights, err, err_len))
     return 1;
-  if (r->c.json) print_json(&r->c, &r->plan, &r->model, &res, &r->dist, sum);
+  if (r->c.json) print_json(r, &res, sum);
   return 0;
 }
 
@@ -357,6 +381,7 @@ static int finish(run *r, int status) {
 }
 
 int main(int argc, char **argv) {
+  cnn_blas_start(argc, argv);   /* may start again with a better OpenBLAS kernel (blas.h) */
   run r = {0};
   char err[512] = "";
   if (cnn_dist_start(&argc, &argv, &r.dist, err, sizeof err)) {
@@ -401,6 +426,10 @@ int main(int argc, char **argv) {
                          .threads = r.c.threads};
   if (cnn_plan_create(&po, &r.plan, err, sizeof err) != MMB_OK) status = 1;
   else r.have_plan = true;
+  if (!status && !r.plan.gpu && !cnn_blas_measure(&r.blas)) {   /* on the threads the plan set */
+    snprintf(err, sizeof err, "%s", r.blas.note);
+    status = 1;
+  }
   if (!status) status = load_data(&r, err, sizeof err);
   if (!status) status = build_model(&r, err, sizeof err);
   if (!status) {

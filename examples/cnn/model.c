@@ -154,6 +154,21 @@ size_t cnn_model_param_count(const cnn_model *m) {
   return n;
 }
 
+double cnn_model_train_flops(const cnn_model *m) {
+  double flops = 0;
+  bool first = true;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const cnn_layer *l = &m->layers[i];
+    double macs;
+    if (l->kind == CNN_CONV) macs = (double)l->k * l->k * l->in.c * l->out.c * l->out.h * l->out.w;
+    else if (l->kind == CNN_DENSE) macs = (double)cnn_shape_size(l->in) * cnn_shape_size(l->out);
+    else continue;
+    flops += 2 * macs * (first ? 2 : 3);
+    first = false;
+  }
+  return flops;
+}
+
 size_t cnn_model_param_bytes(const cnn_model *m) { return cnn_model_param_count(m) * sizeof(float); }
 
 mmbError cnn_model_forward(cnn_model *m, cnn_pass *p, const float *x, float **logits) {

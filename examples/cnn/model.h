@@ -52,6 +52,10 @@ void cnn_param_destroy(cnn_param *p);
 /* Bytes of the parameters' values (not gradients or velocities). */
 size_t cnn_model_param_bytes(const cnn_model *m);
 size_t cnn_model_param_count(const cnn_model *m);
+/* Floating-point operations to train on one sample: each weighted layer's
+   product forward (2 per multiply-add), the weight gradient's, and the
+   input gradient's (not the first layer's), as the backward pass does. */
+double cnn_model_train_flops(const cnn_model *m);
 
 /* logits = the network applied to x (batch x input floats). */
 mmbError cnn_model_forward(cnn_model *m, cnn_pass *p, const float *x, float **logits);

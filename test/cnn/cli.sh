@@ -61,6 +61,16 @@ expect 2 "needs a value" -- --data
 expect 2 "unexpected argument" -- stray
 expect 2 "raise --fast-limit" -- --net wide --fast-limit 64K "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
+# OpenBLAS's kernel: a value the user set is kept; with CNN_BLAS_TRY=1 a
+# slow generic one (Prescott, SSE3) is replaced by the best the CPU allows,
+# once a trial run found it correct and faster (on a CPU with AVX2 or more)
+kernel_of() { tail -1 "$tmp/out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["blas_kernel"])'; }
+OPENBLAS_CORETYPE=Prescott expect 0 "from the environment" -- "${data[@]}" --max-batches 2 --json
+if [ "$(kernel_of)" != Prescott ]; then echo "FAIL: OPENBLAS_CORETYPE=Prescott was overridden"; fails=$((fails + 1)); fi
+if grep -qw avx2 /proc/cpuinfo; then
+  OPENBLAS_CORETYPE=Prescott CNN_BLAS_TRY=1 expect 0 "is correct here" -- "${data[@]}" --max-batches 2 --json
+  if [ "$(kernel_of)" = Prescott ]; then echo "FAIL: CNN_BLAS_TRY=1 kept Prescott"; fails=$((fails + 1)); fi
+fi
 # careless runs: refused before training, or stopped with a reason
 expect 2 "cannot be written there" -- --trace "$tmp/none/trace.json" "${data[@]}"
 if grep -q '^epoch' "$tmp/out"; then echo "FAIL: an unwritable --trace is found only after training"; fails=$((fails + 1)); fi
@@ -93,7 +103,7 @@ if "$cnn" "${data[@]}" --epochs 2 --batch 10 --lr 0.05 --json --trace "$tmp/trac
    tail -1 "$tmp/run" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-need = "net epochs batch lr threads device train_samples test_accuracy final_loss seconds samples_per_s params_bytes fast_budget_bytes streamed provider_trips_after_first_batch".split()
+need = "net epochs batch lr threads device train_samples test_accuracy final_loss seconds samples_per_s params_bytes fast_budget_bytes streamed provider_trips_after_first_batch blas_kernel gflops sgemm_gflops_best".split()
 missing = [k for k in need if k not in d]
 assert not missing, f"missing {missing}"
 assert d["net"] == "seed" and d["epochs"] == 2 and d["train_samples"] == 600, d
