@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# make gpu-check: everything mmb does on a CUDA device, in one call, with one
+# summary at the end. A GPU is rarely at hand for this project: this makes
+# the one chance count.
+#   1. the suite's CUDA tests (device memory, the CUDA-stream queue, the
+#      stream backend on a device), and the CNN's GPU test, none skipped;
+#   2. with MPI, the MPI tests on 2 ranks (their GPU group);
+#   3. the CNN with --device gpu against the same run on the host: the same
+#      batches, the loss within 1e-3 and the accuracy within 1 point, and
+#      both rates;
+#   4. the GPU parts of the benchmarks (bench-queue: the stream backend's
+#      round trip and two-stream copies).
+# Without a CUDA device it says so and exits 0. It runs binaries already
+# built (make gpu-check builds them first), so that on a machine without the
+# build's dependencies the binaries and their libraries can be carried over:
+#   BUILD=build scripts/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD:-build}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+info=$("$build/bin/mmb-info" --json 2>/dev/null)
+gpus=$(printf '%s' "$info" | python3 -c 'import json, sys; print(json.load(sys.stdin)["gpus"])' 2>/dev/null || echo 0)
+if [ "${gpus:-0}" -eq 0 ]; then
+  why=$(printf '%s' "$info" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("no_gpu_reason") or "")' 2>/dev/null)
+  echo "gpu-check: no CUDA device here${why:+ ($why)}; nothing to run"
+  exit 0
+fi
+
+results=()   # "name|PASS or FAIL|figures"
+record() { results+=("$1|$2|$3"); }
+
+# A Criterion run of some suites: passed when nothing failed and nothing was
+# skipped (with a device, a skip means the device path did not run).
+criterion() {   # criterion NAME BINARY FILTER
+  local name="$1" bin="$2" filter="$3" log="$tmp/$1.log"
+  "$bin" --filter "$filter" --verbose 2>&1 | tee "$log" | grep -E '^\[(FAIL|SKIP)\]' |
+    grep -v 'Test is disabled' || true
+  local synth skipped
+  synth=$(grep -E 'Synthesis' "$log" | tail -1 | sed 's/.*Synthesis: //')
+  skipped=$(grep '^\[SKIP\]' "$log" | grep -vc 'Test is disabled' || true)
+  if grep -q 'Failing: 0 | Crashing: 0' "$log" && [ "$skipped" -eq 0 ] && grep -q 'Tested: [1-9]' "$log"; then
+    record "$name" PASS "$synth"
+  else
+    record "$name" FAIL "$synth; $skipped skipped"
+  fi
+}
+
+echo "== 1. the CUDA tests ($gpus device(s))"
+criterion "suite: cuda" "$build/test/mmb-tests" 'cuda*/*'
+criterion "suite: stream_queue" "$build/test/mmb-tests" 'stream_queue/*'
+criterion "cnn: train_gpu" "$build/test/cnn-tests" 'train_gpu/*'
+
+if [ -x "$build/test/mpi-tests" ] && command -v mpirun >/dev/null 2>&1; then
+  echo "== 2. the MPI tests on 2 ranks"
+  if test/mpi/run.sh 2 "$build/test/mpi-tests" > "$tmp/mpi.log" 2>&1 &&
+     ! grep -q 'gpu_tiles_where_there_is_a_gpu: skipped' "$tmp/mpi.log"; then
+    record "mpi: 2 ranks, GPU tiles" PASS "$(tail -1 "$tmp/mpi.log")"
+  else
+    tail -5 "$tmp/mpi.log"
+    record "mpi: 2 ranks, GPU tiles" FAIL "see the log above"
+  fi
+fi
+
+echo "== 3. the CNN on the GPU against the host"
+data=data/fashion-mnist
+if [ ! -f "$data/train-images-idx3-ubyte" ] && [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
+  data="$tmp/set"
+  test/cnn/small_set.py "$data" 2000 500 7
+fi
+cnn=(--data "$data" --net wide --batch 64 --max-batches 100 --test-limit 1000 --json)
+for device in cpu gpu; do
+  "$build/bin/cnn" "${cnn[@]}" --device "$device" > "$tmp/cnn-$device.out" 2> "$tmp/cnn-$device.err"
+  echo "   --device $device: exit $?"
+done
+if cnn_figures=$(python3 - "$tmp/cnn-cpu.out" "$tmp/cnn-gpu.out" 2>&1 <<'PY'
+import json, sys
+cpu, gpu = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:3])
+assert cpu["batches"] == gpu["batches"], (cpu["batches"], gpu["batches"])
+assert abs(cpu["final_loss"] - gpu["final_loss"]) <= 1e-3 * max(1, abs(cpu["final_loss"])), \
+    (cpu["final_loss"], gpu["final_loss"])
+assert abs(cpu["test_accuracy"] - gpu["test_accuracy"]) <= 0.01, (cpu["test_accuracy"], gpu["test_accuracy"])
+assert gpu["provider_trips_after_first_batch"] == 0, gpu["provider_trips_after_first_batch"]
+print(f"wide net, batch 64: GPU {gpu['samples_per_s']:.0f} samples/s, host {cpu['samples_per_s']:.0f} "
+      f"({gpu['samples_per_s'] / cpu['samples_per_s']:.1f}x); loss {gpu['final_loss']:.4f} / "
+      f"{cpu['final_loss']:.4f}")
+PY
+); then
+  record "cnn: --device gpu against cpu" PASS "$cnn_figures"
+else
+  sed 's/^/    /' "$tmp/cnn-gpu.err" | tail -5
+  record "cnn: --device gpu against cpu" FAIL "$cnn_figures"
+fi
+
+echo "== 4. the GPU benchmarks"
+if [ -x "$build/bin/bench-queue" ]; then
+  "$build/bin/bench-queue" > "$tmp/bench-queue.log" 2>&1
+  rc=$?
+  sed -n '/^4\. CUDA-stream/,$p' "$tmp/bench-queue.log"
+  if [ $rc -eq 0 ] && grep -q '^4\. CUDA-stream backend$' "$tmp/bench-queue.log"; then
+    record "bench-queue: CUDA streams" PASS "$(sed -n '/^4\. CUDA-stream/,$p' "$tmp/bench-queue.log" |
+      grep -E 'round trip|two streams' | sed 's/^ *//' | tr '\n' ' ')"
+  else
+    record "bench-queue: CUDA streams" FAIL "exit $rc"
+  fi
+fi
+
+echo
+echo "gpu-check summary ($gpus CUDA device(s); $(printf '%s' "$info" | python3 -c 'import json, sys; print(", ".join(s["name"] for s in json.load(sys.stdin)["spaces"] if s["layer"] == "GDRAM"))' 2>/dev/null)):"
+failed=0
+for r in "${results[@]}"; do
+  IFS='|' read -r name verdict figures <<< "$r"
+  printf '  %-32s %s  %s\n' "$name" "$verdict" "$figures"
+  [ "$verdict" = PASS ] || failed=$((failed + 1))
+done
+echo "gpu-check: $(( ${#results[@]} - failed )) passed, $failed failed"
+[ "$failed" -eq 0 ]
