@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-cnn: the tiled CNN against PyTorch, and streamed against resident.
-#   1. The seed net (conv 3x3x4, pool, dense), batch 10, lr 0.01, one epoch
+#   1. The seed net (conv 3x3x4, pool, dense), batch 10, 64 and 256
+#      (BATCHES), lr 0.01, one epoch
 #      on Fashion-MNIST, against PyTorch (Debian's python3-torch) running the
 #      same network, hyper-parameters, data and batch order, at 1 and at 2
 #      threads (the faster one is the baseline). Runs are interleaved, RUNS
@@ -22,11 +23,12 @@ mkdir -p "$out"
 scripts/fetch-fashion-mnist.sh
 scripts/install-deps.sh torch
 
-echo "== seed net, batch 10, lr 0.01, 1 epoch: mmb (OpenBLAS, 1 thread) against PyTorch"
+for batch in ${BATCHES:-10 64 256}; do
+echo "== seed net, batch $batch, lr 0.01, 1 epoch: mmb (OpenBLAS, 1 thread) against PyTorch"
 for i in $(seq "$runs"); do
-  "$bin" --net seed --epochs 1 --batch 10 --lr 0.01 --threads 1 --json | tail -1 > "$out/mmb.$i.json"
+  "$bin" --net seed --epochs 1 --batch "$batch" --lr 0.01 --threads 1 --json | tail -1 > "$out/mmb.$i.json"
   for t in 1 2; do
-    /usr/bin/python3 bench/cnn_torch.py --epochs 1 --batch 10 --lr 0.01 --threads "$t" \
+    /usr/bin/python3 bench/cnn_torch.py --epochs 1 --batch "$batch" --lr 0.01 --threads "$t" \
       | tail -1 > "$out/torch$t.$i.json"
   done
 done
@@ -48,6 +50,8 @@ print(f"  mmb / PyTorch at its best thread count ({torch[0]['threads']}): "
       f"test accuracy {100 * med(mmb, 'test_accuracy'):.2f}% against "
       f"{100 * med(torch, 'test_accuracy'):.2f}%")
 PY
+
+done
 
 echo
 echo "== wide net, batch 64, 100 batches: streamed through 25% of its parameters against resident"

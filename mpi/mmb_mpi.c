@@ -590,14 +590,16 @@ static double now(void) {
 }
 
 /* How long to wait between polls of MPI, by how long nothing has moved:
-   poll hard for the first 50 us (a shared-memory round trip), then sleep
-   between polls, 20 us at first and twice as long each time up to 1 ms.
-   A rank waiting for a late peer so leaves its cores to the computing
-   threads beside it (about 1% of one core), while one whose transfers keep
-   moving polls at once. */
+   poll hard for the first 50 us (a shared-memory round trip), then yield
+   the core between polls until 1 ms (a peer a moment behind: the ranks'
+   computing threads get the core if they want it), then sleep between
+   polls, 50 us at first and twice as long each time up to 1 ms. A rank
+   waiting for a late peer so leaves its cores to the threads beside it
+   (about 1% of one core), while one whose transfers keep moving polls at
+   once. */
 typedef struct idle {
   double since;    /* when something last moved */
-  long sleep_ns;   /* the next sleep; 0 while polling hard */
+  long sleep_ns;   /* the next sleep; 0 before the first */
 } idle;
 
 static void backoff(idle *w, bool moved) {
@@ -607,8 +609,13 @@ static void backoff(idle *w, bool moved) {
     w->sleep_ns = 0;
     return;
   }
-  if (t - w->since < 50e-6) return;
-  w->sleep_ns = w->sleep_ns ? (w->sleep_ns * 2 > 1000000 ? 1000000 : w->sleep_ns * 2) : 20000;
+  double waited = t - w->since;
+  if (waited < 50e-6) return;
+  if (waited < 1e-3) {
+    sched_yield();
+    return;
+  }
+  w->sleep_ns = w->sleep_ns ? (w->sleep_ns * 2 > 1000000 ? 1000000 : w->sleep_ns * 2) : 50000;
   nanosleep(&(struct timespec){0, w->sleep_ns}, NULL);
 }
 
