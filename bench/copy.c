@@ -9,7 +9,7 @@
      with copy_threads = 2.
    Prints GB/s as the median round (and the worst), and the ratio of mmb's
    median to the best single-thread baseline's (to the 2-thread baseline's
-   for the 2-thread cases). Targets (issue 15): >= 0.9 for contiguous copies
+   for the 2-thread cases). Targets: >= 0.9 for contiguous copies
    and rows >= 4 KiB, >= 0.8 for rows of 256 B, >= 0.8 of the 2-thread copy.
    Usage: bench-copy [MiB of payload] [rounds] */
 #include <mmb/mmb.h>

@@ -12,7 +12,7 @@
       through a fast space) against OpenBLAS's cblas_somatcopy (the best
       known out-of-place transpose here) and a blocked AVX2 transpose written
       here (8 x 8 register blocks in 64 x 64 cache blocks), at a power-of-two
-      side and at others. Target (issue 15): <= 1.2x somatcopy.
+      side and at others. Target: <= 1.2x somatcopy.
    Every section alternates its contenders round by round and prints medians
    and worst rounds. */
 /* Usage: bench-tiles [repetitions] */

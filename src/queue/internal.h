@@ -66,8 +66,8 @@ static inline bool mmb__request_done(mmb__request *r) {
    than a sleeping thread takes to wake (tens of microseconds in a VM,
    measured in bench/queue). A waiter that slept on a short round trip would
    need waking too, and the worker, idle meanwhile, would sleep before the
-   next submission: every trip would then pay two wake-ups (the 4 us modes
-   issue 15 measured). */
+   next submission: every trip would then pay two wake-ups (round trips of
+   4 us, where a spinning handoff takes under 1). */
 #define MMB__SPIN_NS 200000u
 static inline void mmb__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
