@@ -25,6 +25,24 @@ extern "C" {
  */
 MMB_EXPORT void mmb_log(mmbLogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/**
+ * Records that \p tile's data was written outside mmb (by a kernel, MPI,
+ * a BLAS call through ptr), as mmb's own writes are recorded: its version
+ * moves on, so read-only duplicates made from it before are stale and a
+ * merge of a read-only duplicate cannot silently undo the write.
+ *
+ * \warning This changes the tile's coherence record, which every
+ * duplicate, merge and transfer of the tile relies on: call it once per
+ * write made outside mmb, after that write, and only on a tile the caller
+ * wrote (a layer that receives into tiles, as libmmb_mpi does). A call
+ * without a write makes mmb treat read-only duplicates as stale; a write
+ * without a call lets a merge of a read-only duplicate undo it.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL or a tile not made by mmb;
+ *         MMB_INVALID_STATE for a read-only tile (a read-only duplicate,
+ *         or a tile of an array made without MMB_WRITE); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_mark_written(mmbArrayTile *tile);
+
 #ifdef __cplusplus
 }
 #endif

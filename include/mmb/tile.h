@@ -208,16 +208,6 @@ typedef struct mmbTileState {
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state);
 
-/**
- * Records that \p tile's data was written outside mmb (by a kernel, MPI,
- * a BLAS call through ptr), as mmb's own writes are recorded: its version
- * moves on, so read-only duplicates made from it before are stale and a
- * merge of a read-only duplicate cannot silently undo the write.
- * \return MMB_OK; MMB_INVALID_ARG for NULL or a tile not made by mmb;
- *         MMB_INVALID_STATE for a read-only tile (a read-only duplicate,
- *         or a tile of an array made without MMB_WRITE); MMB_NOT_INITIALIZED.
- */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_mark_written(mmbArrayTile *tile);
 
 /**
  * An iterator over the tiles of an array (the whole array when untiled), in
