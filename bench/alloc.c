@@ -9,6 +9,11 @@
    mmb's runs alternate, REPS rounds; each figure is the median round's, with
    the worst round beside it.
 
+   Each allocator's calls are inlined into its own copy of every pattern's
+   loop (bench/alloc_patterns.h, included once per allocator), as a program
+   calls its allocator: through a function pointer both sides would pay a
+   call that compresses the ratios.
+
    Patterns (blocks of 64-320 B from a fixed sequence, unless said), ns per
    allocate+free pair:
      pairs            allocate, then free at once
@@ -139,9 +144,11 @@ static void pin_main(void) {
 
 /* ---- one allocator, seen the same way by every pattern ------------------- */
 
+/* Its patterns (alloc_patterns.h, instantiated per allocator so that its
+   calls are inlined into each loop), its context and what it holds. */
 typedef struct allocator {
-  void *(*alloc)(void *ctx, size_t n);
-  void (*free)(void *ctx, void *block);
+  double (*run)(const struct allocator *a, const struct allocator *threaded, int p,
+                double *memory);
   void *ctx;              /* mmb: the interface */
   size_t (*held)(void *ctx);   /* bytes held now (mmb: reserved; malloc: RSS) */
 } allocator;
@@ -149,14 +156,14 @@ typedef struct allocator {
 static void *sink_;
 static void *volatile *sink = &sink_;
 
-static void *malloc_alloc(void *ctx, size_t n) {
+static inline void *malloc_alloc(void *ctx, size_t n) {
   (void)ctx;
   void *p = malloc(n);
   if (!p) abort();
   *(volatile char *)p = 1;
   return p;
 }
-static void malloc_free(void *ctx, void *p) {
+static inline void malloc_free(void *ctx, void *p) {
   (void)ctx;
   free(p);
 }
@@ -165,23 +172,23 @@ static size_t malloc_held(void *ctx) {
   return rss_bytes();
 }
 
-static void *mmb_alloc(void *ctx, size_t n) {
+static inline void *mmb_alloc(void *ctx, size_t n) {
   mmbAllocation *a;
   if (mmb_allocate(n, ctx, &a) != MMB_OK) abort();
   *(volatile char *)mmb_allocation_ptr(a) = 1;
   return a;
 }
-static void mmb_release(void *ctx, void *a) {
+static inline void mmb_release(void *ctx, void *a) {
   (void)ctx;
   if (mmb_free(a) != MMB_OK) abort();
 }
-static void *mmb_ptr_alloc_one(void *ctx, size_t n) {
+static inline void *mmb_ptr_alloc_one(void *ctx, size_t n) {
   void *p;
   if (mmb_ptr_alloc(ctx, n, &p) != MMB_OK) abort();
   *(volatile char *)p = 1;
   return p;
 }
-static void mmb_ptr_release(void *ctx, void *p) {
+static inline void mmb_ptr_release(void *ctx, void *p) {
   if (mmb_ptr_free(ctx, p) != MMB_OK) abort();
 }
 static size_t mmb_held(void *ctx) {
@@ -207,88 +214,11 @@ static double stop(double t, size_t n) {
   return t * 1e9 / (double)n;
 }
 
-static double pairs(const allocator *a) {
-  size_t n = ops(4000000);
-  double t = start(n);
-  for (size_t i = 0; i < n; i++) a->free(a->ctx, a->alloc(a->ctx, sizes[i % SIZES]));
-  return stop(t, n);
-}
-
-/* W live blocks; *bytes_per_byte: held per requested at the peak */
-static double window(const allocator *a, size_t w, double *bytes_per_byte) {
-  void **slot = calloc(w, sizeof *slot);
-  size_t *len = calloc(w, sizeof *len);
-  if (!slot || !len) abort();
-  size_t before = a->held(a->ctx), requested = 0;
-  for (size_t k = 0; k < w; k++) {
-    len[k] = sizes[k % SIZES];
-    slot[k] = a->alloc(a->ctx, len[k]);
-    requested += len[k];
-  }
-  size_t n = ops(4000000);
-  uint64_t s = 11;
-  double t = start(n);
-  for (size_t i = 0; i < n; i++) {
-    size_t k = w == 1 ? 0 : rng_next(&s) % w;
-    a->free(a->ctx, slot[k]);
-    requested -= len[k];
-    len[k] = sizes[i % SIZES];
-    slot[k] = a->alloc(a->ctx, len[k]);
-    requested += len[k];
-  }
-  t = stop(t, n);
-  if (bytes_per_byte) *bytes_per_byte = (double)(a->held(a->ctx) - before) / (double)requested;
-  for (size_t k = 0; k < w; k++) a->free(a->ctx, slot[k]);
-  free(slot);
-  free(len);
-  return t;
-}
-
-/* A region's job: REGION_JOB blocks, then every one freed. */
-enum { REGION_JOB = 4096 };
-static double region_job(const allocator *a) {
-  static void *p[REGION_JOB];
-  size_t n = ops(4000000) / REGION_JOB * REGION_JOB;
-  double t = start(n);
-  for (size_t done = 0; done < n; done += REGION_JOB) {
-    for (size_t i = 0; i < REGION_JOB; i++) p[i] = a->alloc(a->ctx, sizes[i]);
-    for (size_t i = 0; i < REGION_JOB; i++) a->free(a->ctx, p[i]);
-  }
-  return stop(t, n);
-}
-
-static double batch(const allocator *a, bool reverse) {
-  enum { N = 1000 };
-  void *p[N];
-  size_t n = ops(4000000) / N * N;
-  double t = start(n);
-  for (size_t done = 0; done < n; done += N) {
-    for (size_t i = 0; i < N; i++) p[i] = a->alloc(a->ctx, sizes[(done + i) % SIZES]);
-    for (size_t i = 0; i < N; i++) a->free(a->ctx, p[reverse ? N - 1 - i : i]);
-  }
-  return stop(t, n);
-}
-
 typedef struct thread_arg {
   const allocator *a;
   double ns;
   int slot;   /* its CPU */
 } thread_arg;
-
-static void *window_thread(void *v) {
-  thread_arg *t = v;
-  pin(t->slot);
-  t->ns = window(t->a, 64, NULL);
-  return NULL;
-}
-
-static double two_threads(const allocator *a) {
-  thread_arg t[2] = {{a, 0, 0}, {a, 0, 1}};
-  pthread_t th[2];
-  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, window_thread, &t[i]);
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-  return t[0].ns > t[1].ns ? t[0].ns : t[1].ns;
-}
 
 /* One thread allocates, the other frees: a ring of blocks between them. */
 #define RING 1024
@@ -299,71 +229,13 @@ typedef struct ring {
   const allocator *a;
 } ring;
 
-static void *consumer(void *v) {
-  ring *r = v;
-  pin(1);   /* the producer, the main thread, is on the first */
-  for (size_t got = 0; got < r->n;) {
-    size_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    if (t == atomic_load_explicit(&r->head, memory_order_acquire)) continue;
-    r->a->free(r->a->ctx, r->slot[t % RING]);
-    atomic_store_explicit(&r->tail, t + 1, memory_order_release);
-    got++;
-  }
-  return NULL;
-}
-
-static double cross_thread(const allocator *a) {
-  static ring r;
-  r.n = ops(2000000);
-  r.a = a;
-  atomic_store(&r.head, 0);
-  atomic_store(&r.tail, 0);
-  pthread_t c;
-  double t = now();
-  pthread_create(&c, NULL, consumer, &r);
-  for (size_t i = 0; i < r.n; i++) {
-    void *p = a->alloc(a->ctx, sizes[i % SIZES]);
-    size_t h = atomic_load_explicit(&r.head, memory_order_relaxed);
-    while (h - atomic_load_explicit(&r.tail, memory_order_acquire) >= RING) {}
-    r.slot[h % RING] = p;
-    atomic_store_explicit(&r.head, h + 1, memory_order_release);
-  }
-  pthread_join(c, NULL);
-  return (now() - t) * 1e9 / r.n;
-}
-
+enum { REGION_JOB = 4096 };   /* a region's job: blocks, then every one freed */
 #define RANDOM_SLOTS 4096
 #define RANDOM_BUDGET ((size_t)512 << 20)
 
 static size_t random_size(uint64_t *s) {   /* log-uniform over 1 B .. 4 MiB */
   double u = (double)(rng_next(s) >> 11) / 9007199254740992.0;
   return (size_t)exp(u * log(4.0 * 1048576.0)) + 1;
-}
-
-static double random_workload(const allocator *a) {
-  static void *p[RANDOM_SLOTS];
-  static size_t len[RANDOM_SLOTS];
-  size_t live_bytes = 0, n = ops(400000);
-  uint64_t s = 42;
-  double t = now();
-  for (size_t i = 0; i < n; i++) {
-    size_t k = rng_next(&s) % RANDOM_SLOTS;
-    if (p[k]) {
-      a->free(a->ctx, p[k]);
-      p[k] = NULL;
-      live_bytes -= len[k];
-      continue;
-    }
-    size_t m = random_size(&s);
-    if (live_bytes + m > RANDOM_BUDGET) continue;
-    p[k] = a->alloc(a->ctx, m);
-    len[k] = m;
-    live_bytes += m;
-  }
-  t = now() - t;
-  for (size_t k = 0; k < RANDOM_SLOTS; k++)
-    if (p[k]) a->free(a->ctx, p[k]), p[k] = NULL;
-  return t * 1e9 / n;
 }
 
 /* ---- every pattern once ----------------------------------------------------- */
@@ -375,22 +247,26 @@ static const char *const pattern_name[N_PATTERNS] = {
     "batch 1000, reverse order", "a region's job: 4096, all freed", "2 threads, window 64 each", "cross-thread frees (per block)",
     "random 1 B-4 MiB (per call)", "bytes held per byte, window 100000"};
 
+/* The patterns, once per allocator (see alloc_patterns.h). */
+#define KIND malloc
+#define ALLOC(ctx, n) malloc_alloc(ctx, n)
+#define FREE(ctx, p) malloc_free(ctx, p)
+#include "alloc_patterns.h"
+#define KIND handles
+#define ALLOC(ctx, n) mmb_alloc(ctx, n)
+#define FREE(ctx, p) mmb_release(ctx, p)
+#include "alloc_patterns.h"
+#define KIND bare
+#define ALLOC(ctx, n) mmb_ptr_alloc_one(ctx, n)
+#define FREE(ctx, p) mmb_ptr_release(ctx, p)
+#include "alloc_patterns.h"
+
 static double run_pattern(const allocator *a, const allocator *threaded, int p, double *memory) {
-  switch (p) {
-  case P_PAIRS: return pairs(a);
-  case P_W1: return window(a, 1, NULL);
-  case P_W64: return window(a, 64, NULL);
-  case P_W1000: return window(a, 1000, NULL);
-  case P_W100000: return window(a, 100000, memory);
-  case P_BATCH: return batch(a, false);
-  case P_BATCH_REV: return batch(a, true);
-  case P_REGION_JOB: return region_job(a);
-  case P_TWO: return two_threads(threaded);
-  case P_CROSS: return cross_thread(threaded);
-  case P_RANDOM: return random_workload(a);
-  default: return 0;   /* P_MEMORY: measured by window 100000 */
-  }
+  return a->run(a, threaded, p, memory);
 }
+#define MALLOC_ALLOCATOR {run_pattern_malloc, NULL, malloc_held}
+#define HANDLES(iface) (allocator){run_pattern_handles, (iface), mmb_held}
+#define BARE(iface) (allocator){run_pattern_bare, (iface), mmb_held}
 
 /* The big window first: what it holds per byte is measured from the state
    the allocator starts in (a fresh process, a fresh interface). */
@@ -402,7 +278,7 @@ static void run_all(const allocator *a, const allocator *threaded, double *out) 
 
 /* The child: one allocator (whatever malloc is in this process), one round. */
 static int child(void) {
-  allocator m = {malloc_alloc, malloc_free, NULL, malloc_held};
+  allocator m = MALLOC_ALLOCATOR;
   double r[N_PATTERNS];
   run_all(&m, &m, r);
   for (int p = 0; p < N_PATTERNS; p++) printf("%d %.6f\n", p, r[p]);
@@ -547,7 +423,7 @@ static int count_one(const char *who, const char *key) {
     return 2;
   }
   scale = 0.02;
-  allocator a = {malloc_alloc, malloc_free, NULL, malloc_held};
+  allocator a = MALLOC_ALLOCATOR;
   mmbMemInterface *iface = NULL;
   if (is_mmb || threads) {
     CHECK(mmb_init(NULL));
@@ -557,8 +433,7 @@ static int count_one(const char *who, const char *key) {
         dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
                                        .flags = threads ? MMB_INTERFACE_THREAD_SAFE : 0},
         &iface));
-    a = ptrs ? (allocator){mmb_ptr_alloc_one, mmb_ptr_release, iface, mmb_held}
-             : (allocator){mmb_alloc, mmb_release, iface, mmb_held};
+    a = ptrs ? BARE(iface) : HANDLES(iface);
   }
   run_pattern(&a, &a, p, NULL);
   counting = true;
@@ -649,11 +524,8 @@ int main(int argc, char **argv) {
   CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
                                                              .flags = MMB_INTERFACE_THREAD_SAFE},
                               &ptr_shared));
-  allocator pp = {mmb_ptr_alloc_one, mmb_ptr_release, ptr_pool, mmb_held};
-  allocator ps = {mmb_ptr_alloc_one, mmb_ptr_release, ptr_shared, mmb_held};
-  allocator mp = {mmb_alloc, mmb_release, pool, mmb_held};
-  allocator ms = {mmb_alloc, mmb_release, shared, mmb_held};
-  allocator ml = {mmb_alloc, mmb_release, locked, mmb_held};
+  allocator pp = BARE(ptr_pool), ps = BARE(ptr_shared);
+  allocator mp = HANDLES(pool), ms = HANDLES(shared), ml = HANDLES(locked);
 
   static baseline base[N_BASE] = {{"glibc", NULL, {.rounds = 0}},
                                   {"mimalloc", NULL, {.rounds = 0}},
@@ -673,8 +545,8 @@ int main(int argc, char **argv) {
     regions.v[r][0] = region_run(region);
     regions.v[r][1] = bump_run(arena, 2u << 20);
     regions.rounds++;
-    in_lock.v[r][P_TWO] = two_threads(&ml);
-    in_lock.v[r][P_CROSS] = cross_thread(&ml);
+    in_lock.v[r][P_TWO] = run_pattern(&ml, &ml, P_TWO, NULL);
+    in_lock.v[r][P_CROSS] = run_pattern(&ml, &ml, P_CROSS, NULL);
     in_lock.rounds++;
     for (int b = 0; b < N_BASE; b++)
       if ((b == 0 || base[b].library) && !run_child(argv[0], &base[b]))
