@@ -8,7 +8,6 @@
 /* Calls number from .. from+count-1 (counting from 0 since the last configure)
    of the fault provider's alloc fail with `error`. */
 void mmb__fault_provider_configure(unsigned long from, unsigned long count, mmbError error);
-unsigned long mmb__fault_provider_calls(void);
 extern const mmbProviderOps mmb__fault_provider;
 
 void mmb__fault_arm(unsigned long skip, unsigned long count);

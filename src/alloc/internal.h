@@ -46,7 +46,6 @@ struct mmbMemSpace {
 void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space));
 /* Adds a discovered space (discovery.c calls it at init). */
 mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out);
-mmbMemSpace *mmb__layer_root(mmbMemLayer layer);
 mmbError mmb__spaces_init(void);     /* reads MMB_LIMIT_* */
 void mmb__spaces_finalize(void);
 size_t mmb__space_limit(const mmbMemSpace *space);

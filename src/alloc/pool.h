@@ -466,8 +466,6 @@ static MMB__ALWAYS_INLINE _Atomic uint16_t *slab_asked(pool_slab *s, const char 
 }
 
 /* ---- pool_cache.c -------------------------------------------------------- */
-/* Returns every block of a cache to the shared pool (interface lock held). */
-void mmb__pool_cache_flush(pool *p, pool_cache *cache);
 /* The bin's stack allocated (cap SLAB_CAP_MIN the first time); false: no memory. */
 bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls);
 /* Malloc-style blocks of class cls onto the cache's bin, to half its

@@ -207,8 +207,9 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
   return bin->top != bin->e;
 }
 
-/* Everything back, and the caps start over. */
-void mmb__pool_cache_flush(pool *p, pool_cache *cache) {
+/* Every block of a cache back to the shared pool, and the caps start over
+   (interface lock held). */
+static void pool_cache_flush(pool *p, pool_cache *cache) {
   for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) flush_class(p, cache, cls, 0);
   for (size_t cls = 0; cls < SLAB_CLASSES; cls++) mmb__pool_ptr_flush(p, cache, cls, 0);
   mmb__pool_cache_init(cache);
@@ -291,11 +292,11 @@ static void refill(pool *p, pool_cache *cache, size_t bin) {
    slabs (a live thread's cache is its own; it gives back beyond its caps,
    and all at mmb_interface_trim). Interface lock held. */
 void mmb__pool_flush_parked(pool *p, pool_cache *mine) {
-  if (mine) mmb__pool_cache_flush(p, mine);
+  if (mine) pool_cache_flush(p, mine);
   for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
     int idle = 0;
     if (!atomic_compare_exchange_strong(&tc->owned, &idle, 2)) continue;
-    mmb__pool_cache_flush(p, &tc->cache);
+    pool_cache_flush(p, &tc->cache);
     atomic_store(&tc->owned, 0);
   }
   depot_drain(p);
@@ -421,7 +422,7 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmb__iface_lock(iface);
   if (!(flags & MMB__ALLOC_UNCOUNTED)) mmb__count_free(c, a->size);
   if (cache && !pool_under_threshold(iface)) {
-    mmb__pool_cache_flush(p, cache);   /* parked blocks and spare slabs may hold segments */
+    pool_cache_flush(p, cache);   /* parked blocks and spare slabs may hold segments */
     depot_drain(p);
     mmb__slab_release_spares(p);
   } else if (cache && (a->flags & MMB__SLAB || (p->thread_caches && a->flags & MMB__QUICK))) {

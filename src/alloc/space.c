@@ -35,7 +35,6 @@ const char *mmb_context_name(mmbExecutionContext ctx) {
   return "unknown";
 }
 
-mmbMemSpace *mmb__layer_root(mmbMemLayer layer) { return &layer_roots[layer]; }
 
 mmbError mmb__spaces_init(void) {
   memset(layer_roots, 0, sizeof layer_roots);

@@ -38,7 +38,8 @@ mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *i
   return MMB_OK;
 }
 
-void mmb__array_free_home(mmbArray *a) {
+/* Frees the array's owned home, if any. */
+static void array_free_home(mmbArray *a) {
   if (a->home) MMB__MUST(mmb_free(a->home));
   a->home = NULL;
 }
@@ -130,7 +131,7 @@ mmbError mmb_array_destroy(mmbArray *array) {
   mmb__pending_wait(&array->pending);
   if (array->tiling_release) array->tiling_release(array);
   if (array->origin) array->origin->n_array_dups--;
-  mmb__array_free_home(array);
+  array_free_home(array);
   if (array->wrapped_on) atomic_fetch_sub(&array->wrapped_on->n_wrapped, 1);
   mmb__object_free(array);
   return MMB_OK;

@@ -72,7 +72,5 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
    into *out (the array itself is not changed). */
 mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
                                unsigned flags, mmbAllocation **out);
-/* Frees the array's owned home, if any. */
-void mmb__array_free_home(mmbArray *a);
 
 #endif /* MMB_ARRAY_INTERNAL_H */

@@ -276,7 +276,7 @@ void mmb__object_embed(void *obj, mmb__kind kind) {
 }
 
 
-const char *mmb__kind_name(mmb__kind kind) {
+static const char *kind_name(mmb__kind kind) {
   return kind > 0 && kind < MMB__KIND_COUNT ? kind_names[kind] : "object";
 }
 
@@ -288,11 +288,11 @@ mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, co
   if ((tag & ~(uint64_t)0xffff) != MMB__TAG_MAGIC || was <= 0 || was >= MMB__KIND_COUNT)
     return mmb__fail(MMB_INVALID_ARG, func,
                      tag ? "%s %p is not an mmb %s" : "%s %p is not an mmb %s (or was destroyed)",
-                     what, obj, mmb__kind_name(kind));
+                     what, obj, kind_name(kind));
   if (was != kind)
     return mmb__fail(MMB_INVALID_ARG, func, "%s %p is a%s %s, not a%s %s", what, obj,
-                     strchr("aeiou", mmb__kind_name(was)[0]) ? "n" : "", mmb__kind_name(was),
-                     strchr("aeiou", mmb__kind_name(kind)[0]) ? "n" : "", mmb__kind_name(kind));
+                     strchr("aeiou", kind_name(was)[0]) ? "n" : "", kind_name(was),
+                     strchr("aeiou", kind_name(kind)[0]) ? "n" : "", kind_name(kind));
   return mmb__fail(MMB_INVALID_ARG, func, "%s %p was destroyed or released before this call",
                    what, obj);
 }

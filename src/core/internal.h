@@ -29,7 +29,6 @@ void mmb__set_init_count(unsigned count);
 /* ---- logging (log.c) ---------------------------------------------------- */
 /* Messages go to stderr as "mmb: <level>: text". */
 #define mmb__log mmb_log   /* mmb/extension.h: extensions write as mmb does */
-bool mmb__log_enabled(mmbLogLevel level);
 /* Applies opts/env at init: the option wins unless MMB_LOG_DEFAULT. */
 mmbError mmb__log_configure(mmbLogLevel from_options);
 /* Logs why an argument was refused (at debug level) and returns err. */
@@ -162,7 +161,6 @@ static inline bool mmb__object_is(const void *obj, mmb__kind kind) {
 /* MMB_OK for a live object of that kind; else MMB_INVALID_ARG, logging why
    (NULL, never made by mmb, destroyed, another kind), naming it `what`. */
 mmbError mmb__object_check(const char *func, const void *obj, mmb__kind kind, const char *what);
-const char *mmb__kind_name(mmb__kind kind);
 /* The check inline (a range test and a load); the reason only on failure.
    The second look reads the tag again: after the arena wraps, a stale
    handle's address may hold a new live object by then, and the call goes

@@ -18,7 +18,7 @@ static const char *level_name(mmbLogLevel level) {
   }
 }
 
-bool mmb__log_enabled(mmbLogLevel level) {
+static bool log_enabled(mmbLogLevel level) {
   return level >= MMB_LOG_ERROR &&
          (int)level <= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
@@ -48,7 +48,7 @@ static void log_va(mmbLogLevel level, const char *func, const char *fmt, va_list
 
 
 void mmb_log(mmbLogLevel level, const char *fmt, ...) {
-  if (!fmt || !mmb__log_enabled(level)) return;
+  if (!fmt || !log_enabled(level)) return;
   va_list ap;
   va_start(ap, fmt);
   log_va(level, NULL, fmt, ap);
@@ -57,7 +57,7 @@ void mmb_log(mmbLogLevel level, const char *fmt, ...) {
 
 /* (the name in parentheses: never the analyser's macro, internal.h) */
 mmbError (mmb__fail)(mmbError err, const char *func, const char *fmt, ...) {
-  if (mmb__log_enabled(MMB_LOG_DEBUG)) {
+  if (log_enabled(MMB_LOG_DEBUG)) {
     va_list ap;
     va_start(ap, fmt);
     log_va(MMB_LOG_DEBUG, func, fmt, ap);

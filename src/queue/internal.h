@@ -50,8 +50,6 @@ typedef struct mmb__request {
 mmb__request *mmb__request_new(void);              /* one reference; NULL on OOM */
 void mmb__request_ref(mmb__request *r);
 void mmb__request_unref(mmb__request *r);
-/* Done, with err (the first settle wins; later ones are ignored). */
-void mmb__request_complete(mmb__request *r, mmbError err);
 /* The work's end: completes r with err and drops the work's reference. */
 void mmb__request_finish(mmb__request *r, mmbError err);
 /* The work is issued on a stream: r is done once `event` has passed. */

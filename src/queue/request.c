@@ -96,7 +96,8 @@ static void wake(mmb__request *r) {
   pthread_mutex_unlock(&r->lock);
 }
 
-void mmb__request_complete(mmb__request *r, mmbError err) {
+/* Done, with err (the first settle wins; later ones are ignored). */
+static void request_complete(mmb__request *r, mmbError err) {
   /* the first settle wins */
   uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
   do {
@@ -120,7 +121,7 @@ void mmb__request_finish(mmb__request *r, mmbError err) {
       return;
     }
   /* otherwise the wake-up needs the reference kept until it is done */
-  mmb__request_complete(r, err);
+  request_complete(r, err);
   mmb__request_unref(r);
 }
 
@@ -137,7 +138,7 @@ bool mmb__request_poll(mmb__request *r) {
   bool passed = false;
   mmbError err = r->event_ops->query(ev, &passed);
   if (err == MMB_OK && !passed) return false;
-  mmb__request_complete(r, err);
+  request_complete(r, err);
   return true;
 }
 
@@ -178,7 +179,7 @@ void *mmb__request_issued(mmb__request *r) {
 /* Work issued on a stream is waited for on its event. */
 mmbError mmb__request_wait(mmb__request *r) {
   void *ev = mmb__request_issued(r);   /* NULL: done; else its stream's event */
-  if (ev) mmb__request_complete(r, r->event_ops->sync(ev));
+  if (ev) request_complete(r, r->event_ops->sync(ev));
   while (!(atomic_load_explicit(&r->state, memory_order_acquire) & MMB__RQ_DONE))
     mmb__cpu_relax();   /* settling */
   return r->err;

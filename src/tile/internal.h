@@ -65,9 +65,6 @@ void mmb__tile_set_home(mmb__tile *t);
 static inline bool mmb__array_stale(const mmbArray *a) {
   return a->origin && !(a->access & MMB_WRITE) && a->origin->version != a->origin_seen;
 }
-/* True for a read-only duplicate whose origin has been written since, and
-   for a tile of a stale read-only duplicate array. */
-bool mmb__tile_stale(const mmb__tile *t);
 /* Releases a duplicate on q without writing it back (after q's work). */
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q);
 /* Releases a tile's owned storage and space-local copy. */
@@ -168,8 +165,6 @@ typedef struct mmb__job {
 mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req);
 /* Hazard slots of a tile: its own, and its array's (whole-array work). */
 void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t);
-/* Waits for every asynchronous operation on the array and its tiles. */
-void mmb__array_quiesce(mmbArray *a);
 
 /* ---- trace helpers ------------------------------------------------------- */
 static inline uint64_t mmb__tile_trace_start(void) {

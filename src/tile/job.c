@@ -52,12 +52,6 @@ void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t) {
   j->also[i] = t->array ? &t->array->pending : NULL;
 }
 
-void mmb__array_quiesce(mmbArray *a) {
-  mmb__pending_wait(&a->pending);
-  for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++)
-    mmb__pending_wait(&a->tiling->slots[i].tile.pending);
-}
-
 /* Applies f to every hazard slot the job must respect. */
 static mmbError each_slot(mmb__job *j, mmbError (*f)(mmbQueue *q, mmb__request **slot),
                           mmbQueue *q) {

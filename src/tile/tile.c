@@ -15,7 +15,9 @@ static mmbArray *root_array(const mmb__tile *t) {
   return t->array;
 }
 
-bool mmb__tile_stale(const mmb__tile *t) {
+/* True for a read-only duplicate whose origin has been written since, and
+   for a tile of a stale read-only duplicate array. */
+static bool tile_stale(const mmb__tile *t) {
   if (!t->origin) return mmb__array_stale(t->array);
   if (t->access & MMB_WRITE) return false;
   const mmb__tile *o = t->origin;
@@ -23,7 +25,7 @@ bool mmb__tile_stale(const mmb__tile *t) {
 }
 
 static mmbError check_readable(const char *func, const mmb__tile *t, const char *which) {
-  if (mmb__tile_stale(t))
+  if (tile_stale(t))
     return mmb__fail(MMB_INVALID_STATE, func, "%s is a read-only duplicate (or a tile of one) "
                      "whose origin has been written since it was copied", which);
   return MMB_OK;
@@ -349,7 +351,7 @@ mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state) {
       .type = root_array(t)->layout.type,
       .duplicate = t->origin != NULL,
       .writable = writable(t),
-      .stale = mmb__tile_stale(t),
+      .stale = tile_stale(t),
       .host_accessible = mmb__view_host(&v),
       .contiguous = view_contiguous(&v),
       .version = t->version};
