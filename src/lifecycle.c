@@ -7,7 +7,8 @@
    serialises them.
 
      up:   core (logging)  ->  os (topology, the CUDA runtime slot)
-           ->  providers (installed in the allocator's table)
+           ->  providers (installed in the allocator's table), the queue
+               backends (installed in the dispatcher's)
            ->  alloc (limits, discovered spaces, trace)  ->  tile (its hook)
      down: queue (drains what callers left)  ->  tile  ->  alloc  ->  os
            ->  core (recycled records) */
@@ -27,6 +28,7 @@ static void install_providers(void) {
 #else
   mmb__os_set_cuda(NULL);
 #endif
+  mmb__queue_backends_install(&mmb__thread_backend, mmb__cuda_stream_backend);
 }
 
 /* Also undoes a bring_up that stopped half way: each step copes with a

@@ -147,6 +147,10 @@ typedef struct mmb__queue_backend {
 extern const mmb__queue_backend mmb__thread_backend;
 /* NULL when mmb was built without CUDA. */
 extern const mmb__queue_backend *const mmb__cuda_stream_backend;
+/* The backends mmb_queue_create chooses from (the lifecycle, at init; the
+   stream one NULL without CUDA). */
+void mmb__queue_backends_install(const mmb__queue_backend *thread,
+                                 const mmb__queue_backend *stream);
 
 struct mmbQueue {
   const mmb__queue_backend *backend;

@@ -174,25 +174,34 @@ void mmb__pending_set(mmb__request **slot, mmb__request *r) {
   *slot = r;
 }
 
+/* The backends, installed by the lifecycle (the dispatcher never names
+   them: they call it to run their work, so naming them would make a cycle). */
+static const mmb__queue_backend *thread_backend, *stream_backend;
+
+void mmb__queue_backends_install(const mmb__queue_backend *thread,
+                                 const mmb__queue_backend *stream) {
+  thread_backend = thread;
+  stream_backend = stream;
+}
+
 static mmbError resolve_backend(const mmbQueueOptions *o, const mmb__queue_backend **out) {
   switch (o->backend) {
     case MMB_QUEUE_AUTO:
       if (o->native) return resolve_backend(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM,
                                                               .device = o->device,
                                                               .native = o->native}, out);
-      *out = mmb__cuda_stream_backend && mmb__cuda_device_count() > 0 ? mmb__cuda_stream_backend
-                                                                       : &mmb__thread_backend;
+      *out = stream_backend && mmb__cuda_device_count() > 0 ? stream_backend : thread_backend;
       return MMB_OK;
     case MMB_QUEUE_THREAD:
       MMB__ARG(o->native != NULL, "mmb_queue_create", "a thread queue takes no native queue");
-      *out = &mmb__thread_backend;
+      *out = thread_backend;
       return MMB_OK;
     case MMB_QUEUE_CUDA_STREAM:
-      if (!mmb__cuda_stream_backend || mmb__cuda_device_count() == 0)
+      if (!stream_backend || mmb__cuda_device_count() == 0)
         return mmb__fail(MMB_UNAVAILABLE, "mmb_queue_create", "no CUDA device for a stream");
       MMB__ARG(o->device < 0 || o->device >= mmb__cuda_device_count(), "mmb_queue_create",
                "device %d of %d", o->device, mmb__cuda_device_count());
-      *out = mmb__cuda_stream_backend;
+      *out = stream_backend;
       return MMB_OK;
   }
   return mmb__fail(MMB_INVALID_ARG, "mmb_queue_create", "unknown backend %d", (int)o->backend);
