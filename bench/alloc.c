@@ -35,9 +35,6 @@
    second. A thread the scheduler moves in mid-pattern finds its caches
    cold: on a shared VM that made whole unpinned runs up to 2x slower for
    some allocators and not others.
-   The thread-safe pool's other design, one set of quick bins behind the
-   interface lock (MMB_POOL_THREAD_CACHES=0), runs the two threaded
-   patterns in the same rounds, against the thread caches.
    Then regions (allocate 4096, one reset), in the same rounds, against a
    hand-written bump allocator (the limit: a pointer increment) and against
    each baseline's malloc and free doing the same job. Every block is
@@ -505,18 +502,6 @@ int main(int argc, char **argv) {
                                                              .flags = MMB_INTERFACE_THREAD_SAFE},
                               &shared));
   CHECK(mmb_request_interface(dram, NULL, &basic));
-  /* the other thread-safe design, one set of quick bins behind the lock:
-     MMB_POOL_THREAD_CACHES is read when an interface is made */
-  mmbMemInterface *locked;
-  const char *caches_env = getenv("MMB_POOL_THREAD_CACHES");
-  char *saved = caches_env ? strdup(caches_env) : NULL;
-  setenv("MMB_POOL_THREAD_CACHES", "0", 1);
-  CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
-                                                             .flags = MMB_INTERFACE_THREAD_SAFE},
-                              &locked));
-  if (saved) setenv("MMB_POOL_THREAD_CACHES", saved, 1);
-  else unsetenv("MMB_POOL_THREAD_CACHES");
-  free(saved);
   /* the same pools through mmb_ptr_alloc / mmb_ptr_free, on interfaces of their own */
   mmbMemInterface *ptr_pool, *ptr_shared;
   CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
@@ -525,7 +510,7 @@ int main(int argc, char **argv) {
                                                              .flags = MMB_INTERFACE_THREAD_SAFE},
                               &ptr_shared));
   allocator pp = BARE(ptr_pool), ps = BARE(ptr_shared);
-  allocator mp = HANDLES(pool), ms = HANDLES(shared), ml = HANDLES(locked);
+  allocator mp = HANDLES(pool), ms = HANDLES(shared);
 
   static baseline base[N_BASE] = {{"glibc", NULL, {.rounds = 0}},
                                   {"mimalloc", NULL, {.rounds = 0}},
@@ -536,18 +521,14 @@ int main(int argc, char **argv) {
   CHECK(mmb_region_create(basic, NULL, &region));
   char *arena = malloc(2u << 20);
   if (!arena) abort();
-  /* regions: pattern 0 the region, 1 the bump allocator; in_lock: P_TWO and
-     P_CROSS on the pool with one set of bins behind the lock */
-  static series mine, bare, regions, in_lock;
+  /* regions: pattern 0 the region, 1 the bump allocator */
+  static series mine, bare, regions;
   for (int r = 0; r < REPS; r++) {   /* mmb, the region, the bump and each baseline, in turn */
     run_all(&mp, &ms, mine.v[mine.rounds++]);
     run_all(&pp, &ps, bare.v[bare.rounds++]);
     regions.v[r][0] = region_run(region);
     regions.v[r][1] = bump_run(arena, 2u << 20);
     regions.rounds++;
-    in_lock.v[r][P_TWO] = run_pattern(&ml, &ml, P_TWO, NULL);
-    in_lock.v[r][P_CROSS] = run_pattern(&ml, &ml, P_CROSS, NULL);
-    in_lock.rounds++;
     for (int b = 0; b < N_BASE; b++)
       if ((b == 0 || base[b].library) && !run_child(argv[0], &base[b]))
         fprintf(stderr, "bench-alloc: the %s child failed\n", base[b].name);
@@ -576,12 +557,6 @@ int main(int argc, char **argv) {
            "faster%s; a malloc+free pair in place %.2f ns: %.1fx\n", base[b].name, job, jw,
            job / rm, b == 0 ? " (target: >= 20x)" : "", pair, pair / rm);
   }
-  printf("\nthe thread-safe pool with one set of quick bins behind its lock "
-         "(MMB_POOL_THREAD_CACHES=0), against its thread caches above:\n");
-  for (int p = P_TWO; p <= P_CROSS; p++) {
-    double lw, l = median(&in_lock, p, &lw), c = median(&mine, p, NULL);
-    printf("  %-34s %7.2f (%6.2f)  %5.2fx\n", pattern_name[p], l, lw, l / c);
-  }
   mmbStats st;
   CHECK(mmb_interface_get_stats(pool, &st));
   printf("pool after everything: %llu allocations served by %llu provider trips, %.1f MiB "
@@ -592,7 +567,6 @@ int main(int argc, char **argv) {
   CHECK(mmb_interface_destroy(shared));
   CHECK(mmb_interface_destroy(ptr_pool));
   CHECK(mmb_interface_destroy(ptr_shared));
-  CHECK(mmb_interface_destroy(locked));
   CHECK(mmb_interface_destroy(basic));
   CHECK(mmb_finalize());
   return 0;

@@ -55,7 +55,7 @@ static mmbError bring_up(const mmbOptions *opts) {
   if (err != MMB_OK) return err;
   if ((err = mmb__os_init()) != MMB_OK) return err;
   install_providers();
-  if ((err = mmb__pool_check_env()) == MMB_OK && (err = mmb__engine_init()) == MMB_OK &&
+  if ((err = mmb__engine_init()) == MMB_OK &&
       (err = mmb__spaces_init()) == MMB_OK &&
       (err = mmb__spaces_discover()) == MMB_OK)
     err = mmb__trace_init();

@@ -139,17 +139,3 @@ Test(core, malformed_limit_env_fails_init) {
   OK(mmb_finalize());
 }
 
-/* MMB_POOL_THREAD_CACHES is 0 or 1, or unset; anything else fails init. */
-Test(core, pool_thread_caches_env_is_strict) {
-  mmbOptions quiet = {.log_level = MMB_LOG_OFF};
-  setenv("MMB_POOL_THREAD_CACHES", "maybe", 1);
-  FAILS(mmb_init(&quiet), MMB_INVALID_ARG);
-  cr_assert_not(mmb_is_initialized());
-  const char *good[] = {"0", "1"};
-  for (int i = 0; i < 2; i++) {
-    setenv("MMB_POOL_THREAD_CACHES", good[i], 1);
-    OK(mmb_init(&quiet));
-    OK(mmb_finalize());
-  }
-  unsetenv("MMB_POOL_THREAD_CACHES");
-}

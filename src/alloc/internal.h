@@ -235,8 +235,6 @@ typedef struct mmb__strategy_ops {
   void (*reset_high)(mmbMemInterface *iface);                /* optional, likewise */
 } mmb__strategy_ops;
 
-/* Checks the pool's environment (MMB_POOL_THREAD_CACHES) at init. */
-mmbError mmb__pool_check_env(void);
 extern const mmb__strategy_ops mmb__basic_strategy;
 extern const mmb__strategy_ops mmb__pool_strategy;
 

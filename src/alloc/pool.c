@@ -354,28 +354,14 @@ size_t mmb__pool_footprint(size_t bytes, size_t count) {
 
 /* ---- life ---------------------------------------------------------------- */
 
-/* MMB_POOL_THREAD_CACHES: unset or 1, thread caches; 0, one set of quick
-   bins behind the interface lock; anything else is refused. */
-static int thread_caches_env(void) {
-  const char *env = getenv("MMB_POOL_THREAD_CACHES");
-  if (!env) return 1;
-  if (!strcmp(env, "0") || !strcmp(env, "1")) return env[0] == '1';
-  mmb__log(MMB_LOG_ERROR, "MMB_POOL_THREAD_CACHES='%s' is not 0 or 1", env);
-  return -1;
-}
-
-mmbError mmb__pool_check_env(void) { return thread_caches_env() < 0 ? MMB_INVALID_ARG : MMB_OK; }
-
 mmbError mmb__pool_init(pool *p, mmbMemInterface *iface) {
-  int caches = thread_caches_env();
-  if (caches < 0) return MMB_INVALID_ARG;
   p->iface = iface;
   p->id = atomic_fetch_add(&next_pool_id, 1);
   p->block_align = mmb__iface_host_accessible(iface) ? POOL_GRANULE : 256;
   mmb__pool_cache_init(&p->own);
   p->own.c = &iface->c;
   p->own.handles = &iface->handles;
-  p->thread_caches = mmb__iface_ts(iface) && caches;
+  p->thread_caches = mmb__iface_ts(iface);
   return MMB_OK;
 }
 

@@ -211,7 +211,7 @@ typedef struct pool {
   pool_block *spare_blocks;          /* block records to reuse */
   void *record_chunks;               /* every chunk of block records, for finalize */
   pool_cache own;                    /* without thread caches */
-  bool thread_caches;                /* thread-safe, and MMB_POOL_THREAD_CACHES is not 0 */
+  bool thread_caches;                /* thread-safe: a cache per thread */
   pool_tcache *_Atomic tcaches;      /* with it: appended under the thread-cache lock */
   struct pool *next_live;            /* the live pools, for exiting threads */
 } pool;
