@@ -208,7 +208,6 @@ typedef struct mmbTileState {
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state);
 
-
 /**
  * An iterator over the tiles of an array (the whole array when untiled), in
  * the schedule of \p opts (NULL: row-major). It starts on the first tile.

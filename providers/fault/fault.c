@@ -16,7 +16,6 @@ void mmb__fault_provider_configure(unsigned long from, unsigned long count, mmbE
   atomic_store(&calls, 0);
 }
 
-
 static mmbError fault_alloc(void *state, size_t size, size_t alignment, unsigned flags,
                             void **out) {
   (void)state;

@@ -97,7 +97,7 @@ static bool claim(mmbAllocation *a, const mmbAllocation *h) {
     mmb__handle_set(a, MMB__HANDLE_FREEING);
     return true;
   }
-  return atomic_compare_exchange_strong(&a->state, &live, (live & 0xffff0000u) | MMB__HANDLE_FREEING);
+  return atomic_compare_exchange_strong(&a->state, &live, mmb__state_as(live, MMB__HANDLE_FREEING));
 }
 
 void mmb__allocation_release(mmbAllocation *a) {
@@ -135,7 +135,7 @@ mmbError mmb_free(mmbAllocation *allocation) {
       /* LIVE -> FREE; on a thread-safe interface, only by the one thread
          whose exchange finds it LIVE (a concurrent double free loses) */
       if (shared && !atomic_compare_exchange_strong(&a->state, &live,
-                                                    (live & 0xffff0000u) | MMB__HANDLE_FREEING))
+                                                    mmb__state_as(live, MMB__HANDLE_FREEING)))
         return free_general(allocation);
       mmb__pool_park(iface, cache, a);
       return MMB_OK;

@@ -120,8 +120,8 @@ typedef struct mmb__handle_cache {
 mmbAllocation *mmb__handle_take(mmb__handle_cache *cache);
 void mmb__handle_give(mmb__handle_cache *cache, mmbAllocation *a);
 void mmb__handle_cache_flush(mmb__handle_cache *cache);
-/* The record of a handle in the registry's range (a caller's handle or a
-   record itself), never read. */
+/* Whether a (a caller's handle, or a record) names a record of the
+   registry's range; nothing is read. */
 bool mmb__handle_is_ours(const mmbAllocation *a);
 
 /* Generations. A caller's handle is its record's address with the record's
@@ -148,10 +148,14 @@ static inline mmbAllocation *mmb__handle_live(mmbAllocation *a) {
   atomic_store_explicit(&a->state, MMB__STATE(gen, MMB__HANDLE_LIVE), memory_order_release);
   return (mmbAllocation *)((uintptr_t)a | (uintptr_t)gen << MMB__GEN_SHIFT);
 }
+/* A state word with its code replaced, its generation kept. */
+static inline uint32_t mmb__state_as(uint32_t state, uint32_t code) {
+  return (state & 0xffff0000u) | code;
+}
 /* The record's state code, its generation kept (by whoever owns it now). */
 static inline void mmb__handle_set(mmbAllocation *a, uint32_t code) {
   uint32_t s = atomic_load_explicit(&a->state, memory_order_relaxed);
-  atomic_store_explicit(&a->state, (s & 0xffff0000u) | code, memory_order_release);
+  atomic_store_explicit(&a->state, mmb__state_as(s, code), memory_order_release);
 }
 static inline uint32_t mmb__handle_code(const mmbAllocation *a) {
   return atomic_load_explicit(&a->state, memory_order_acquire) & 0xffffu;

@@ -1,8 +1,9 @@
 /* The allocation registry: every mmbAllocation handle lives in one range of
-   address space reserved at the first allocation and never unmapped. A handle is therefore always safe to read, which
-   makes a double free, or a pointer mmb never handed out, a reported error
-   instead of memory corruption; checking one is a subtraction and a
-   compare; and a handle costs no malloc.
+   address space reserved at the first allocation and never unmapped. A
+   handle is therefore always safe to read, which makes a double free, or a
+   pointer mmb never handed out, a reported error instead of memory
+   corruption; checking one is a subtraction and a compare; and a handle
+   costs no malloc.
 
    The range is reserved inaccessible and made usable in growing chunks
    (1 Ki, 2 Ki, ... 1 Mi handles), up to 16 Mi handles. Interfaces keep a
