@@ -56,7 +56,7 @@ endif
 
 # The CUDA parts: the cuda provider and the CUDA-stream queue backend.
 CUDA_SRC := $(wildcard providers/cuda/*.c) src/queue/cuda_stream.c
-LIB_SRC  := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) $(wildcard providers/system/*.c) \
+LIB_SRC  := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c src/*/*/*.c)) $(wildcard providers/system/*.c) \
             $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
 ifeq ($(CUDA),1)
   LIB_SRC += $(CUDA_SRC)
@@ -482,7 +482,7 @@ FUZZ_DIR     := build/fuzz
 FUZZ_FLAGS   := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -Iinclude -Isrc -Iproviders -DMMB_BUILDING_LIBRARY
-FUZZ_LIB_SRC := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c)) \
+FUZZ_LIB_SRC := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c src/*/*/*.c)) \
                 $(wildcard providers/system/*.c) $(wildcard providers/pinned/*.c) \
                 $(wildcard providers/fault/*.c)
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)

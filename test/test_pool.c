@@ -4,7 +4,7 @@
 #include "common.h"
 
 #include "poison_child.h"
-#include "alloc/pool.h"   /* the slab classes */
+#include "alloc/strategy/pool.h"   /* the slab classes */
 
 #include <pthread.h>
 #include <sys/mman.h>

@@ -14,8 +14,8 @@
 
    A region belongs to one thread at a time; the shared list is guarded by
    the interface lock. */
-#include "alloc/internal.h"
-#include "alloc/poison.h"
+#include "alloc/strategy/strategy.h"
+#include "alloc/strategy/poison.h"
 
 #include <stddef.h>
 

@@ -10,7 +10,7 @@
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). mmb__pool_put is the one place where a
    block becomes reusable: queue-aware reuse hooks in there. */
-#include "alloc/pool.h"
+#include "alloc/strategy/pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +353,14 @@ size_t mmb__pool_footprint(size_t bytes, size_t count) {
 }
 
 /* ---- life ---------------------------------------------------------------- */
+
+void mmb__pool_cache_init(pool_cache *cache) {
+  for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++)
+    cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
+  /* a malloc-style bin holds nothing until its stack is allocated */
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++)
+    if (cache->ptrs[cls].e) cache->ptrs[cls].end = cache->ptrs[cls].e + SLAB_CAP_MIN;
+}
 
 mmbError mmb__pool_init(pool *p, mmbMemInterface *iface) {
   p->iface = iface;

@@ -9,7 +9,7 @@
    (1 Ki, 2 Ki, ... 1 Mi handles), up to 16 Mi handles. Interfaces keep a
    small cache of free handles; the global free list behind it is guarded by
    `lock` (taken after an interface lock, never before one). */
-#include "alloc/internal.h"
+#include "alloc/model/model.h"
 
 #include <sys/mman.h>
 

@@ -21,7 +21,41 @@
 
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). */
-#include "alloc/pool.h"
+#include "alloc/strategy/pool.h"
+
+/* ---- the slab map: each 64 KiB page's malloc-style slab (pool.h) ------- */
+
+#define LEAF_ENTRIES ((size_t)1 << SLAB_MAP_BITS)
+_Atomic uintptr_t *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool map_store(const void *base, uintptr_t entry) {
+  uintptr_t page = (uintptr_t)base >> 16;
+  if (page >> (2 * SLAB_MAP_BITS)) return false;
+  pthread_mutex_lock(&map_lock);
+  _Atomic(_Atomic uintptr_t *) *top = &mmb__slab_map[page >> SLAB_MAP_BITS];
+  _Atomic uintptr_t *leaf = atomic_load_explicit(top, memory_order_relaxed);
+  if (!leaf && entry && (leaf = mmb__calloc(LEAF_ENTRIES, sizeof *leaf)))
+    atomic_store_explicit(top, leaf, memory_order_release);
+  if (leaf) atomic_store_explicit(&leaf[page & (LEAF_ENTRIES - 1)], entry, memory_order_release);
+  pthread_mutex_unlock(&map_lock);
+  return leaf != NULL;
+}
+
+bool mmb__slab_map_set(const void *base, pool_slab *s) {
+  if ((uintptr_t)s & SLAB_ENTRY_CLASS) return false;   /* malloc aligns to 16: never */
+  return map_store(base, (uintptr_t)s | s->cls);
+}
+void mmb__slab_map_clear(const void *base) { (void)map_store(base, 0); }
+
+void mmb__slab_map_finalize(void) {
+  pthread_mutex_lock(&map_lock);
+  for (size_t i = 0; i < LEAF_ENTRIES; i++)
+    mmb__free(atomic_exchange_explicit(&mmb__slab_map[i], NULL, memory_order_relaxed));
+  pthread_mutex_unlock(&map_lock);
+}
+
+/* ---- slabs ---------------------------------------------------------------- */
 
 static bool host(const pool *p) { return mmb__iface_host_accessible(p->iface); }
 

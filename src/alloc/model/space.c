@@ -2,7 +2,7 @@
    (MMB_LIMIT_<LAYER>, size_limit) and their counters; and the list of live
    interfaces that draw on them (interface.c adds and removes, the
    statistics and finalize read it). */
-#include "alloc/internal.h"
+#include "alloc/model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@ static mmbMemSpace *discovered[MAX_DISCOVERED];
 static size_t n_discovered;
 static pthread_mutex_t requested_lock = PTHREAD_MUTEX_INITIALIZER;
 static mmbMemSpace *requested;   /* list of spaces made by mmb_request_space */
+_Atomic uint64_t mmb__note_epoch = 1;   /* a zeroed note is stale */
 /* mmb_register_memory's spaces, by layer and resolved context (CPU, GPU_CUDA);
    each is also on the requested list. Under requested_lock. */
 static mmbMemSpace *registered[MMB_MEMLAYER_MAX][2];

@@ -1,8 +1,8 @@
 /* Allocating: argument checks, the handle handed out LIVE, the dispatch to
    the interface's strategy (the pool's quick bins inline) or to a region;
    and reading a live handle. Freeing is free.c's. */
-#include "alloc/internal.h"
-#include "alloc/pool.h"
+#include "alloc/strategy/strategy.h"
+#include "alloc/strategy/pool.h"
 
 #include <stdint.h>
 
@@ -75,11 +75,8 @@ static mmbError allocation_failed(mmbMemInterface *iface, size_t n_bytes, mmbErr
                    mmb_error_string(err));
 }
 
-mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllocateOptions *opts,
-                           mmbAllocation **out_allocation) {
-  MMB__REQUIRE_INIT();
-  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
-  MMB__ARG(!out_allocation, __func__, "out_allocation is NULL");
+mmbError mmb__allocate(mmbMemInterface *iface, size_t n_bytes, const mmbAllocateOptions *opts,
+                       mmbAllocation **out_allocation) {
   size_t alignment = 0;
   mmbError err = check_request(n_bytes, opts, &alignment);
   if (MMB__UNLIKELY(err != MMB_OK)) return err;
@@ -87,17 +84,24 @@ mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllo
   mmbAllocation *a;
   mmb__deferred_poll(iface);
   if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
-    MMB__HANDLE(opts->region, MMB__KIND_REGION, __func__, "opts->region");
+    MMB__HANDLE(opts->region, MMB__KIND_REGION, "mmb_allocate_opts", "opts->region");
     err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
     if (err != MMB_OK) return err;
     *out_allocation = mmb__handle_live(a);
     return MMB_OK;
-  } else {
-    err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
-    if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
   }
+  err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
+  if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
   hand_out(iface, a, out_allocation);
   return MMB_OK;
+}
+
+mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterface *iface, const mmbAllocateOptions *opts,
+                           mmbAllocation **out_allocation) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  MMB__ARG(!out_allocation, __func__, "out_allocation is NULL");
+  return mmb__allocate(iface, n_bytes, opts, out_allocation);
 }
 
 void *mmb_allocation_ptr(const mmbAllocation *allocation) {

@@ -1,7 +1,7 @@
 /* Interfaces: a space + a provider instance + a strategy; their creation,
    destruction and teardown at finalize. The list of live interfaces is
    space.c's, where the statistics read it too. */
-#include "alloc/internal.h"
+#include "alloc/strategy/strategy.h"
 
 static mmbError resolve_strategy(mmbStrategyType type, const mmb__strategy_ops **out) {
   switch (type) {

@@ -23,11 +23,10 @@
    A thread cache outlives its thread: at thread exit it is disowned, and the
    next thread that needs one adopts it, blocks and counters included. Lock
    order: thread-cache lock, then interface lock. */
-#include "alloc/pool.h"
+#include "alloc/strategy/pool.h"
 
 _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS];
 _Thread_local mmb__note mmb__tl_note __attribute__((tls_model("initial-exec")));
-_Atomic uint64_t mmb__note_epoch = 1;   /* a zeroed note is stale */
 static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;   /* live_pools, adoption */
 static pool *live_pools;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -96,14 +95,6 @@ pool_cache *mmb__pool_tcache_find(pool *p) {
 }
 
 /* ---- caps and flushing ---------------------------------------------------- */
-
-void mmb__pool_cache_init(pool_cache *cache) {
-  for (size_t bin = 0; bin < POOL_QUICK_BINS; bin++)
-    cache->cap[bin] = bin < SLAB_CLASSES ? SLAB_CAP_MIN : POOL_CAP(bin - SLAB_CLASSES);
-  /* a malloc-style bin holds nothing until its stack is allocated */
-  for (size_t cls = 0; cls < SLAB_CLASSES; cls++)
-    if (cache->ptrs[cls].e) cache->ptrs[cls].end = cache->ptrs[cls].e + SLAB_CAP_MIN;
-}
 
 /* The most a bin's depot holds: two full bins. */
 static uint32_t depot_max(const pool_cache *cache, size_t bin) {
@@ -436,7 +427,51 @@ static void release_slow(pool *p, mmbAllocation *a, unsigned flags) {
   mmb__iface_unlock(iface);
 }
 
+/* A block of a malloc-style slab, claimed (its asked entry was `was`). */
+void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic uint16_t *asked,
+                        uint16_t was) {
+  pool *p = iface->strategy_state;
+  pool_cache *cache = pool_cache_of(p);   /* before the interface lock */
+  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, ptr, was);
+  mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
+  mmb__iface_lock(iface);
+  mmb__count_free(cache ? cache->c : &iface->c, was);
+  pool_ptr_bin *bin = cache ? &cache->ptrs[s->cls] : NULL;
+  if (bin && pool_under_threshold(iface) && mmb__pool_ptr_bin_ready(cache, s->cls)) {
+    if (bin->top == bin->end) {
+      size_t cap = ptr_bin_cap(bin);
+      if (p->thread_caches && cap < slab_cap_max(s->cls))
+        /* a thread that frees more than it allocates (a consumer) grows its
+           bin, so its batches back to the slabs grow too */
+        bin->end = bin->e + mmb__min(2 * cap, slab_cap_max(s->cls));
+      else
+        mmb__pool_ptr_flush(p, cache, s->cls, cap / 2);
+    }
+    *bin->top++ = (pool_ptr){ptr, asked};
+  } else {
+    if (bin) mmb__pool_flush_parked(p, cache);   /* past the release threshold */
+    mmb__slab_put(p, s, ptr);
+  }
+  if (p->thread_caches) mmb__pool_sample_high(p);
+  mmb__iface_unlock(iface);
+}
+
+/* An MMB__BARE handle (ptr.c: mmb_ptr_free_async): its slab block back as
+   mmb_ptr_free gives it, and the handle back. */
+static void bare_release(mmbAllocation *a) {
+  mmbMemInterface *iface = a->interface;
+  pool_slab *s = a->block;
+  mmb__pool_ptr_free(iface, s, a->ptr, slab_asked(s, a->ptr), (uint16_t)a->size);
+  mmb__iface_lock(iface);
+  mmb__handle_give(&iface->handles, a);
+  mmb__iface_unlock(iface);
+}
+
 static void pool_release(mmbMemInterface *iface, mmbAllocation *a, unsigned flags) {
+  if (MMB__UNLIKELY(a->flags & MMB__BARE)) {
+    bare_release(a);
+    return;
+  }
   if (MMB__LIKELY(!flags && (a->flags & ~MMB__SLAB) == MMB__QUICK) && mmb__pool_free_quick(iface, a))
     return;
   release_slow(iface->strategy_state, a, flags);

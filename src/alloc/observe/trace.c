@@ -7,8 +7,7 @@
    The trace keeps those per-space totals itself, starting from the spaces'
    stats when the trace starts. Recording takes a mutex that nests inside
    every other lock; while no trace runs it costs one relaxed load. */
-#include "alloc/internal.h"
-#include "alloc/pool.h"
+#include "alloc/observe/observe.h"
 
 #include <errno.h>
 #include <execinfo.h>

@@ -17,40 +17,8 @@
    Everything else (larger blocks, another strategy, a slab that could not
    be had) is an allocation with a handle, found again from its pointer in
    the interface's table (mmb__ptr_table). */
-#include "alloc/internal.h"
-#include "alloc/pool.h"
-
-/* ---- the slab map ---------------------------------------------------------- */
-
-#define LEAF_ENTRIES ((size_t)1 << SLAB_MAP_BITS)
-_Atomic uintptr_t *_Atomic mmb__slab_map[(size_t)1 << SLAB_MAP_BITS];
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool map_store(const void *base, uintptr_t entry) {
-  uintptr_t page = (uintptr_t)base >> 16;
-  if (page >> (2 * SLAB_MAP_BITS)) return false;
-  pthread_mutex_lock(&map_lock);
-  _Atomic(_Atomic uintptr_t *) *top = &mmb__slab_map[page >> SLAB_MAP_BITS];
-  _Atomic uintptr_t *leaf = atomic_load_explicit(top, memory_order_relaxed);
-  if (!leaf && entry && (leaf = mmb__calloc(LEAF_ENTRIES, sizeof *leaf)))
-    atomic_store_explicit(top, leaf, memory_order_release);
-  if (leaf) atomic_store_explicit(&leaf[page & (LEAF_ENTRIES - 1)], entry, memory_order_release);
-  pthread_mutex_unlock(&map_lock);
-  return leaf != NULL;
-}
-
-bool mmb__slab_map_set(const void *base, pool_slab *s) {
-  if ((uintptr_t)s & SLAB_ENTRY_CLASS) return false;   /* malloc aligns to 16: never */
-  return map_store(base, (uintptr_t)s | s->cls);
-}
-void mmb__slab_map_clear(const void *base) { (void)map_store(base, 0); }
-
-void mmb__slab_map_finalize(void) {
-  pthread_mutex_lock(&map_lock);
-  for (size_t i = 0; i < LEAF_ENTRIES; i++)
-    mmb__free(atomic_exchange_explicit(&mmb__slab_map[i], NULL, memory_order_relaxed));
-  pthread_mutex_unlock(&map_lock);
-}
+#include "alloc/strategy/strategy.h"
+#include "alloc/strategy/pool.h"
 
 /* ---- the table of blocks with handles ---------------------------------------- */
 
@@ -140,14 +108,14 @@ static bool slab_alloc(mmbMemInterface *iface, size_t n, void **out) {
 static mmbError handle_alloc(mmbMemInterface *iface, size_t n, const mmbAllocateOptions *opts,
                              void **out) {
   mmbAllocation *a;
-  mmbError err = opts ? mmb_allocate_opts(n, iface, opts, &a) : mmb_allocate(n, iface, &a);
+  mmbError err = mmb__allocate(iface, n, opts, &a);
   if (err != MMB_OK) return err;
-  void *ptr = mmb_allocation_ptr(a);
+  void *ptr = mmb__record(a)->ptr;
   mmb__iface_lock(iface);
   bool recorded = table_put(&iface->ptrs, ptr, a);
   mmb__iface_unlock(iface);
   if (!recorded) {
-    MMB__MUST(mmb_free(a));
+    MMB__MUST(mmb__free_handle(a));
     return mmb__fail(MMB_OUT_OF_MEMORY, "mmb_ptr_alloc", "no memory to record %p", ptr);
   }
   *out = ptr;
@@ -221,35 +189,6 @@ static mmbError not_live(const mmbMemInterface *iface, const void *ptr) {
   return MMB_INVALID_ARG;
 }
 
-/* A block of a malloc-style slab, claimed (its asked entry was `was`). */
-static void slab_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic uint16_t *asked,
-                      uint16_t was) {
-  pool *p = iface->strategy_state;
-  pool_cache *cache = pool_cache_of(p);   /* before the interface lock */
-  if (mmb__trace_active()) mmb__trace_record(MMB__TRACE_FREE, iface, ptr, was);
-  mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(s->cls));
-  mmb__iface_lock(iface);
-  mmb__count_free(cache ? cache->c : &iface->c, was);
-  pool_ptr_bin *bin = cache ? &cache->ptrs[s->cls] : NULL;
-  if (bin && pool_under_threshold(iface) && mmb__pool_ptr_bin_ready(cache, s->cls)) {
-    if (bin->top == bin->end) {
-      size_t cap = ptr_bin_cap(bin);
-      if (p->thread_caches && cap < slab_cap_max(s->cls))
-        /* a thread that frees more than it allocates (a consumer) grows its
-           bin, so its batches back to the slabs grow too */
-        bin->end = bin->e + mmb__min(2 * cap, slab_cap_max(s->cls));
-      else
-        mmb__pool_ptr_flush(p, cache, s->cls, cap / 2);
-    }
-    *bin->top++ = (pool_ptr){ptr, asked};
-  } else {
-    if (bin) mmb__pool_flush_parked(p, cache);   /* past the release threshold */
-    mmb__slab_put(p, s, ptr);
-  }
-  if (p->thread_caches) mmb__pool_sample_high(p);
-  mmb__iface_unlock(iface);
-}
-
 static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((noinline));
 
 /* The common case: a push on this thread's bin of the class, with nothing
@@ -299,14 +238,14 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
     _Atomic uint16_t *asked = slab_asked(s, ptr);
     uint16_t was = claim(asked, true);
     if (!was) return not_live(iface, ptr);
-    slab_free(iface, s, ptr, asked, was);
+    mmb__pool_ptr_free(iface, s, ptr, asked, was);
     return MMB_OK;
   }
   mmb__iface_lock(iface);
   mmbAllocation *a = table_take(&iface->ptrs, ptr);
   mmb__iface_unlock(iface);
   if (!a) return not_live(iface, ptr);
-  return mmb_free(a);
+  return mmb__free_handle(a);
 }
 
 /* ---- free after queue work (mmb_ptr_free_async) ------------------------------ */
@@ -331,7 +270,7 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
       mmb__iface_unlock(iface);
       return err;
     }
-    return mmb_free(a);
+    return mmb__free_handle(a);
   }
   _Atomic uint16_t *asked = slab_asked(s, ptr);
   uint16_t was = claim(asked, true);
@@ -354,13 +293,4 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
   }
   atomic_store_explicit(asked, was, memory_order_relaxed);   /* still the caller's */
   return a ? err : mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory to hold %p back", ptr);
-}
-
-void mmb__ptr_release(mmbAllocation *a) {
-  mmbMemInterface *iface = a->interface;
-  pool_slab *s = a->block;
-  slab_free(iface, s, a->ptr, slab_asked(s, a->ptr), (uint16_t)a->size);
-  mmb__iface_lock(iface);
-  mmb__handle_give(&iface->handles, a);
-  mmb__iface_unlock(iface);
 }

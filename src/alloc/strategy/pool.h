@@ -4,8 +4,8 @@
 #ifndef MMB_POOL_INTERNAL_H
 #define MMB_POOL_INTERNAL_H
 
-#include "alloc/internal.h"
-#include "alloc/poison.h"
+#include "alloc/strategy/strategy.h"
+#include "alloc/strategy/poison.h"
 
 #define POOL_GRANULE ((size_t)512)
 #define POOL_SMALL_MAX ((size_t)1 << 20)        /* requests up to 1 MiB: small pool */
@@ -285,8 +285,6 @@ typedef struct mmb__note {
 } mmb__note;
 extern _Thread_local mmb__note mmb__tl_note
     __attribute__((visibility("hidden"), tls_model("initial-exec")));
-extern _Atomic uint64_t mmb__note_epoch __attribute__((visibility("hidden")));
-static inline void mmb__notes_stale(void) { atomic_fetch_add(&mmb__note_epoch, 1); }
 
 /* The quick bins the calling thread owns for iface, found with no call:
    the interface's own (not thread-safe), or this thread's cache of a pool
@@ -475,6 +473,11 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls);
 void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep);
 /* Before refusing memory: parked blocks of every cache and the spares back. */
 void mmb__pool_flush_parked(pool *p, pool_cache *mine);
+/* A malloc-style block back (ptr.c's mmb_ptr_free, and an MMB__BARE
+   handle's block), its asked entry already claimed (it was `was`): onto
+   the calling thread's bin, or to its slab. Takes the interface lock. */
+void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic uint16_t *asked,
+                        uint16_t was);
 /* The pool's sampled high watermark, raised (thread caches). */
 void mmb__pool_sample_high(pool *p);
 

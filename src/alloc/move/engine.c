@@ -18,7 +18,7 @@
      on its caller's thread alone.
    bench/copy measures both against a non-temporal copy and a 2-thread copy
    of its own. */
-#include "alloc/internal.h"
+#include "alloc/move/move.h"
 
 #include <immintrin.h>
 #include <string.h>

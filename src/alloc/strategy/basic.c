@@ -1,5 +1,5 @@
 /* The basic strategy: every allocation is one trip to the provider. */
-#include "alloc/internal.h"
+#include "alloc/strategy/strategy.h"
 
 static mmbError basic_allocate(mmbMemInterface *iface, size_t n, size_t alignment,
                                unsigned flags, mmbAllocation **out) {

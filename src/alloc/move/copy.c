@@ -1,7 +1,7 @@
 /* Copies between allocations: every range is checked here, then contiguous
    dimensions are folded together and the copy goes to the host engine (both
    sides host accessible) or to the provider of the side that is not. */
-#include "alloc/internal.h"
+#include "alloc/move/move.h"
 
 #include <string.h>
 #include <time.h>

@@ -3,7 +3,7 @@
    spaces appear beside each DRAM node when there is a device. Each space
    notes which built-in providers serve it (the providers are installed
    first). Everything about the machine comes from src/os. */
-#include "alloc/internal.h"
+#include "alloc/model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
    - a space's used_high is the largest of its interfaces' used_high, and of
      the sum over its interfaces seen at every read and every provider trip:
      exact for a space served by one interface at a time. */
-#include "alloc/internal.h"
+#include "alloc/observe/observe.h"
 
 void mmb__merge_counters(mmb__merged *acc, const mmb__counters *c) {
   unsigned long long na = MMB__GET(c->n_allocs), nf = MMB__GET(c->n_frees);

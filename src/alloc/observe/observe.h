@@ -1,0 +1,46 @@
+/* Internal, the allocation layer's second sub-floor: observation. The
+   statistics (stats.c: counters merged when read, high watermarks) and the
+   trace (trace.c). Both read the model and nothing above it: the
+   strategies write into them as into a log (a relaxed load while no trace
+   runs), and they never reach into a strategy (a strategy's own counters
+   reach them through its table's merge). */
+#ifndef MMB_ALLOC_OBSERVE_H
+#define MMB_ALLOC_OBSERVE_H
+
+#include "alloc/model/model.h"
+
+/* ---- statistics (stats.c) ----------------------------------------------- */
+void mmb__merge_counters(mmb__merged *acc, const mmb__counters *c);
+void mmb__merge_interface(mmb__merged *acc, const mmbMemInterface *iface);
+/* Raises the sampled used_high of iface's space chain (slow paths only). */
+void mmb__space_sample_used(mmbMemSpace *space);
+/* mmb_space_get_stats without the checks. */
+void mmb__space_stats(const mmbMemSpace *space, mmbStats *out);
+/* Calls fn on every discovered and requested space. */
+void mmb__spaces_for_each(void (*fn)(const mmbMemSpace *space, void *arg), void *arg);
+/* Folds a dying interface's counters into its spaces. */
+void mmb__space_retire_interface(const mmbMemInterface *iface);
+
+/* ---- trace (trace.c) ----------------------------------------------------- */
+/* Recording costs one relaxed load while no trace runs. */
+extern _Atomic bool mmb__tracing;
+typedef enum mmb__trace_kind {
+  MMB__TRACE_ALLOC, MMB__TRACE_FREE, MMB__TRACE_RESERVE, MMB__TRACE_UNRESERVE
+} mmb__trace_kind;
+void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void *ptr, size_t size);
+/* A duration event ("X"): name is a string literal, start from mmb__trace_now. */
+void mmb__trace_duration(const char *name, uint64_t start_ns, size_t bytes,
+                         const mmbMemSpace *from, const mmbMemSpace *to);
+uint64_t mmb__trace_now(void);
+mmbError mmb__trace_init(void);      /* MMB_TRACE, MMB_TRACE_CAPACITY, MMB_TRACE_BACKTRACE */
+void mmb__trace_finalize(void);      /* dumps to MMB_TRACE */
+
+static inline bool mmb__trace_active(void) {
+  return MMB__UNLIKELY(atomic_load_explicit(&mmb__tracing, memory_order_relaxed));
+}
+static inline void mmb__trace_reserve(mmbMemInterface *iface, size_t size, bool alloc) {
+  if (mmb__trace_active())
+    mmb__trace_record(alloc ? MMB__TRACE_RESERVE : MMB__TRACE_UNRESERVE, iface, NULL, size);
+}
+
+#endif /* MMB_ALLOC_OBSERVE_H */
