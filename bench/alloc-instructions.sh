@@ -7,10 +7,10 @@
 #
 # Each allocator runs in a process of its own (`bench-alloc --count WHO
 # PATTERN`, the baselines through LD_PRELOAD), and only the timed loop of the
-# pattern is counted. Printed per allocate+free: the instructions in the
-# caller's allocate and free wrappers (the allocator's calls, and for mmb the
-# mmb_allocation_ptr a caller needs, with the touch of each block), and in
-# the whole loop.
+# pattern is counted. Printed per allocate+free: the instructions inside the
+# allocator's calls (malloc and free; mmb_allocate, mmb_allocation_ptr and
+# mmb_free, or mmb_ptr_alloc and mmb_ptr_free), and in the whole loop, which
+# calls them inline as a program does (bench/alloc_patterns.h).
 #
 # Usage: bench/alloc-instructions.sh [BINARY]   (make bench-alloc-instructions;
 # BINARY: bench-alloc built without -march=native, which valgrind can run)
@@ -42,7 +42,7 @@ count() {
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk -v ops="$ops" '
     function n(s) { gsub(",", "", s); return s + 0 }
     /PROGRAM TOTALS/ { total = n($1) }
-    $3 ~ /:(mmb_alloc|mmb_release|mmb_ptr_alloc_one|mmb_ptr_release|malloc_alloc|malloc_free)$/ {
+    $3 ~ /:(mmb_allocate|mmb_free|mmb_allocation_ptr|mmb_ptr_alloc|mmb_ptr_free|malloc|free)$/ {
       split($3, f, ":"); v = n($1); if (v > best[f[2]]) best[f[2]] = v }
     END { w = 0; for (k in best) w += best[k]; printf "%.1f %.1f", w / ops, total / ops }'
 }

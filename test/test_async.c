@@ -433,6 +433,52 @@ MMB_TEST(reuse, a_plain_free_hands_back_what_has_passed) {
   OK(mmb_queue_destroy(NULL, &q));
 }
 
+/* The same on a pool, whose quick paths a thread takes once it has taken
+   the general path on the interface (its note, pool.h): a free deferred
+   behind a fence sends the next quick free, handle or bare pointer, to
+   the sweep, on an interface of one thread and on a thread-safe one. */
+MMB_TEST(reuse, a_deferral_sends_the_quick_paths_of_a_pool_to_the_sweep) {
+  const unsigned kinds[] = {0, MMB_INTERFACE_THREAD_SAFE};
+  for (size_t k = 0; k < 2; k++) {
+    mmbMemInterface *iface = pool_interface(kinds[k]);
+    mmbQueue *q = thread_queue();
+    mmbAllocation *a, *b;
+    void *p;
+    for (int warm = 0; warm < 3; warm++) {   /* the note is taken, and the quick paths run */
+      OK(mmb_allocate(512, iface, &b));
+      OK(mmb_free(b));
+      OK(mmb_ptr_alloc(iface, 64, &p));
+      OK(mmb_ptr_free(iface, p));
+    }
+    OK(mmb_allocate(4096, iface, &a));
+    OK(mmb_allocate(512, iface, &b));
+    OK(mmb_ptr_alloc(iface, 64, &p));
+    close_gate(q);   /* the fence cannot pass before free_async has deferred */
+    OK(mmb_free_async(a, q));
+    atomic_store(&gate, 1);
+    OK(mmb_queue_synchronize(q));
+    mmbStats st;
+    OK(mmb_interface_get_stats(iface, &st));
+    cr_assert_eq(st.used_current, 4096 + 512 + 64, "nothing has swept yet");
+    OK(mmb_free(b));
+    OK(mmb_interface_get_stats(iface, &st));
+    cr_assert_eq(st.used_current, 64, "mmb_free did not sweep (kind %zu): %zu bytes counted", k,
+                 st.used_current);
+    /* again, with mmb_ptr_free the first call after the deferral */
+    OK(mmb_allocate(4096, iface, &a));
+    close_gate(q);
+    OK(mmb_free_async(a, q));
+    atomic_store(&gate, 1);
+    OK(mmb_queue_synchronize(q));
+    OK(mmb_ptr_free(iface, p));
+    OK(mmb_interface_get_stats(iface, &st));
+    cr_assert_eq(st.used_current, 0, "mmb_ptr_free did not sweep (kind %zu): %zu bytes counted",
+                 k, st.used_current);
+    OK(mmb_queue_destroy(NULL, &q));
+    OK(mmb_interface_destroy(iface));
+  }
+}
+
 /* record_queue on two queues: the block waits for both. */
 MMB_TEST(reuse, record_queue_waits_for_every_recorded_queue) {
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE);

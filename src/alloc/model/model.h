@@ -259,7 +259,7 @@ struct mmbMemInterface {
   /* The pool's quick bins when one thread owns them (an interface that is
      not thread-safe): the fast paths go straight to them. NULL otherwise. */
   struct pool_cache *quick;
-  bool quick_threads;   /* a pool with a cache per thread (pool.h: mmb__pool_owned_cache) */
+  bool quick_threads;   /* a pool with a cache per thread (pool.h: mmb__pool_bins) */
   unsigned flags;
   size_t release_threshold;
   /* With MMB_INTERFACE_THREAD_SAFE: guards the strategy's shared state, c,

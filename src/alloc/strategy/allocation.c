@@ -20,17 +20,9 @@ static mmbError allocate_general(size_t n_bytes, mmbMemInterface *iface,
                                  mmbAllocation **out_allocation) __attribute__((noinline));
 
 mmbError mmb_allocate(size_t n_bytes, mmbMemInterface *iface, mmbAllocation **out_allocation) {
-  bool shared;
-  pool_cache *cache;
-  /* the thread's note, or a checked interface's bins (a note is the calling
-     thread's last interface: one that alternates between two takes the
-     second way for both) */
-  if (MMB__LIKELY(out_allocation && n_bytes - 1 < POOL_QUICK_MAX &&
-                  ((mmb__noted(iface) && (cache = mmb__tl_note.cache, true)) ||
-                   (mmb__initialized() && mmb__object_is(iface, MMB__KIND_INTERFACE) &&
-                    (cache = mmb__pool_owned_cache(iface, &shared)) && !mmb__trace_active())) &&
-                  !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed))) {
-    mmbAllocation *a = mmb__pool_pop(iface, cache, n_bytes, MMB_DEFAULT_ALIGNMENT);
+  /* the thread's note says all the state needs to say (pool.h: mmb__note) */
+  if (MMB__LIKELY(mmb__noted(iface) && out_allocation && n_bytes - 1 < POOL_QUICK_MAX)) {
+    mmbAllocation *a = mmb__pool_pop(iface, mmb__tl_note.cache, n_bytes, MMB_DEFAULT_ALIGNMENT);
     if (MMB__LIKELY(a != NULL)) {
       *out_allocation = mmb__handle_live(a);
       return MMB_OK;
@@ -44,8 +36,8 @@ static mmbError allocate_general(size_t n_bytes, mmbMemInterface *iface,
   mmbAllocation *a;
   if (MMB__LIKELY(mmb__initialized() && mmb__object_is(iface, MMB__KIND_INTERFACE) &&
                   out_allocation && n_bytes && iface->strategy == &mmb__pool_strategy)) {
-    mmb__note_take(iface);   /* the next one is quick */
     mmb__deferred_poll(iface);
+    mmb__note_take(iface);   /* the next one is quick */
     if (MMB__LIKELY(mmb__pool_alloc_quick(iface, n_bytes, MMB_DEFAULT_ALIGNMENT, &a))) {
       hand_out(iface, a, out_allocation);
       return MMB_OK;

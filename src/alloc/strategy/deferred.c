@@ -25,6 +25,7 @@ static void fences_drop(mmbAllocation *a) {
     mmb__record_free(f, sizeof *f);
   }
   a->fences = NULL;
+  a->flags &= (uint16_t)~MMB__FENCED;
 }
 
 static bool fences_passed(const mmbAllocation *a, bool wait) {
@@ -51,6 +52,7 @@ mmbError mmb__allocation_fence(const char *func, mmbAllocation *h, void *fence,
   if (!f) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
   *f = (mmb__fence){.fence = fence, .ops = ops, .next = a->fences};
   a->fences = f;
+  a->flags |= MMB__FENCED;
   return MMB_OK;
 }
 
@@ -64,7 +66,9 @@ void mmb__allocation_defer(mmbAllocation *a) {
   mmb__iface_lock(iface);
   a->next = iface->deferred;
   iface->deferred = a;
-  atomic_fetch_add_explicit(&iface->n_deferred, 1, memory_order_relaxed);
+  /* the threads' notes say no frees wait here: from now on, not so */
+  if (atomic_fetch_add_explicit(&iface->n_deferred, 1, memory_order_relaxed) == 0)
+    mmb__notes_stale();
   mmb__iface_unlock(iface);
 }
 

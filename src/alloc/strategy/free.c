@@ -22,26 +22,30 @@ static bool claim(mmbAllocation *a, const mmbAllocation *h) {
 /* An allocation parked on a quick bin the calling thread owns (a pool that
    is not thread-safe, or this thread's cache of one that is), straight from
    here with nothing that needs a call; everything else takes the general
-   path, which also reports what is not a live allocation. */
+   path, which also reports what is not a live allocation, and notes the
+   interface for the next free. */
 mmbError mmb_free(mmbAllocation *allocation) {
   mmbAllocation *a = mmb__record(allocation);
   uint32_t live = mmb__live_state(allocation);
   if (MMB__LIKELY(mmb__initialized() && allocation && mmb__handle_is_ours(a) &&
                   atomic_load_explicit(&a->state, memory_order_relaxed) == live)) {
     mmbMemInterface *iface = a->interface;
-    bool shared;
-    pool_cache *cache = mmb__pool_free_cache(iface, &shared);
     size_t bin = quick_bin_of(a);
-    if (MMB__LIKELY(cache && (a->flags & ~MMB__SLAB) == MMB__QUICK && !a->fences &&
-                    !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed) &&
-                    pool_under_threshold(iface) && cache->count[bin] < cache->cap[bin])) {
-      /* LIVE -> FREE; on a thread-safe interface, only by the one thread
-         whose exchange finds it LIVE (a concurrent double free loses) */
-      if (shared && !atomic_compare_exchange_strong(&a->state, &live,
-                                                    mmb__state_as(live, MMB__HANDLE_FREEING)))
-        return mmb__free_handle(allocation);
-      mmb__pool_park(iface, cache, a);
-      return MMB_OK;
+    /* the note's state (pool.h: mmb__note), then the block's: a quick block
+       with no fences (MMB__FENCED), room in its bin */
+    if (MMB__LIKELY(mmb__noted(iface) && (a->flags & ~MMB__SLAB) == MMB__QUICK &&
+                    pool_under_threshold(iface))) {
+      pool_cache *cache = mmb__tl_note.cache;
+      if (MMB__LIKELY(cache->count[bin] < cache->cap[bin])) {
+        /* LIVE -> FREE; on a thread-safe interface, only by the one thread
+           whose exchange finds it LIVE (a concurrent double free loses) */
+        if (mmb__iface_ts(iface) &&
+            !atomic_compare_exchange_strong(&a->state, &live,
+                                            mmb__state_as(live, MMB__HANDLE_FREEING)))
+          return mmb__free_handle(allocation);
+        mmb__pool_park(iface, cache, a);
+        return MMB_OK;
+      }
     }
   }
   return mmb__free_handle(allocation);
@@ -58,6 +62,7 @@ mmbError mmb__free_handle(mmbAllocation *handle) {
   }
   mmbMemInterface *iface = allocation->interface;
   mmb__deferred_poll(iface);   /* what earlier frees left behind fences that have passed */
+  mmb__note_take(iface);   /* the next one is quick */
   if (MMB__UNLIKELY(!(allocation->flags & MMB__IN_REGION) && allocation->fences != NULL)) {
     /* queue work may still use it */
     mmb__allocation_defer(allocation);

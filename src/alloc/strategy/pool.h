@@ -262,22 +262,42 @@ extern _Thread_local mmb__tl_slot mmb__tl_slots[POOL_TL_SLOTS]
    when there is no memory for one (the caller then works under the lock). */
 pool_cache *mmb__pool_tcache_find(pool *p);
 
-static MMB__ALWAYS_INLINE pool_cache *pool_cache_of(pool *p) {
-  if (!p->thread_caches) return &p->own;
-  if (MMB__LIKELY(mmb__tl_slots[0].pool_id == p->id)) return &mmb__tl_slots[0].tc->cache;
-  return mmb__pool_tcache_find(p);
+/* ---- this thread's bins --------------------------------------------------
+   The one answer to "which quick bins may the calling thread use on iface
+   with no lock and no call": the interface's own when it is not
+   thread-safe (one thread owns it), else this thread's cache of the pool
+   when the thread's first slot holds it; NULL otherwise. On a thread-safe
+   interface another thread may free the same handle at the same time, so
+   a claim there is atomic (mmb__iface_ts). */
+static MMB__ALWAYS_INLINE pool_cache *mmb__pool_bins(const mmbMemInterface *iface) {
+  if (MMB__LIKELY(iface->quick != NULL)) return iface->quick;
+  if (iface->quick_threads &&
+      MMB__LIKELY(mmb__tl_slots[0].pool_id == ((const pool *)iface->strategy_state)->id))
+    return &mmb__tl_slots[0].tc->cache;
+  return NULL;
 }
 
-/* The calling thread's note of the last interface whose allocation took
-   the general path (mmb_allocate's or mmb_ptr_alloc's, which check it) and
-   the bins the thread owns there, valid while its epoch is mmb__note_epoch:
-   the epoch moves whenever an interface's pool goes or a thread gives up a
-   thread cache (then every note is stale), so a note never names bins that
-   are gone or another thread's, nor an interface that is gone. A trace's
-   start moves the epoch too, and a note is written only while no trace
-   runs: a fresh note also says no trace runs. It spares the common
-   allocation the interface's checks, and a thread-safe pool's common free
-   the look for its bins. */
+/* The same on the slow paths, which may call: this thread's cache is
+   found in its other slots, or adopted. NULL only when a thread-safe pool
+   has no memory for one (the caller then works under the lock). */
+static inline pool_cache *pool_cache_of(pool *p) {
+  pool_cache *mine = mmb__pool_bins(p->iface);
+  if (MMB__LIKELY(mine != NULL)) return mine;
+  return p->thread_caches ? mmb__pool_tcache_find(p) : &p->own;
+}
+
+/* The calling thread's note: the fast paths' guard, one test. It names the
+   last interface one of the thread's calls took the general path on
+   (mmb_allocate, mmb_free, mmb_ptr_alloc, mmb_ptr_free), with the thread's
+   bins there, and folds in what the fast paths need of the state: the
+   interface is a live pool interface, no trace runs, and it has no
+   deferred frees to sweep. It is written only while that holds, and stays
+   valid while its epoch is mmb__note_epoch, which moves whenever that may
+   stop holding: an interface's pool goes, a thread gives up a thread
+   cache, a trace starts, an interface's deferred list stops being empty
+   (model.h). So a fresh note never names bins that are gone or another
+   thread's, nor an interface that is gone, and the common call reads
+   neither the interface's state nor the trace's. */
 typedef struct mmb__note {
   const mmbMemInterface *iface;
   pool_cache *cache;
@@ -286,51 +306,24 @@ typedef struct mmb__note {
 extern _Thread_local mmb__note mmb__tl_note
     __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
-/* The quick bins the calling thread owns for iface, found with no call:
-   the interface's own (not thread-safe), or this thread's cache of a pool
-   with thread caches when the first slot has it. NULL otherwise (the caller
-   takes its general path). *shared: another thread may free the same handle
-   at the same time (a claim must then be atomic). */
-static MMB__ALWAYS_INLINE pool_cache *mmb__pool_owned_cache(const mmbMemInterface *iface,
-                                                            bool *shared) {
-  *shared = false;
-  if (MMB__LIKELY(iface->quick != NULL)) return iface->quick;
-  *shared = true;
-  if (iface->quick_threads &&
-      MMB__LIKELY(mmb__tl_slots[0].pool_id == ((const pool *)iface->strategy_state)->id))
-    return &mmb__tl_slots[0].tc->cache;
-  return NULL;
-}
-
-/* The note is iface's and fresh: iface is a live pool interface, no trace
-   runs, and the calling thread's bins there are mmb__tl_note.cache. iface
+/* The note is iface's and fresh: its bins are mmb__tl_note.cache. iface
    is not read. */
 static MMB__ALWAYS_INLINE bool mmb__noted(const mmbMemInterface *iface) {
   return iface == mmb__tl_note.iface &&
          mmb__tl_note.epoch == atomic_load_explicit(&mmb__note_epoch, memory_order_acquire);
 }
 
-/* Notes iface (a live interface, checked by the caller) and the bins the
-   calling thread owns there, if it owns any and no trace runs. */
+/* Notes iface (a live pool interface, checked by the caller) and the
+   thread's bins there, if it has them, no trace runs and no frees wait on
+   its deferred list. The epoch is read first: a deferral or a trace that
+   the checks miss moves it after, and the note is stale at once. */
 static inline void mmb__note_take(mmbMemInterface *iface) {
-  bool shared;
   uint64_t epoch = atomic_load_explicit(&mmb__note_epoch, memory_order_acquire);
-  pool_cache *mine = mmb__pool_owned_cache(iface, &shared);
-  if (mine && !mmb__trace_active()) mmb__tl_note = (mmb__note){iface, mine, epoch};
-}
-
-/* The bins a free on iface (a live interface) may use with no call: the
-   interface's own, else this thread's, the note's when it is fresh; NULL
-   while a trace runs, or when the thread has none (the caller takes its
-   general path). *shared as mmb__pool_owned_cache's. */
-static MMB__ALWAYS_INLINE pool_cache *mmb__pool_free_cache(const mmbMemInterface *iface,
-                                                           bool *shared) {
-  *shared = false;
-  pool_cache *cache = iface->quick;   /* not thread-safe: the interface's own bins */
-  if (MMB__LIKELY(cache != NULL)) return mmb__trace_active() ? NULL : cache;
-  *shared = true;
-  if (MMB__LIKELY(mmb__noted(iface))) return mmb__tl_note.cache;
-  return mmb__trace_active() ? NULL : mmb__pool_owned_cache(iface, shared);
+  if (mmb__tl_note.iface == iface && mmb__tl_note.epoch == epoch) return;   /* it has it */
+  pool_cache *mine = mmb__pool_bins(iface);
+  if (mine && !mmb__trace_active() &&
+      !atomic_load_explicit(&iface->n_deferred, memory_order_relaxed))
+    mmb__tl_note = (mmb__note){iface, mine, epoch};
 }
 
 static inline bool pool_under_threshold(const mmbMemInterface *iface) {
@@ -362,20 +355,7 @@ static MMB__ALWAYS_INLINE mmbAllocation *mmb__pool_pop(mmbMemInterface *iface, p
   return a;
 }
 
-/* The quick bins the calling thread may use now: the interface's own, this
-   thread's cache, or (a thread-safe pool without thread caches) the shared
-   bins, with the interface lock taken (*locked: the caller unlocks). */
-static MMB__ALWAYS_INLINE pool_cache *pool_cache_locking(mmbMemInterface *iface, bool *locked) {
-  *locked = false;
-  if (iface->quick) return iface->quick;
-  pool *p = iface->strategy_state;
-  *locked = mmb__iface_ts(iface) && !p->thread_caches;
-  if (*locked) pthread_mutex_lock(&iface->lock);
-  return pool_cache_of(p);
-}
-
-/* Both return false to send the caller to the slow path. Without thread
-   caches, a thread-safe interface does the same under its lock. */
+/* Both return false to send the caller to the slow path. */
 static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, size_t n, size_t align,
                                          mmbAllocation **out) {
   /* every pool block is aligned to at least SLAB_ALIGN (block_align is 256
@@ -383,10 +363,8 @@ static MMB__ALWAYS_INLINE bool mmb__pool_alloc_quick(mmbMemInterface *iface, siz
   if (MMB__UNLIKELY(n > POOL_QUICK_MAX ||
                     (align > SLAB_ALIGN && align > ((pool *)iface->strategy_state)->block_align)))
     return false;
-  bool locked;
-  pool_cache *cache = pool_cache_locking(iface, &locked);
+  pool_cache *cache = pool_cache_of(iface->strategy_state);
   mmbAllocation *a = cache ? mmb__pool_pop(iface, cache, n, align) : NULL;
-  if (locked) pthread_mutex_unlock(&iface->lock);
   *out = a;
   return a != NULL;
 }
@@ -407,12 +385,10 @@ static MMB__ALWAYS_INLINE void mmb__pool_park(mmbMemInterface *iface, pool_cache
    block's size, a->ptr its start. */
 static MMB__ALWAYS_INLINE bool mmb__pool_free_quick(mmbMemInterface *iface, mmbAllocation *a) {
   if (MMB__UNLIKELY(!pool_under_threshold(iface))) return false;
-  bool locked;
-  pool_cache *cache = pool_cache_locking(iface, &locked);
+  pool_cache *cache = pool_cache_of(iface->strategy_state);
   size_t cls = quick_bin_of(a);
   bool hit = cache && cache->count[cls] < cache->cap[cls];
   if (MMB__LIKELY(hit)) mmb__pool_park(iface, cache, a);
-  if (locked) pthread_mutex_unlock(&iface->lock);
   return hit;
 }
 

@@ -197,15 +197,16 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((n
 mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
   uintptr_t entry = mmb__slab_entry(ptr);
   pool_slab *s = slab_of_entry(entry);
-  if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) &&
+  /* the block's slab is iface's (so iface is live), then the note's state
+     (pool.h: mmb__note) */
+  if (MMB__LIKELY(entry && s->iface == iface && !((uintptr_t)ptr & 63) && mmb__noted(iface) &&
                   pool_under_threshold(iface))) {
-    bool shared;
-    pool_cache *cache = mmb__pool_free_cache(iface, &shared);
+    pool_cache *cache = mmb__tl_note.cache;
     size_t cls = entry & SLAB_ENTRY_CLASS;
-    pool_ptr_bin *bin = cache ? &cache->ptrs[cls] : NULL;
-    _Atomic uint16_t *asked = slab_asked(s, ptr);
-    if (MMB__LIKELY(bin && bin->top < bin->end)) {
-      uint16_t was = claim(asked, shared);
+    pool_ptr_bin *bin = &cache->ptrs[cls];
+    if (MMB__LIKELY(bin->top < bin->end)) {
+      _Atomic uint16_t *asked = slab_asked(s, ptr);
+      uint16_t was = claim(asked, mmb__iface_ts(iface));
       if (MMB__UNLIKELY(!was)) return not_live(iface, ptr);
       mmb__count_free(cache->c, was);
       mmb__poison(mmb__iface_host_accessible(iface), ptr, slab_class_size(cls));
@@ -234,6 +235,7 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   mmbError err = slab_block("mmb_ptr_free", iface, ptr, &s);
   if (err != MMB_OK) return err;
   mmb__deferred_poll(iface);   /* what mmb_ptr_free_async left behind fences that have passed */
+  mmb__note_take(iface);   /* the next one is quick */
   if (s) {
     _Atomic uint16_t *asked = slab_asked(s, ptr);
     uint16_t was = claim(asked, true);

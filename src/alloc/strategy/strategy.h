@@ -47,6 +47,7 @@ mmbError mmb__free_handle(mmbAllocation *handle) __attribute__((noinline));
 #define MMB__IN_REGION 0x1u   /* mmbAllocation.flags: placed in a region */
 #define MMB__QUICK 0x2u       /* a pool block that fits a quick bin as it is */
 #define MMB__SLAB 0x4u        /* with MMB__QUICK: a block of a slab (a->block is the slab) */
+#define MMB__FENCED 0x10u     /* a->fences is not empty: keeps it off the quick paths */
 #define MMB__BARE 0x8u        /* carries a freed mmb_ptr_alloc slab block while it waits on
                                  queue work (ptr.c); never a caller's */
 
