@@ -447,6 +447,11 @@ install-check: $(STATIC) $(SHARED) $(TOOLS)
 	@printf '#include <mmb/mmb.h>\nint main(void) { mmb_init(0); return 0; }\n' > $(STAGE)/ignored.c
 	@! $(CC) -Werror -c $(STAGE)/ignored.c -o $(STAGE)/ignored.o -I$(STAGE)/include 2>/dev/null
 	@$(CC) -Werror -DMMB_NODISCARD= -c $(STAGE)/ignored.c -o $(STAGE)/ignored.o -I$(STAGE)/include
+	@# a renamed call's old name warns, naming the new one
+	@printf '#include <mmb/mmb.h>\nint main(void) { size_t n; return mmb_array_bytes(0, &n); }\n' \
+	  > $(STAGE)/ignored.c
+	@$(CC) -c $(STAGE)/ignored.c -o $(STAGE)/ignored.o -I$(STAGE)/include 2>&1 | \
+	  grep -q "deprecated.*use mmb_array_get_bytes"
 	@$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE) >/dev/null
 	@left=$$(find $(STAGE) -type f -not -path '*/cmake-build/*' -not -name 'outside*' -not -name 'ignored*'); \
 	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi

@@ -9,7 +9,7 @@
 # PATTERN`, the baselines through LD_PRELOAD), and only the timed loop of the
 # pattern is counted. Printed per allocate+free: the instructions inside the
 # allocator's calls (malloc and free; mmb_allocate, mmb_allocation_ptr and
-# mmb_free, or mmb_ptr_alloc and mmb_ptr_free), and in the whole loop, which
+# mmb_free, or mmb_ptr_allocate and mmb_ptr_deallocate), and in the whole loop, which
 # calls them inline as a program does (bench/alloc_patterns.h).
 #
 # Usage: bench/alloc-instructions.sh [BINARY]   (make bench-alloc-instructions;
@@ -42,13 +42,13 @@ count() {
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk -v ops="$ops" '
     function n(s) { gsub(",", "", s); return s + 0 }
     /PROGRAM TOTALS/ { total = n($1) }
-    $3 ~ /:(mmb_allocate|mmb_free|mmb_allocation_ptr|mmb_ptr_alloc|mmb_ptr_free|malloc|free)$/ {
+    $3 ~ /:(mmb_allocate|mmb_free|mmb_allocation_ptr|mmb_ptr_allocate|mmb_ptr_deallocate|malloc|free)$/ {
       split($3, f, ":"); v = n($1); if (v > best[f[2]]) best[f[2]] = v }
     END { w = 0; for (k in best) w += best[k]; printf "%.1f %.1f", w / ops, total / ops }'
 }
 
 patterns="pairs window-1 window-64 window-1000 batch batch-reverse region-job"
-whos=("mmb|mmb|" "mmb-threads|mmb thread-safe|" "mmb-ptr|mmb_ptr_alloc|" "mmb-ptr-threads|ptr thread-safe|" "malloc|glibc|")
+whos=("mmb|mmb|" "mmb-threads|mmb thread-safe|" "mmb-ptr|mmb_ptr_allocate|" "mmb-ptr-threads|ptr thread-safe|" "malloc|glibc|")
 [ -n "$mimalloc" ] && whos+=("malloc|mimalloc|$mimalloc")
 [ -n "$jemalloc" ] && whos+=("malloc|jemalloc|$jemalloc")
 

@@ -1,5 +1,5 @@
 /* bench/alloc: mmb's pool (through handles: mmb_allocate, mmb_allocation_ptr,
-   mmb_free; and through bare pointers: mmb_ptr_alloc, mmb_ptr_free, on pools
+   mmb_free; and through bare pointers: mmb_ptr_allocate, mmb_ptr_deallocate, on pools
    of their own, in the same rounds) and regions against the best general-purpose
    allocators, glibc malloc, mimalloc and jemalloc, each measured in a process
    of its own: an allocator linked or preloaded into the same process as
@@ -181,12 +181,12 @@ static inline void mmb_release(void *ctx, void *a) {
 }
 static inline void *mmb_ptr_alloc_one(void *ctx, size_t n) {
   void *p;
-  if (mmb_ptr_alloc(ctx, n, &p) != MMB_OK) abort();
+  if (mmb_ptr_allocate(n, ctx, &p) != MMB_OK) abort();
   *(volatile char *)p = 1;
   return p;
 }
 static inline void mmb_ptr_release(void *ctx, void *p) {
-  if (mmb_ptr_free(ctx, p) != MMB_OK) abort();
+  if (mmb_ptr_deallocate(p, ctx) != MMB_OK) abort();
 }
 static size_t mmb_held(void *ctx) {
   mmbStats st;
@@ -395,7 +395,7 @@ static void print_table(const char *title, const char *who, const series *mine,
    to warm up and once more with callgrind collecting in its timed part
    (bench/alloc-instructions.sh runs it under valgrind); prints the
    operations counted. WHO: mmb (the pool), mmb-threads (a thread-safe pool),
-   mmb-ptr and mmb-ptr-threads (the same through mmb_ptr_alloc), malloc (this
+   mmb-ptr and mmb-ptr-threads (the same through mmb_ptr_allocate), malloc (this
    process's malloc: the script preloads each baseline). */
 static const struct {
   const char *key;
@@ -502,7 +502,7 @@ int main(int argc, char **argv) {
                                                              .flags = MMB_INTERFACE_THREAD_SAFE},
                               &shared));
   CHECK(mmb_request_interface(dram, NULL, &basic));
-  /* the same pools through mmb_ptr_alloc / mmb_ptr_free, on interfaces of their own */
+  /* the same pools through mmb_ptr_allocate / mmb_ptr_deallocate, on interfaces of their own */
   mmbMemInterface *ptr_pool, *ptr_shared;
   CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
                               &ptr_pool));
@@ -544,7 +544,7 @@ int main(int argc, char **argv) {
          "own\n", REPS);
   print_table("mmb_allocate + mmb_allocation_ptr + mmb_free (a handle per block)", "mmb", &mine,
               base);
-  print_table("mmb_ptr_alloc + mmb_ptr_free (malloc-style, bare pointers)", "mmb ptr", &bare,
+  print_table("mmb_ptr_allocate + mmb_ptr_deallocate (bare pointers, malloc-style)", "mmb ptr", &bare,
               base);
 
   double rw, bw, rm = median(&regions, 0, &rw), bm = median(&regions, 1, &bw);

@@ -1,7 +1,7 @@
 /* quickstart: the smallest useful mmb program. It asks for a DRAM space
    (capped at 64 MiB of its own), makes an interface on it, allocates two
    matrices, copies a 3x4 sub-block of one into the other with mmb_copy_2d,
-   sums its rows into a bare block (mmb_ptr_alloc: malloc-style, no handle),
+   sums its rows into a bare block (mmb_ptr_allocate: malloc-style, no handle),
    and prints the interface's statistics. */
 #include <mmb/mmb.h>
 
@@ -50,7 +50,7 @@ int main(void) {
 
   /* A bare block, malloc and free on the interface: b's row sums. */
   double *sums;
-  CHECK(mmb_ptr_alloc(iface, ROWS * sizeof *sums, (void **)&sums));
+  CHECK(mmb_ptr_allocate(ROWS * sizeof *sums, iface, (void **)&sums));
   for (int r = 0; r < ROWS; r++) {
     sums[r] = 0;
     for (int c = 0; c < COLS; c++) sums[r] += dst[r * COLS + c];
@@ -62,7 +62,7 @@ int main(void) {
   printf("interface: %zu bytes used (high %zu), %zu reserved, %llu allocations, %llu provider trips\n",
          st.used_current, st.used_high, st.reserved_current, st.n_allocs, st.n_provider_allocs);
 
-  CHECK(mmb_ptr_free(iface, sums));
+  CHECK(mmb_ptr_deallocate(sums, iface));
   CHECK(mmb_free(a));
   CHECK(mmb_free(b));
   CHECK(mmb_interface_destroy(iface));

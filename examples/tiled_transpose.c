@@ -67,7 +67,7 @@ static double transpose_tiled(mmbArray *a, mmbArray *b, mmbMemSpace *fast) {
   for (mmbArrayTile *ta; walk == MMB_OK && (ta = mmb_tile_iterator_tile(it));
        walk = mmb_tile_iterator_next(it)) {
     mmbIndex ij;
-    CHECK(mmb_tile_iterator_index(it, &ij));
+    CHECK(mmb_tile_iterator_get_index(it, &ij));
     mmbArrayTile *tb, *fa;
     CHECK(mmb_tile_at(b, &(mmbIndex){2, {ij.d[1], ij.d[0]}}, &tb));
     if (!fast) {

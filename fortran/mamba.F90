@@ -24,26 +24,27 @@ module mamba
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
     mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps
   ! every procedure of the C API (and Mamba's), and the tile pointer
-  public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_interface, mmb_allocation_ptr, &
-    mmb_allocation_record_queue, mmb_allocation_size, mmb_array_bytes, mmb_array_copy, &
+  public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_get_interface, mmb_allocation_ptr, &
+    mmb_allocation_record_queue, mmb_allocation_size, mmb_array_get_bytes, mmb_array_copy, &
     mmb_array_copy_async, mmb_array_create, mmb_array_create_opts, mmb_array_create_wrapped, &
-    mmb_array_destroy, mmb_array_dims, mmb_array_duplicate, mmb_array_duplicate_async, &
-    mmb_array_interface, mmb_array_merge, mmb_array_merge_async, mmb_array_merge_with, &
+    mmb_array_destroy, mmb_array_get_dims, mmb_array_duplicate, mmb_array_duplicate_async, &
+    mmb_array_get_interface, mmb_array_merge, mmb_array_merge_async, mmb_array_merge_with, &
     mmb_array_merge_with_async, mmb_array_migrate, mmb_array_migrate_async, mmb_array_ptr, &
-    mmb_array_strides, mmb_array_tile, mmb_array_tile_grid, mmb_context_name, mmb_copy, &
+    mmb_array_get_strides, mmb_array_tile, mmb_array_tile_grid, mmb_context_name, mmb_copy, &
     mmb_copy_1d, mmb_copy_1d_async, mmb_copy_2d, mmb_copy_2d_async, mmb_copy_async, &
     mmb_copy_nd, mmb_copy_nd_async, mmb_cuda_status, mmb_element_type_size, mmb_error_name, &
     mmb_error_string, mmb_finalize, mmb_free, mmb_free_async, mmb_host_bind, mmb_host_map, &
     mmb_host_page_size, mmb_host_unmap, mmb_init, mmb_interface_destroy, &
-    mmb_interface_get_stats, mmb_interface_provider, mmb_interface_reset_high, &
-    mmb_interface_space, mmb_interface_trim, mmb_is_initialized, mmb_layer_name, &
+    mmb_interface_get_stats, mmb_interface_get_provider, mmb_interface_reset_high, &
+    mmb_interface_get_space, mmb_interface_trim, mmb_is_initialized, mmb_layer_name, &
     mmb_layout_create_regular_1d, mmb_layout_create_regular_nd, mmb_layout_destroy, &
     mmb_layout_get_info, mmb_layout_padding_create_zero, mmb_layout_set_element_type, &
     mmb_log, mmb_logging_get_level, mmb_logging_set_callback, mmb_logging_set_level, &
     mmb_provider_get_ops, mmb_provider_name, mmb_provider_register, mmb_queue_create, &
     mmb_queue_destroy, mmb_queue_get_backend, mmb_queue_get_native, mmb_queue_marker, &
     mmb_queue_submit, mmb_queue_submit_task, mmb_queue_synchronize, mmb_queue_wait_request, &
-    mmb_ptr_alloc, mmb_ptr_alloc_opts, mmb_ptr_free, mmb_ptr_free_async, mmb_region_alloc, &
+    mmb_ptr_allocate, mmb_ptr_allocate_opts, mmb_ptr_deallocate, mmb_ptr_deallocate_async, &
+    mmb_region_alloc, &
     mmb_region_create, mmb_region_destroy, mmb_region_push, mmb_region_reset, &
     mmb_region_reset_async, mmb_register_memory, mmb_request_interface, &
     mmb_request_is_complete, mmb_request_space, mmb_space_at, mmb_space_capacity, &
@@ -54,7 +55,7 @@ module mamba
     mmb_tile_copy_transposed_async, &
     mmb_tile_get_space_local_handle, mmb_tile_iterator_count, mmb_tile_iterator_create, &
     mmb_tile_iterator_destroy, mmb_tile_iterator_first, mmb_tile_iterator_footprint, &
-    mmb_tile_iterator_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
+    mmb_tile_iterator_get_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
     mmb_tile_merge_async, mmb_tile_merge_with, mmb_tile_merge_with_async, mmb_tile_migrate, &
     mmb_tile_migrate_async, mmb_trace_dump, mmb_trace_set_capacity, mmb_trace_start, &
     mmb_trace_stop, mmb_version, mmb_wait, mmb_wait_all, mmb_tile_get_pointer
@@ -64,6 +65,40 @@ module mamba
     module procedure tile_pointer_r4, tile_pointer_r8, tile_pointer_c4, tile_pointer_c8, &
                      tile_pointer_i4, tile_pointer_i8
   end interface
+
+
+  ! ---- deprecated names, kept for one release --------------------------------
+  ! The former names of procedures renamed to one convention (mmb_X_get_Y for
+  ! what is read into an argument; the bare-pointer calls in mmb_allocate's
+  ! order): the same procedures under their old names.
+  interface mmb_allocation_interface
+    module procedure mmb_allocation_get_interface
+  end interface
+  interface mmb_interface_space
+    module procedure mmb_interface_get_space
+  end interface
+  interface mmb_interface_provider
+    module procedure mmb_interface_get_provider
+  end interface
+  interface mmb_array_bytes
+    module procedure mmb_array_get_bytes
+  end interface
+  interface mmb_array_dims
+    module procedure mmb_array_get_dims
+  end interface
+  interface mmb_array_strides
+    module procedure mmb_array_get_strides
+  end interface
+  interface mmb_array_interface
+    module procedure mmb_array_get_interface
+  end interface
+  interface mmb_tile_iterator_index
+    module procedure mmb_tile_iterator_get_index
+  end interface
+  public :: mmb_allocation_interface, mmb_interface_space, mmb_interface_provider, &
+    mmb_array_bytes, mmb_array_dims, mmb_array_strides, &
+    mmb_array_interface, mmb_tile_iterator_index, &
+    mmb_ptr_alloc, mmb_ptr_alloc_opts, mmb_ptr_free, mmb_ptr_free_async
 
 contains
 
@@ -357,7 +392,7 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  subroutine mmb_interface_space(interface, space, err)
+  subroutine mmb_interface_get_space(interface, space, err)
     type(mmbMemInterface), intent(in) :: interface
     type(mmbMemSpace), intent(inout) :: space
     integer(mmbErrorKind), intent(out), optional :: err
@@ -368,7 +403,7 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  subroutine mmb_interface_provider(interface, provider, err)
+  subroutine mmb_interface_get_provider(interface, provider, err)
     type(mmbMemInterface), intent(in) :: interface
     integer, intent(out) :: provider
     integer(mmbErrorKind), intent(out), optional :: err
@@ -462,7 +497,7 @@ contains
     n = c_mmb_allocation_size(allocation%ptr)
   end function
 
-  subroutine mmb_allocation_interface(allocation, interface, err)
+  subroutine mmb_allocation_get_interface(allocation, interface, err)
     type(mmbAllocation), intent(in) :: allocation
     type(mmbMemInterface), intent(inout) :: interface
     integer(mmbErrorKind), intent(out), optional :: err
@@ -537,8 +572,8 @@ contains
 
   ! alignment 0: MMB_REGION_DEFAULT_ALIGNMENT.
   ! malloc-style: bare bytes from the interface, no handle (c_f_pointer them);
-  ! given back with mmb_ptr_free on the same interface.
-  subroutine mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
+  ! given back with mmb_ptr_deallocate on the same interface.
+  subroutine mmb_ptr_allocate(n_bytes, interface, ptr, err, options)
     type(mmbMemInterface), intent(in) :: interface
     integer(mmbSizeKind), intent(in) :: n_bytes
     type(c_ptr), intent(out) :: ptr
@@ -546,30 +581,30 @@ contains
     type(mmbAllocateOptions), intent(in), optional :: options
     ptr = c_null_ptr
     if (present(options)) then
-      call set_err(err, c_mmb_ptr_alloc_opts(interface%ptr, n_bytes, options, ptr))
+      call set_err(err, c_mmb_ptr_allocate_opts(n_bytes, interface%ptr, options, ptr))
     else
-      call set_err(err, c_mmb_ptr_alloc(interface%ptr, n_bytes, ptr))
+      call set_err(err, c_mmb_ptr_allocate(n_bytes, interface%ptr, ptr))
     end if
   end subroutine
 
-  subroutine mmb_ptr_alloc_opts(interface, n_bytes, options, ptr, err)
+  subroutine mmb_ptr_allocate_opts(n_bytes, interface, options, ptr, err)
     type(mmbMemInterface), intent(in) :: interface
     integer(mmbSizeKind), intent(in) :: n_bytes
     type(mmbAllocateOptions), intent(in) :: options
     type(c_ptr), intent(out) :: ptr
     integer(mmbErrorKind), intent(out), optional :: err
-    call mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
+    call mmb_ptr_allocate(n_bytes, interface, ptr, err, options)
   end subroutine
 
-  ! Frees what mmb_ptr_alloc gave; ptr becomes c_null_ptr when it was freed
+  ! Frees what mmb_ptr_allocate gave; ptr becomes c_null_ptr when it was freed
   ! (freeing c_null_ptr does nothing, as mmb_free of a null handle).
-  subroutine mmb_ptr_free(interface, ptr, err)
+  subroutine mmb_ptr_deallocate(ptr, interface, err)
     type(mmbMemInterface), intent(in) :: interface
     type(c_ptr), intent(inout) :: ptr
     integer(mmbErrorKind), intent(out), optional :: err
     integer(c_int) :: rc
     rc = MMB_OK
-    if (c_associated(ptr)) rc = c_mmb_ptr_free(interface%ptr, ptr)
+    if (c_associated(ptr)) rc = c_mmb_ptr_deallocate(ptr, interface%ptr)
     if (rc == MMB_OK) ptr = c_null_ptr
     call set_err(err, rc)
   end subroutine
@@ -771,7 +806,7 @@ contains
     dims = c%d(1:size(dims))
   end subroutine
 
-  subroutine mmb_array_dims(array, dims, err)
+  subroutine mmb_array_get_dims(array, dims, err)
     type(mmbArray), intent(in) :: array
     integer(mmbIndexKind), allocatable, intent(out) :: dims(:)
     integer(mmbErrorKind), intent(out), optional :: err
@@ -782,7 +817,7 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  subroutine mmb_array_strides(array, strides, err)
+  subroutine mmb_array_get_strides(array, strides, err)
     type(mmbArray), intent(in) :: array
     integer(mmbIndexKind), allocatable, intent(out) :: strides(:)
     integer(mmbErrorKind), intent(out), optional :: err
@@ -793,14 +828,14 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  subroutine mmb_array_bytes(array, bytes, err)
+  subroutine mmb_array_get_bytes(array, bytes, err)
     type(mmbArray), intent(in) :: array
     integer(mmbSizeKind), intent(out) :: bytes
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_array_bytes(array%ptr, bytes))
   end subroutine
 
-  subroutine mmb_array_interface(array, interface, err)
+  subroutine mmb_array_get_interface(array, interface, err)
     type(mmbArray), intent(in) :: array
     type(mmbMemInterface), intent(inout) :: interface
     integer(mmbErrorKind), intent(out), optional :: err
@@ -1248,7 +1283,7 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  subroutine mmb_tile_iterator_index(iterator, index, err)
+  subroutine mmb_tile_iterator_get_index(iterator, index, err)
     type(mmbTileIterator), intent(in) :: iterator
     integer(mmbIndexKind), allocatable, intent(out) :: index(:)
     integer(mmbErrorKind), intent(out), optional :: err
@@ -1449,16 +1484,16 @@ contains
     call set_err(err, rc)
   end subroutine
 
-  ! mmb_ptr_free after queue work: ptr is c_null_ptr on return; its bytes are
+  ! mmb_ptr_deallocate after queue work: ptr is c_null_ptr on return; its bytes are
   ! reused once the work submitted to queue before the call has run.
-  subroutine mmb_ptr_free_async(interface, ptr, queue, err)
+  subroutine mmb_ptr_deallocate_async(ptr, interface, queue, err)
     type(mmbMemInterface), intent(in) :: interface
     type(c_ptr), intent(inout) :: ptr
     type(mmbQueue), intent(in) :: queue
     integer(mmbErrorKind), intent(out), optional :: err
     integer(c_int) :: rc
     rc = MMB_OK
-    if (c_associated(ptr)) rc = c_mmb_ptr_free_async(interface%ptr, ptr, queue%ptr)
+    if (c_associated(ptr)) rc = c_mmb_ptr_deallocate_async(ptr, interface%ptr, queue%ptr)
     if (rc == MMB_OK) ptr = c_null_ptr
     call set_err(err, rc)
   end subroutine
@@ -1532,4 +1567,38 @@ contains
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_host_bind(ptr, size, int(numa_node, c_int)))
   end subroutine
+  ! ---- deprecated: the bare-pointer calls with the interface first ----------
+  subroutine mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
+    type(mmbMemInterface), intent(in) :: interface
+    integer(mmbSizeKind), intent(in) :: n_bytes
+    type(c_ptr), intent(out) :: ptr
+    integer(mmbErrorKind), intent(out), optional :: err
+    type(mmbAllocateOptions), intent(in), optional :: options
+    call mmb_ptr_allocate(n_bytes, interface, ptr, err, options)
+  end subroutine
+
+  subroutine mmb_ptr_alloc_opts(interface, n_bytes, options, ptr, err)
+    type(mmbMemInterface), intent(in) :: interface
+    integer(mmbSizeKind), intent(in) :: n_bytes
+    type(mmbAllocateOptions), intent(in) :: options
+    type(c_ptr), intent(out) :: ptr
+    integer(mmbErrorKind), intent(out), optional :: err
+    call mmb_ptr_allocate(n_bytes, interface, ptr, err, options)
+  end subroutine
+
+  subroutine mmb_ptr_free(interface, ptr, err)
+    type(mmbMemInterface), intent(in) :: interface
+    type(c_ptr), intent(inout) :: ptr
+    integer(mmbErrorKind), intent(out), optional :: err
+    call mmb_ptr_deallocate(ptr, interface, err)
+  end subroutine
+
+  subroutine mmb_ptr_free_async(interface, ptr, queue, err)
+    type(mmbMemInterface), intent(in) :: interface
+    type(c_ptr), intent(inout) :: ptr
+    type(mmbQueue), intent(in) :: queue
+    integer(mmbErrorKind), intent(out), optional :: err
+    call mmb_ptr_deallocate_async(ptr, interface, queue, err)
+  end subroutine
+
 end module mamba

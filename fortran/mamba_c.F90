@@ -280,12 +280,12 @@ module mamba_c
       import :: c_int, c_ptr
       type(c_ptr), value :: iface
     end function
-    integer(c_int) function c_mmb_interface_space(iface, out) bind(C, name='mmb_interface_space')
+    integer(c_int) function c_mmb_interface_space(iface, out) bind(C, name='mmb_interface_get_space')
       import :: c_int, c_ptr
       type(c_ptr), value :: iface
       type(c_ptr), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_interface_provider(iface, p) bind(C, name='mmb_interface_provider')
+    integer(c_int) function c_mmb_interface_provider(iface, p) bind(C, name='mmb_interface_get_provider')
       import :: c_int, c_ptr
       type(c_ptr), value :: iface
       integer(c_int), intent(out) :: p
@@ -337,7 +337,7 @@ module mamba_c
       import :: c_size_t, c_ptr
       type(c_ptr), value :: a
     end function
-    integer(c_int) function c_mmb_allocation_interface(a, out) bind(C, name='mmb_allocation_interface')
+    integer(c_int) function c_mmb_allocation_interface(a, out) bind(C, name='mmb_allocation_get_interface')
       import :: c_int, c_ptr
       type(c_ptr), value :: a
       type(c_ptr), intent(out) :: out
@@ -377,20 +377,20 @@ module mamba_c
       type(c_ptr), value :: parent
       type(c_ptr), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_ptr_alloc(iface, n, out) bind(C, name='mmb_ptr_alloc')
+    integer(c_int) function c_mmb_ptr_allocate(n, iface, out) bind(C, name='mmb_ptr_allocate')
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: iface
       integer(c_size_t), value :: n
       type(c_ptr), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_ptr_alloc_opts(iface, n, opts, out) bind(C, name='mmb_ptr_alloc_opts')
+    integer(c_int) function c_mmb_ptr_allocate_opts(n, iface, opts, out) bind(C, name='mmb_ptr_allocate_opts')
       import :: c_int, c_ptr, c_size_t, mmbAllocateOptions
       type(c_ptr), value :: iface
       integer(c_size_t), value :: n
       type(mmbAllocateOptions), intent(in), optional :: opts
       type(c_ptr), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_ptr_free(iface, p) bind(C, name='mmb_ptr_free')
+    integer(c_int) function c_mmb_ptr_deallocate(p, iface) bind(C, name='mmb_ptr_deallocate')
       import :: c_int, c_ptr
       type(c_ptr), value :: iface, p
     end function
@@ -475,22 +475,22 @@ module mamba_c
       import :: c_ptr
       type(c_ptr), value :: a
     end function
-    integer(c_int) function c_mmb_array_dims(a, out) bind(C, name='mmb_array_dims')
+    integer(c_int) function c_mmb_array_dims(a, out) bind(C, name='mmb_array_get_dims')
       import :: c_int, c_ptr, c_dims
       type(c_ptr), value :: a
       type(c_dims), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_array_strides(a, out) bind(C, name='mmb_array_strides')
+    integer(c_int) function c_mmb_array_strides(a, out) bind(C, name='mmb_array_get_strides')
       import :: c_int, c_ptr, c_dims
       type(c_ptr), value :: a
       type(c_dims), intent(out) :: out
     end function
-    integer(c_int) function c_mmb_array_bytes(a, bytes) bind(C, name='mmb_array_bytes')
+    integer(c_int) function c_mmb_array_bytes(a, bytes) bind(C, name='mmb_array_get_bytes')
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: a
       integer(c_size_t), intent(out) :: bytes
     end function
-    integer(c_int) function c_mmb_array_interface(a, out) bind(C, name='mmb_array_interface')
+    integer(c_int) function c_mmb_array_interface(a, out) bind(C, name='mmb_array_get_interface')
       import :: c_int, c_ptr
       type(c_ptr), value :: a
       type(c_ptr), intent(out) :: out
@@ -682,7 +682,7 @@ module mamba_c
       import :: c_ptr
       type(c_ptr), value :: it
     end function
-    integer(c_int) function c_mmb_tile_iterator_index(it, out) bind(C, name='mmb_tile_iterator_index')
+    integer(c_int) function c_mmb_tile_iterator_index(it, out) bind(C, name='mmb_tile_iterator_get_index')
       import :: c_int, c_ptr, c_dims
       type(c_ptr), value :: it
       type(c_dims), intent(out) :: out
@@ -781,7 +781,7 @@ module mamba_c
       import :: c_int, c_ptr
       type(c_ptr), value :: a, q
     end function
-    integer(c_int) function c_mmb_ptr_free_async(iface, p, q) bind(C, name='mmb_ptr_free_async')
+    integer(c_int) function c_mmb_ptr_deallocate_async(p, iface, q) bind(C, name='mmb_ptr_deallocate_async')
       import :: c_int, c_ptr
       type(c_ptr), value :: iface, p, q
     end function

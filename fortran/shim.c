@@ -59,7 +59,7 @@ mmbError mmbf_array_create_wrapped(CFI_cdesc_t *data, const size_t *dims, size_t
   err = mmb_array_create_wrapped(data->base_addr, &d, layout, interface, (mmbAccessType)access, &a);
   if (err != MMB_OK) return err;
   size_t bytes;
-  err = mmb_array_bytes(a, &bytes);
+  err = mmb_array_get_bytes(a, &bytes);
   if (err == MMB_OK && bytes > data_bytes(data)) {   /* dims past the data */
     mmb_log(MMB_LOG_DEBUG, "mmb_array_create_wrapped: the array's %zu bytes reach past the "
             "data's %zu", bytes, data_bytes(data));

@@ -234,7 +234,7 @@ static bool tile_next(const mmbArrayTile *t, size_t *idx) {
 
 static void fuzz_tiles(input *in, mmbArray *a, size_t rank, size_t esize) {
   mmbDimensions dims, strides;
-  CHECK(mmb_array_dims(a, &dims) == MMB_OK && mmb_array_strides(a, &strides) == MMB_OK, "dims");
+  CHECK(mmb_array_get_dims(a, &dims) == MMB_OK && mmb_array_get_strides(a, &strides) == MMB_OK, "dims");
   size_t crank = in_u8(in) % 5 ? rank : in_u8(in) % (MMB_MAX_DIMS + 2);
   mmbDimensions chunk = {.size = crank};
   size_t n_tiles = 1;
@@ -269,7 +269,7 @@ static void fuzz_tiles(input *in, mmbArray *a, size_t rank, size_t esize) {
     if (!t) continue;
     const unsigned char *home = mmb_array_ptr(a);
     size_t abytes;
-    CHECK(mmb_array_bytes(a, &abytes) == MMB_OK, "bytes");
+    CHECK(mmb_array_get_bytes(a, &abytes) == MMB_OK, "bytes");
     CHECK(t->rank == rank && t->element_size == esize, "tile shape");
     size_t at[MMB_MAX_DIMS] = {0};   /* (zeroed: the analyser loses t->rank == rank over calls) */
     for (size_t k = 0; k < rank; k++) {
@@ -331,7 +331,7 @@ static void fuzz_arrays(input *in) {
              "array: %s", mmb_error_name(err));
   if (a) {
     size_t bytes;
-    CHECK(mmb_array_bytes(a, &bytes) == MMB_OK, "bytes");
+    CHECK(mmb_array_get_bytes(a, &bytes) == MMB_OK, "bytes");
     fill(mmb_array_ptr(a), bytes, 3);
     fuzz_tiles(in, a, rank, esize);
     CHECK(mmb_array_destroy(a) == MMB_OK, "array destroy");

@@ -41,7 +41,7 @@ typedef struct region_slot {
 } region_slot;
 
 #define N_BARE 6
-typedef struct bare_slot {   /* a block of mmb_ptr_alloc on the pool */
+typedef struct bare_slot {   /* a block of mmb_ptr_allocate on the pool */
   unsigned char *p;          /* kept after a free: freeing it again is misuse */
   size_t n;
   unsigned char fill;
@@ -266,7 +266,7 @@ static void op_region(input *in) {
   }
 }
 
-/* Freeing q, with mmb_ptr_free or (async) mmb_ptr_free_async after the
+/* Freeing q, with mmb_ptr_deallocate or (async) mmb_ptr_deallocate_async after the
    queue's work so far: it is the block of the live slot that has that
    address (a stale pointer of a freed slot may name a block handed out
    again, as with malloc), else it is refused. */
@@ -276,7 +276,7 @@ static void bare_free(unsigned char *q, bool async) {
     if (bare[k].live && bare[k].p == q) owner = &bare[k];
   if (owner)
     for (size_t i = 0; i < owner->n; i++) CHECK(q[i] == owner->fill, "a bare block lost byte %zu", i);
-  EXPECT(async ? mmb_ptr_free_async(pool, q, queue) : mmb_ptr_free(pool, q),
+  EXPECT(async ? mmb_ptr_deallocate_async(q, pool, queue) : mmb_ptr_deallocate(q, pool),
          owner ? MMB_OK : MMB_INVALID_ARG);
   if (owner) owner->live = false;
 }
@@ -291,7 +291,7 @@ static void op_bare(input *in) {
       if (b->live) return;
       b->n = 1 + (size_t)in_u8(in) * (in_u8(in) % 2 ? 9 : 301);
       b->fill = in_u8(in);
-      EXPECT(mmb_ptr_alloc(pool, b->n, (void **)&b->p), MMB_OK);
+      EXPECT(mmb_ptr_allocate(b->n, pool, (void **)&b->p), MMB_OK);
       memset(b->p, b->fill, b->n);
       b->live = true;
       return;
@@ -302,7 +302,7 @@ static void op_bare(input *in) {
       if (b->p && b->n > 64) bare_free(b->p + 64, in_u8(in) % 2);
       return;
     default:
-      if (b->p) EXPECT(mmb_ptr_free(iface, b->p), MMB_INVALID_ARG);
+      if (b->p) EXPECT(mmb_ptr_deallocate(b->p, iface), MMB_INVALID_ARG);
   }
 }
 
@@ -379,10 +379,10 @@ static void cleanup(void) {
   for (int k = 0; k < N_REGIONS; k++)
     if (regions[k].live) EXPECT(mmb_region_destroy(regions[k].h), MMB_OK);
   for (int k = 0; k < N_BARE; k++)
-    if (bare[k].live) EXPECT(mmb_ptr_free(pool, bare[k].p), MMB_OK);
+    if (bare[k].live) EXPECT(mmb_ptr_deallocate(bare[k].p, pool), MMB_OK);
   memset(bare, 0, sizeof bare);
   EXPECT(mmb_queue_synchronize(queue), MMB_OK);
-  EXPECT(mmb_interface_trim(pool, SIZE_MAX), MMB_OK);   /* what mmb_ptr_free_async held back */
+  EXPECT(mmb_interface_trim(pool, SIZE_MAX), MMB_OK);   /* what mmb_ptr_deallocate_async held back */
   memset(dups, 0, sizeof dups);
   memset(arrays, 0, sizeof arrays);
   memset(layouts, 0, sizeof layouts);

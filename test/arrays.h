@@ -29,7 +29,7 @@ static inline mmbArray *test_array(mmbMemInterface *iface, const mmbDimensions *
 /* Offset in elements of an absolute index in an array's home. */
 static inline size_t array_offset(const mmbArray *a, const size_t *idx) {
   mmbDimensions st;
-  OK(mmb_array_strides(a, &st));
+  OK(mmb_array_get_strides(a, &st));
   size_t off = 0;
   for (size_t k = 0; k < st.size; k++) off += idx[k] * st.d[k];
   return off;
@@ -64,7 +64,7 @@ static inline double value_at(const size_t *idx, size_t rank, double salt) {
 
 static inline void fill_array(mmbArray *a, double salt) {
   mmbDimensions d;
-  OK(mmb_array_dims(a, &d));
+  OK(mmb_array_get_dims(a, &d));
   size_t idx[MMB_MAX_DIMS] = {0}, lo[MMB_MAX_DIMS] = {0};
   do *array_at(a, idx) = value_at(idx, d.size, salt);
   while (index_next(idx, lo, d.d, d.size));
@@ -72,7 +72,7 @@ static inline void fill_array(mmbArray *a, double salt) {
 
 static inline void assert_array_filled(const mmbArray *a, double salt) {
   mmbDimensions d;
-  OK(mmb_array_dims(a, &d));
+  OK(mmb_array_get_dims(a, &d));
   size_t idx[MMB_MAX_DIMS] = {0}, lo[MMB_MAX_DIMS] = {0};
   do cr_assert_eq(*array_at(a, idx), value_at(idx, d.size, salt), "element %zu,%zu", idx[0],
                   idx[1]);

@@ -81,7 +81,7 @@ static inline void fill_pattern(void *p, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) b[i] = (unsigned char)test_rand(&seed);
 }
 
-/* mmb_ptr_alloc of n bytes on a thread of its own, which then exits (its
+/* mmb_ptr_allocate of n bytes on a thread of its own, which then exits (its
    thread cache, on a thread-safe pool, is given up): the block, or NULL
    when the allocation or the thread was refused. */
 typedef struct test_elsewhere {
@@ -92,7 +92,7 @@ typedef struct test_elsewhere {
 
 static inline void *test_elsewhere_body(void *v) {
   test_elsewhere *e = v;
-  if (mmb_ptr_alloc(e->iface, e->n, &e->p) != MMB_OK) e->p = NULL;
+  if (mmb_ptr_allocate(e->n, e->iface, &e->p) != MMB_OK) e->p = NULL;
   return NULL;
 }
 

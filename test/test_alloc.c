@@ -120,7 +120,7 @@ MMB_TEST(alloc, registry_catches_double_and_foreign_frees) {
   OK(mmb_free(b));
   FAILS(mmb_free(b), MMB_INVALID_ARG);
   mmbMemInterface *owner;
-  FAILS(mmb_allocation_interface(b, &owner), MMB_INVALID_ARG);
+  FAILS(mmb_allocation_get_interface(b, &owner), MMB_INVALID_ARG);
   OK(mmb_interface_destroy(iface));
 }
 
@@ -131,7 +131,7 @@ MMB_TEST(alloc, interface_destroy_is_busy_while_allocations_live) {
   FAILS(mmb_interface_destroy(iface), MMB_BUSY);
   cr_assert_not_null(mmb_allocation_ptr(a), "a refused destroy changes nothing");
   mmbMemInterface *owner;
-  OK(mmb_allocation_interface(a, &owner));
+  OK(mmb_allocation_get_interface(a, &owner));
   cr_assert_eq(owner, iface);
   OK(mmb_free(a));
   OK(mmb_interface_destroy(iface));
@@ -196,7 +196,7 @@ MMB_TEST(alloc, finalize_releases_what_is_left) {
 MMB_TEST(alloc, pinned_memory_is_usable) {
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_PINNED, 0);
   mmbProviderType type;
-  OK(mmb_interface_provider(iface, &type));
+  OK(mmb_interface_get_provider(iface, &type));
   cr_assert_eq(type, MMB_PROVIDER_PINNED);
   mmbAllocation *a, *b;
   mmbAllocateOptions big_align = {.alignment = 1 << 16, .flags = MMB_ALLOC_ZERO};

@@ -27,7 +27,7 @@ MMB_TEST(array, bad_input_is_refused) {
   cr_assert_null(a);
   FAILS(mmb_array_destroy(NULL), MMB_INVALID_ARG);
   cr_assert_null(mmb_array_ptr(NULL));
-  FAILS(mmb_array_dims(NULL, &d), MMB_INVALID_ARG);
+  FAILS(mmb_array_get_dims(NULL, &d), MMB_INVALID_ARG);
   FAILS(mmb_array_copy(NULL, NULL), MMB_INVALID_ARG);
   FAILS(mmb_array_migrate(NULL, iface, MMB_READ), MMB_INVALID_ARG);
   FAILS(mmb_array_duplicate(NULL, iface, MMB_READ, &a), MMB_INVALID_ARG);
@@ -91,7 +91,7 @@ MMB_TEST(array, a_home_in_a_region_goes_with_the_region) {
   OK(mmb_array_copy(b, a));
   assert_array_filled(b, 1);
   mmbMemInterface *got;
-  OK(mmb_array_interface(a, &got));
+  OK(mmb_array_get_interface(a, &got));
   cr_assert_eq(got, iface);
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));
@@ -159,8 +159,8 @@ MMB_TEST(array, duplicate_then_merge_overwrites_the_origin) {
   OK(mmb_array_duplicate(a, pinned, MMB_READ_WRITE, &d));
   assert_array_filled(d, 1);
   mmbDimensions st_a, st_d;
-  OK(mmb_array_strides(a, &st_a));
-  OK(mmb_array_strides(d, &st_d));
+  OK(mmb_array_get_strides(a, &st_a));
+  OK(mmb_array_get_strides(d, &st_d));
   cr_assert_eq(st_d.d[0], st_a.d[0], "the duplicate keeps the layout, padding included");
   fill_array(d, 2);
   FAILS(mmb_array_destroy(a), MMB_BUSY);
@@ -208,7 +208,7 @@ MMB_TEST(array, a_read_only_duplicate_goes_stale_when_its_origin_is_written) {
   OK(mmb_tile_at(x, &(mmbIndex){2, {1, 1}}, &xt));
   FAILS(mmb_tile_copy(xt, rt), MMB_INVALID_STATE);
   mmbMemSpace *space;
-  OK(mmb_interface_space(sys, &space));
+  OK(mmb_interface_get_space(sys, &space));
   FAILS(mmb_tile_duplicate(rt, space, MMB_READ, NULL, &d), MMB_INVALID_STATE);
   OK(mmb_array_merge(r, MMB_MERGE_OVERWRITE));   /* releasing it is fine */
   assert_array_filled(a, 2);
@@ -395,7 +395,7 @@ MMB_TEST(array, array_transport_reads_no_stale_home) {
   FAILS(mmb_array_duplicate(a, sys, MMB_READ, &d), MMB_INVALID_STATE);
   FAILS(mmb_array_migrate(a, sys, MMB_READ), MMB_INVALID_STATE);
   mmbMemSpace *home;
-  OK(mmb_interface_space(sys, &home));
+  OK(mmb_interface_get_space(sys, &home));
   OK(mmb_tile_migrate(t, home, MMB_READ_WRITE, NULL));
   OK(mmb_array_copy(b, a));
   OK(mmb_array_destroy(a));

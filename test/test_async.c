@@ -56,7 +56,7 @@ MMB_TEST(async, bad_input_is_refused_at_submission) {
   FAILS(mmb_tile_copy_async(t, NULL, q, NULL), MMB_INVALID_ARG);
   FAILS(mmb_tile_duplicate_async(t, NULL, MMB_READ, NULL, q, NULL, &out), MMB_INVALID_ARG);
   mmbMemSpace *home;
-  OK(mmb_interface_space(iface, &home));
+  OK(mmb_interface_get_space(iface, &home));
   FAILS(mmb_tile_duplicate_async(t, home, MMB_READ, NULL, NULL, NULL, &out), MMB_INVALID_ARG);
   FAILS(mmb_tile_merge_async(t, MMB_MERGE_OVERWRITE, q, NULL), MMB_INVALID_STATE);
   FAILS(mmb_tile_merge_with_async(t, NULL, NULL, q, NULL), MMB_INVALID_ARG);
@@ -85,7 +85,7 @@ MMB_TEST(async, array_transports_move_the_data) {
   assert_array_filled(d, 1);
   assert_array_filled(a, 1);
   mmbMemInterface *where;
-  OK(mmb_array_interface(a, &where));
+  OK(mmb_array_get_interface(a, &where));
   cr_assert_eq(where, other);
   fill_array(d, 5);
   OK(mmb_array_merge_async(d, MMB_MERGE_OVERWRITE, q, &r[3]));
@@ -129,7 +129,7 @@ MMB_TEST(async, tile_transports_move_the_data) {
   cr_assert_eq(tb->space, fast, "the tile's fields describe the new storage at once");
   OK(mmb_tile_copy_async(tb, ta, q, NULL));   /* FIFO: after the migration */
   mmbMemSpace *home;
-  OK(mmb_interface_space(iface, &home));
+  OK(mmb_interface_get_space(iface, &home));
   OK(mmb_tile_migrate_async(tb, home, MMB_READ, NULL, q, &r));
   cr_assert_eq(tb->space, home);
   OK(mmb_wait(&r));
@@ -273,28 +273,28 @@ MMB_TEST(reuse, free_async_holds_the_block_until_the_queue_passes) {
   OK(mmb_queue_destroy(NULL, &q));
 }
 
-/* mmb_ptr_free_async refuses what mmb_ptr_free refuses, and a NULL queue;
+/* mmb_ptr_deallocate_async refuses what mmb_ptr_deallocate refuses, and a NULL queue;
    a refused block is still the caller's. */
 static void ptr_free_async_refuses(mmbMemInterface *iface, mmbMemInterface *other) {
   mmbQueue *q = thread_queue();
   void *p, *big, *theirs;
   char local[64];
-  OK(mmb_ptr_alloc(iface, 200, &p));
-  OK(mmb_ptr_alloc(iface, 10000, &big));
-  OK(mmb_ptr_alloc(other, 200, &theirs));
-  FAILS(mmb_ptr_free_async(iface, p, NULL), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(NULL, p, q), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(iface, NULL, q), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(iface, local, q), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(iface, theirs, q), MMB_INVALID_ARG);   /* another interface's */
-  FAILS(mmb_ptr_free_async(iface, (char *)p + 64, q), MMB_INVALID_ARG);   /* inside a block */
-  FAILS(mmb_ptr_free_async(iface, (char *)big + 64, q), MMB_INVALID_ARG);
-  OK(mmb_ptr_free_async(iface, p, q));
-  OK(mmb_ptr_free_async(iface, big, q));
-  FAILS(mmb_ptr_free_async(iface, p, q), MMB_INVALID_ARG);   /* freed twice */
-  FAILS(mmb_ptr_free_async(iface, big, q), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free(iface, p), MMB_INVALID_ARG);
-  OK(mmb_ptr_free(other, theirs));
+  OK(mmb_ptr_allocate(200, iface, &p));
+  OK(mmb_ptr_allocate(10000, iface, &big));
+  OK(mmb_ptr_allocate(200, other, &theirs));
+  FAILS(mmb_ptr_deallocate_async(p, iface, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate_async(p, NULL, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate_async(NULL, iface, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate_async(local, iface, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate_async(theirs, iface, q), MMB_INVALID_ARG);   /* another interface's */
+  FAILS(mmb_ptr_deallocate_async((char *)p + 64, iface, q), MMB_INVALID_ARG);   /* inside a block */
+  FAILS(mmb_ptr_deallocate_async((char *)big + 64, iface, q), MMB_INVALID_ARG);
+  OK(mmb_ptr_deallocate_async(p, iface, q));
+  OK(mmb_ptr_deallocate_async(big, iface, q));
+  FAILS(mmb_ptr_deallocate_async(p, iface, q), MMB_INVALID_ARG);   /* freed twice */
+  FAILS(mmb_ptr_deallocate_async(big, iface, q), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(p, iface), MMB_INVALID_ARG);
+  OK(mmb_ptr_deallocate(theirs, other));
   OK(mmb_queue_destroy(NULL, &q));
   OK(mmb_interface_destroy(iface));   /* nothing left live */
 }
@@ -306,20 +306,20 @@ MMB_TEST(reuse, ptr_free_async_refuses_bad_input) {
   ptr_free_async_refuses(test_interface(MMB_PROVIDER_SYSTEM, 0), other);
 }
 
-/* A bare block freed with mmb_ptr_free_async (a slab block, and one with a
-   handle) is not handed out again while the queue is held back, counts as
+/* A bare block freed with mmb_ptr_deallocate_async (and one with a
+   handle, a slab block) is not handed out again while the queue is held back, counts as
    used until then, and comes back once the queue has passed. */
 static void ptr_free_async_holds(mmbMemInterface *iface, size_t n) {
   mmbQueue *q = thread_queue();
   void *held, *b[64];
-  OK(mmb_ptr_alloc(iface, n, &held));
+  OK(mmb_ptr_allocate(n, iface, &held));
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, held, q));
+  OK(mmb_ptr_deallocate_async(held, iface, q));
   for (int i = 0; i < 64; i++) {
-    OK(mmb_ptr_alloc(iface, n, &b[i]));
+    OK(mmb_ptr_allocate(n, iface, &b[i]));
     cr_assert_neq(b[i], held, "%zu B: reused while the queue may use it", n);
   }
-  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_deallocate(b[i], iface));
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.used_current, n, "the held block still counts as used");
@@ -331,11 +331,11 @@ static void ptr_free_async_holds(mmbMemInterface *iface, size_t n) {
   cr_assert_eq(st.used_current, 0, "%zu B: %zu bytes still counted", n, st.used_current);
   bool back = false;   /* a slab block is on its bins again (a larger one may coalesce) */
   for (int i = 0; i < 64; i++) {
-    OK(mmb_ptr_alloc(iface, n, &b[i]));
+    OK(mmb_ptr_allocate(n, iface, &b[i]));
     back |= b[i] == held;
   }
   cr_assert(back || n > 2048, "%zu B: the block never came back", n);
-  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_deallocate(b[i], iface));
   OK(mmb_interface_trim(iface, 0));
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.reserved_current, 0, "%zu B: %zu bytes still held", n, st.reserved_current);
@@ -352,7 +352,7 @@ MMB_TEST(reuse, ptr_free_async_holds_the_block_until_the_queue_passes) {
   }
 }
 
-/* mmb_ptr_free_async, on a thread-safe pool, of a block another thread
+/* mmb_ptr_deallocate_async, on a thread-safe pool, of a block another thread
    allocated (that thread has exited): held while the queue is, refused a
    second time (by either free), and back in the pool once the queue has
    passed. */
@@ -362,15 +362,15 @@ MMB_TEST(reuse, ptr_free_async_of_another_threads_block) {
   cr_assert_not_null(theirs);
   mmbQueue *q = thread_queue();
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, theirs, q));
-  FAILS(mmb_ptr_free(iface, theirs), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free_async(iface, theirs, q), MMB_INVALID_ARG);
+  OK(mmb_ptr_deallocate_async(theirs, iface, q));
+  FAILS(mmb_ptr_deallocate(theirs, iface), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate_async(theirs, iface, q), MMB_INVALID_ARG);
   void *b[64];
   for (int i = 0; i < 64; i++) {
-    OK(mmb_ptr_alloc(iface, 256, &b[i]));
+    OK(mmb_ptr_allocate(256, iface, &b[i]));
     cr_assert_neq(b[i], theirs, "reused while the queue may use it");
   }
-  for (int i = 0; i < 64; i++) OK(mmb_ptr_free(iface, b[i]));
+  for (int i = 0; i < 64; i++) OK(mmb_ptr_deallocate(b[i], iface));
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.used_current, 256, "the held block still counts as used");
@@ -391,21 +391,21 @@ MMB_TEST(reuse, ptr_calls_sweep_and_destroy_waits) {
   mmbMemInterface *iface = pool_interface(0);
   mmbQueue *q = thread_queue();
   void *p, *keep;
-  OK(mmb_ptr_alloc(iface, 100, &p));
-  OK(mmb_ptr_alloc(iface, 3000, &keep));
+  OK(mmb_ptr_allocate(100, iface, &p));
+  OK(mmb_ptr_allocate(3000, iface, &keep));
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, p, q));
+  OK(mmb_ptr_deallocate_async(p, iface, q));
   atomic_store(&gate, 1);
   OK(mmb_queue_synchronize(q));
   mmbStats st;
   OK(mmb_interface_get_stats(iface, &st));
   cr_assert_eq(st.used_current, 100 + 3000, "nothing has swept yet");
-  OK(mmb_ptr_free(iface, keep));   /* a block with a handle: the general path sweeps */
+  OK(mmb_ptr_deallocate(keep, iface));   /* a block with a handle: the general path sweeps */
   OK(mmb_interface_get_stats(iface, &st));
-  cr_assert_eq(st.used_current, 0, "mmb_ptr_free left %zu bytes counted", st.used_current);
-  OK(mmb_ptr_alloc(iface, 100, &p));
+  cr_assert_eq(st.used_current, 0, "mmb_ptr_deallocate left %zu bytes counted", st.used_current);
+  OK(mmb_ptr_allocate(100, iface, &p));
   close_gate(q);
-  OK(mmb_ptr_free_async(iface, p, q));
+  OK(mmb_ptr_deallocate_async(p, iface, q));
   pthread_t opener = open_gate_soon();
   OK(mmb_interface_destroy(iface));   /* waits for the queue, then frees the block */
   pthread_join(opener, NULL);
@@ -447,12 +447,12 @@ MMB_TEST(reuse, a_deferral_sends_the_quick_paths_of_a_pool_to_the_sweep) {
     for (int warm = 0; warm < 3; warm++) {   /* the note is taken, and the quick paths run */
       OK(mmb_allocate(512, iface, &b));
       OK(mmb_free(b));
-      OK(mmb_ptr_alloc(iface, 64, &p));
-      OK(mmb_ptr_free(iface, p));
+      OK(mmb_ptr_allocate(64, iface, &p));
+      OK(mmb_ptr_deallocate(p, iface));
     }
     OK(mmb_allocate(4096, iface, &a));
     OK(mmb_allocate(512, iface, &b));
-    OK(mmb_ptr_alloc(iface, 64, &p));
+    OK(mmb_ptr_allocate(64, iface, &p));
     close_gate(q);   /* the fence cannot pass before free_async has deferred */
     OK(mmb_free_async(a, q));
     atomic_store(&gate, 1);
@@ -464,15 +464,15 @@ MMB_TEST(reuse, a_deferral_sends_the_quick_paths_of_a_pool_to_the_sweep) {
     OK(mmb_interface_get_stats(iface, &st));
     cr_assert_eq(st.used_current, 64, "mmb_free did not sweep (kind %zu): %zu bytes counted", k,
                  st.used_current);
-    /* again, with mmb_ptr_free the first call after the deferral */
+    /* again, with mmb_ptr_deallocate the first call after the deferral */
     OK(mmb_allocate(4096, iface, &a));
     close_gate(q);
     OK(mmb_free_async(a, q));
     atomic_store(&gate, 1);
     OK(mmb_queue_synchronize(q));
-    OK(mmb_ptr_free(iface, p));
+    OK(mmb_ptr_deallocate(p, iface));
     OK(mmb_interface_get_stats(iface, &st));
-    cr_assert_eq(st.used_current, 0, "mmb_ptr_free did not sweep (kind %zu): %zu bytes counted",
+    cr_assert_eq(st.used_current, 0, "mmb_ptr_deallocate did not sweep (kind %zu): %zu bytes counted",
                  k, st.used_current);
     OK(mmb_queue_destroy(NULL, &q));
     OK(mmb_interface_destroy(iface));
@@ -590,10 +590,10 @@ Test(reuse, finalize_releases_held_back_bare_blocks) {
   mmbMemInterface *iface = pool_interface(MMB_INTERFACE_THREAD_SAFE);
   mmbQueue *q = thread_queue();
   void *p[2];
-  OK(mmb_ptr_alloc(iface, 300, &p[0]));
-  OK(mmb_ptr_alloc(iface, 30000, &p[1]));
+  OK(mmb_ptr_allocate(300, iface, &p[0]));
+  OK(mmb_ptr_allocate(30000, iface, &p[1]));
   close_gate(q);
-  for (int i = 0; i < 2; i++) OK(mmb_ptr_free_async(iface, p[i], q));
+  for (int i = 0; i < 2; i++) OK(mmb_ptr_deallocate_async(p[i], iface, q));
   pthread_t opener = open_gate_soon();
   mmb_test_teardown();
   pthread_join(opener, NULL);

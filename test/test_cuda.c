@@ -5,7 +5,7 @@ MMB_TEST(cuda, device_space_has_capacity_and_cuda_provider) {
   mmbMemInterface *dev = test_cuda_interface();
   mmbMemSpace *gpu;
   mmbSpaceInfo info;
-  OK(mmb_interface_space(dev, &gpu));
+  OK(mmb_interface_get_space(dev, &gpu));
   OK(mmb_space_get_info(gpu, &info));
   cr_assert_gt(info.capacity, 0);
   cr_assert_eq(info.default_provider, MMB_PROVIDER_CUDA);
@@ -52,7 +52,7 @@ MMB_TEST(cuda, pinned_space_exists_with_a_device) {
   mmbMemInterface *pin;
   OK(mmb_request_interface(pinned, NULL, &pin));
   mmbProviderType type;
-  OK(mmb_interface_provider(pin, &type));
+  OK(mmb_interface_get_provider(pin, &type));
   cr_assert_eq(type, MMB_PROVIDER_PINNED);
   mmbAllocation *p, *d;
   OK(mmb_allocate(1 << 20, pin, &p));

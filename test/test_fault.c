@@ -16,9 +16,9 @@
 /* A bare block freed after q's work, or now when there is no q or the
    deferred free is refused (the block is then still the caller's). */
 static void free_bare(mmbMemInterface *iface, void *p, mmbQueue *q) {
-  mmbError e = q ? mmb_ptr_free_async(iface, p, q) : MMB_OUT_OF_MEMORY;
+  mmbError e = q ? mmb_ptr_deallocate_async(p, iface, q) : MMB_OUT_OF_MEMORY;
   TOLERATED(e);
-  if (e != MMB_OK) OK(mmb_ptr_free(iface, p));
+  if (e != MMB_OK) OK(mmb_ptr_deallocate(p, iface));
 }
 
 static void use_interface(mmbMemInterface *iface) {
@@ -34,7 +34,7 @@ static void use_interface(mmbMemInterface *iface) {
   void *bare[3] = {NULL, NULL, NULL};   /* a slab block, a second, a block with a handle */
   size_t bare_sizes[3] = {300, 300, 5000};
   for (int i = 0; i < 3; i++) {
-    mmbError e = mmb_ptr_alloc(iface, bare_sizes[i], &bare[i]);
+    mmbError e = mmb_ptr_allocate(bare_sizes[i], iface, &bare[i]);
     TOLERATED(e);
     if (e != MMB_OK) bare[i] = NULL;
   }
@@ -44,7 +44,7 @@ static void use_interface(mmbMemInterface *iface) {
     if (bare[i]) free_bare(iface, bare[i], i != 1 ? q : NULL);
   /* blocks other threads allocated: the first freed now, the second after queue work */
   void *theirs = test_ptr_alloc_elsewhere(iface, 400);
-  if (theirs) OK(mmb_ptr_free(iface, theirs));
+  if (theirs) OK(mmb_ptr_deallocate(theirs, iface));
   if ((theirs = test_ptr_alloc_elsewhere(iface, 400))) free_bare(iface, theirs, q);
   if (q) OK(mmb_queue_destroy(NULL, &q));
   mmbRegion *r = NULL, *child = NULL;

@@ -61,7 +61,7 @@ MMB_TEST(handles, an_interface_destroyed_is_refused_everywhere) {
   mmbRegion *r;
   FAILS(mmb_region_create(iface, NULL, &r), MMB_INVALID_ARG);
   mmbMemSpace *s;
-  FAILS(mmb_interface_space(iface, &s), MMB_INVALID_ARG);
+  FAILS(mmb_interface_get_space(iface, &s), MMB_INVALID_ARG);
 }
 
 MMB_TEST(handles, a_space_released_is_refused) {
@@ -114,7 +114,7 @@ MMB_TEST(handles, layouts_and_arrays_destroyed_twice_are_refused) {
   OK(mmb_array_destroy(a));
   FAILS(mmb_array_destroy(a), MMB_INVALID_ARG);
   mmbDimensions d;
-  FAILS(mmb_array_dims(a, &d), MMB_INVALID_ARG);
+  FAILS(mmb_array_get_dims(a, &d), MMB_INVALID_ARG);
   FAILS(mmb_array_tile(a, &(mmbDimensions){2, {2, 2}}), MMB_INVALID_ARG);
   cr_assert_null(mmb_array_ptr(a));
   OK(mmb_interface_destroy(iface));
@@ -192,7 +192,7 @@ MMB_TEST(handles, handles_of_another_kind_or_not_from_mmb_are_refused) {
   mmbLayout *l = floats_2d();
   mmbArray *a = array_2d(iface, l, 8, 0);
   mmbDimensions d;
-  FAILS(mmb_array_dims((mmbArray *)l, &d), MMB_INVALID_ARG);
+  FAILS(mmb_array_get_dims((mmbArray *)l, &d), MMB_INVALID_ARG);
   FAILS(mmb_layout_destroy((mmbLayout *)a), MMB_INVALID_ARG);
   FAILS(mmb_interface_destroy((mmbMemInterface *)a), MMB_INVALID_ARG);
   FAILS(mmb_tile_merge((mmbArrayTile *)a, MMB_MERGE_OVERWRITE), MMB_INVALID_ARG);

@@ -38,7 +38,7 @@ MMB_TEST(iterator, bad_input_is_refused) {
   }
   cr_assert_null(mmb_tile_iterator_tile(it));
   mmbIndex idx;
-  FAILS(mmb_tile_iterator_index(it, &idx), MMB_INVALID_STATE);
+  FAILS(mmb_tile_iterator_get_index(it, &idx), MMB_INVALID_STATE);
   FAILS(mmb_tile_iterator_next(it), MMB_INVALID_STATE);   /* already past the end */
   OK(mmb_tile_iterator_first(it));
   cr_assert_not_null(mmb_tile_iterator_tile(it));
@@ -57,7 +57,7 @@ static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max
        walk = mmb_tile_iterator_next(it)) {
     cr_assert_lt(n, max);
     mmbIndex idx;
-    OK(mmb_tile_iterator_index(it, &idx));
+    OK(mmb_tile_iterator_get_index(it, &idx));
     mmbArrayTile *at;
     OK(mmb_tile_at(a, &idx, &at));
     cr_assert_eq(at, t, "the iterator's tile is the grid's");
@@ -132,7 +132,7 @@ MMB_TEST(iterator, every_schedule_visits_each_tile_once) {
       for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
            walk = mmb_tile_iterator_next(it)) {
         mmbIndex idx;
-        OK(mmb_tile_iterator_index(it, &idx));
+        OK(mmb_tile_iterator_get_index(it, &idx));
         mmbDimensions grid;
         OK(mmb_array_tile_grid(a, &grid));
         size_t lin = 0, cells = 1;

@@ -55,12 +55,12 @@ static void expect_layout(mmbLayoutOrder order, size_t align, mmbDimensions dims
   mmbArray *a;
   OK(mmb_array_create(&dims, l, iface, MMB_READ_WRITE, &a));
   mmbDimensions st;
-  OK(mmb_array_strides(a, &st));
+  OK(mmb_array_get_strides(a, &st));
   cr_assert_eq(st.size, dims.size);
   for (size_t k = 0; k < dims.size; k++)
     cr_assert_eq(st.d[k], strides[k], "stride %zu: %zu, expected %zu", k, st.d[k], strides[k]);
   size_t got;
-  OK(mmb_array_bytes(a, &got));
+  OK(mmb_array_get_bytes(a, &got));
   cr_assert_eq(got, bytes);
   if (align) cr_assert_eq((uintptr_t)mmb_array_ptr(a) % align, 0);
   OK(mmb_array_destroy(a));

@@ -33,7 +33,7 @@ static void stale_handle_never_reaches_the_next_allocation(mmbMemInterface *ifac
   cr_assert_null(mmb_allocation_ptr(a));
   cr_assert_eq(mmb_allocation_size(a), 0);
   mmbMemInterface *owner;
-  FAILS(mmb_allocation_interface(a, &owner), MMB_INVALID_ARG);
+  FAILS(mmb_allocation_get_interface(a, &owner), MMB_INVALID_ARG);
   FAILS(mmb_copy(a, b), MMB_INVALID_ARG);
   FAILS(mmb_copy_1d(b, 0, a, 0, 1), MMB_INVALID_ARG);
   /* b is untouched and still the caller's */

@@ -272,7 +272,7 @@ MMB_TEST(pool, stats_are_exact_and_reset_high_works) {
   FAILS(mmb_interface_destroy(iface), MMB_BUSY);
   OK(mmb_free(b));
   mmbMemSpace *dram;
-  OK(mmb_interface_space(iface, &dram));
+  OK(mmb_interface_get_space(iface, &dram));
   mmbStats sp;
   OK(mmb_space_get_stats(dram, &sp));
   cr_assert_eq(sp.used_current, 0);

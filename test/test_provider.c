@@ -199,7 +199,7 @@ MMB_TEST(provider, fault_provider_errors_reach_the_caller) {
   cr_assert_eq(st.n_allocs, 2);
   cr_assert_eq(st.reserved_current, 64);
   mmbMemSpace *space;
-  OK(mmb_interface_space(iface, &space));
+  OK(mmb_interface_get_space(iface, &space));
   OK(mmb_space_get_stats(space, &st));
   cr_assert_eq(st.n_failed, 2);
   cr_assert_eq(st.reserved_current, 64, "failed trips leave the space's reservation alone");

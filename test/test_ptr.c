@@ -1,4 +1,4 @@
-/* mmb_ptr_alloc / mmb_ptr_free: malloc-style blocks, bare pointers in and
+/* mmb_ptr_allocate / mmb_ptr_deallocate: malloc-style blocks, bare pointers in and
    out. Misuse of every kind refused, a randomized run against a reference
    model (contents, exact stats), the pool's duties (reuse without provider
    trips, trim, release threshold, interface destroy while blocks live,
@@ -38,34 +38,34 @@ static void misuse_is_refused(mmbStrategyType strategy, unsigned flags,
   mmbMemInterface *iface = interface_with(strategy, flags, 0);
   mmbMemInterface *other = interface_with(other_strategy, 0, 0);
   void *p = NULL;
-  FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc(iface, 64, NULL), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc(iface, 0, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc(iface, SIZE_MAX, &p), MMB_OVERFLOW);
-  FAILS(mmb_ptr_alloc((mmbMemInterface *)(void *)&p, 64, &p), MMB_INVALID_ARG);   /* not one */
+  FAILS(mmb_ptr_allocate(64, NULL, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate(64, iface, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate(0, iface, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate(SIZE_MAX, iface, &p), MMB_OVERFLOW);
+  FAILS(mmb_ptr_allocate(64, (mmbMemInterface *)(void *)&p, &p), MMB_INVALID_ARG);   /* not one */
   cr_assert_null(p);
-  FAILS(mmb_ptr_free(iface, NULL), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free(NULL, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_free(iface, &p), MMB_INVALID_ARG);   /* never from mmb */
+  FAILS(mmb_ptr_deallocate(NULL, iface), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(&p, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(&p, iface), MMB_INVALID_ARG);   /* never from mmb */
 
   size_t sizes[] = {1, 100, 2048, 2049, 100000};   /* slab blocks, and blocks with handles */
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
     size_t n = sizes[i];
     char *q;
-    OK(mmb_ptr_alloc(iface, n, (void **)&q));
+    OK(mmb_ptr_allocate(n, iface, (void **)&q));
     cr_assert_eq((uintptr_t)q % MMB_DEFAULT_ALIGNMENT, 0, "%zu bytes", n);
     memset(q, 0x5a, n);
-    FAILS(mmb_ptr_free(other, q), MMB_INVALID_ARG);   /* another interface's */
-    if (n > 1) FAILS(mmb_ptr_free(iface, q + 1), MMB_INVALID_ARG);   /* inside the block */
-    if (n > 64) FAILS(mmb_ptr_free(iface, q + 64), MMB_INVALID_ARG);
+    FAILS(mmb_ptr_deallocate(q, other), MMB_INVALID_ARG);   /* another interface's */
+    if (n > 1) FAILS(mmb_ptr_deallocate(q + 1, iface), MMB_INVALID_ARG);   /* inside the block */
+    if (n > 64) FAILS(mmb_ptr_deallocate(q + 64, iface), MMB_INVALID_ARG);
     cr_assert_eq(q[0], 0x5a, "a refused free left the block alone (%zu bytes)", n);
-    OK(mmb_ptr_free(iface, q));
-    FAILS(mmb_ptr_free(iface, q), MMB_INVALID_ARG);   /* twice */
+    OK(mmb_ptr_deallocate(q, iface));
+    FAILS(mmb_ptr_deallocate(q, iface), MMB_INVALID_ARG);   /* twice */
   }
   /* a handle's pointer is not a bare block */
   mmbAllocation *a;
   OK(mmb_allocate(100, iface, &a));
-  FAILS(mmb_ptr_free(iface, mmb_allocation_ptr(a)), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(mmb_allocation_ptr(a), iface), MMB_INVALID_ARG);
   OK(mmb_free(a));
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
@@ -91,30 +91,30 @@ MMB_TEST(ptr, misuse_is_refused_on_the_basic_strategy) {
 MMB_TEST(ptr, options) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
   void *p = NULL;
-  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.alignment = 48}, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.alignment = 32}, NULL), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc_opts(iface, 0, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.flags = 0x80}, &p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc_opts(NULL, 64, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(64, iface, &(mmbAllocateOptions){.alignment = 48}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(64, iface, &(mmbAllocateOptions){.alignment = 32}, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(0, iface, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(64, iface, &(mmbAllocateOptions){.flags = 0x80}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(64, NULL, &(mmbAllocateOptions){.alignment = 256}, &p), MMB_INVALID_ARG);
   mmbRegion *r;
   OK(mmb_region_create(iface, NULL, &r));
-  FAILS(mmb_ptr_alloc_opts(iface, 64, &(mmbAllocateOptions){.region = r}, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate_opts(64, iface, &(mmbAllocateOptions){.region = r}, &p), MMB_INVALID_ARG);
   OK(mmb_region_destroy(r));
   cr_assert_null(p);
   size_t aligns[] = {0, 16, 64, 256, 4096, 1 << 16};
   for (size_t i = 0; i < sizeof aligns / sizeof *aligns; i++)
     for (size_t n = 1; n <= 5000; n += 1999) {
       unsigned char *q;
-      OK(mmb_ptr_alloc_opts(iface, n, &(mmbAllocateOptions){.alignment = aligns[i],
+      OK(mmb_ptr_allocate_opts(n, iface, &(mmbAllocateOptions){.alignment = aligns[i],
                                                            .flags = MMB_ALLOC_ZERO}, (void **)&q));
       cr_assert_eq((uintptr_t)q % (aligns[i] ? aligns[i] : 64), 0, "%zu bytes at %zu", n, aligns[i]);
       for (size_t k = 0; k < n; k++) cr_assert_eq(q[k], 0, "byte %zu of %zu zeroed", k, n);
       memset(q, 0xff, n);
-      OK(mmb_ptr_free(iface, q));
-      FAILS(mmb_ptr_free(iface, q), MMB_INVALID_ARG);
+      OK(mmb_ptr_deallocate(q, iface));
+      FAILS(mmb_ptr_deallocate(q, iface), MMB_INVALID_ARG);
     }
-  OK(mmb_ptr_alloc_opts(iface, 100, NULL, &p));   /* NULL: defaults */
-  OK(mmb_ptr_free(iface, p));
+  OK(mmb_ptr_allocate_opts(100, iface, NULL, &p));   /* NULL: defaults */
+  OK(mmb_ptr_deallocate(p, iface));
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
   cr_assert_eq(st.n_allocs, st.n_frees);
@@ -124,22 +124,22 @@ MMB_TEST(ptr, options) {
 MMB_TEST(ptr, a_destroyed_interface_is_refused) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
   void *p, *big;
-  OK(mmb_ptr_alloc(iface, 100, &p));
-  OK(mmb_ptr_alloc(iface, 10000, &big));
+  OK(mmb_ptr_allocate(100, iface, &p));
+  OK(mmb_ptr_allocate(10000, iface, &big));
   FAILS(mmb_interface_destroy(iface), MMB_BUSY);   /* both still live */
-  OK(mmb_ptr_free(iface, big));
+  OK(mmb_ptr_deallocate(big, iface));
   FAILS(mmb_interface_destroy(iface), MMB_BUSY);
-  OK(mmb_ptr_free(iface, p));
+  OK(mmb_ptr_deallocate(p, iface));
   OK(mmb_interface_destroy(iface));
-  FAILS(mmb_ptr_free(iface, p), MMB_INVALID_ARG);
-  FAILS(mmb_ptr_alloc(iface, 100, &p), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(p, iface), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_allocate(100, iface, &p), MMB_INVALID_ARG);
 }
 
 Test(ptr, calls_before_init_are_refused) {
   void *p;
-  FAILS(mmb_ptr_alloc(NULL, 64, &p), MMB_NOT_INITIALIZED);
-  FAILS(mmb_ptr_free(NULL, &p), MMB_NOT_INITIALIZED);
-  FAILS(mmb_ptr_free_async(NULL, &p, NULL), MMB_NOT_INITIALIZED);
+  FAILS(mmb_ptr_allocate(64, NULL, &p), MMB_NOT_INITIALIZED);
+  FAILS(mmb_ptr_deallocate(&p, NULL), MMB_NOT_INITIALIZED);
+  FAILS(mmb_ptr_deallocate_async(&p, NULL, NULL), MMB_NOT_INITIALIZED);
 }
 
 /* Blocks still live at mmb_finalize are given back with their interface
@@ -147,7 +147,7 @@ Test(ptr, calls_before_init_are_refused) {
 MMB_TEST(ptr, blocks_left_at_finalize_are_released) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
   void *p;
-  for (int i = 0; i < 100; i++) OK(mmb_ptr_alloc(iface, 1 + (size_t)i * 97, &p));
+  for (int i = 0; i < 100; i++) OK(mmb_ptr_allocate(1 + (size_t)i * 97, iface, &p));
 }
 
 /* ---- a reference model ----------------------------------------------------------- */
@@ -177,7 +177,7 @@ static void against_a_model(mmbMemInterface *iface) {
     size_t k = test_rand(&rng) % SLOTS;
     if (m.p[k]) {
       cr_assert(intact(m.p[k], m.n[k], m.seed[k]), "step %d: block %zu lost its bytes", step, k);
-      OK(mmb_ptr_free(iface, m.p[k]));
+      OK(mmb_ptr_deallocate(m.p[k], iface));
       used -= m.n[k];
       live--;
       frees++;
@@ -186,7 +186,7 @@ static void against_a_model(mmbMemInterface *iface) {
     }
     size_t r = test_rand(&rng) % 100;
     size_t n = r < 90 ? 1 + test_rand(&rng) % 2048 : r < 99 ? 1 + test_rand(&rng) % 8192 : 200000;
-    OK(mmb_ptr_alloc(iface, n, (void **)&m.p[k]));
+    OK(mmb_ptr_allocate(n, iface, (void **)&m.p[k]));
     cr_assert_eq((uintptr_t)m.p[k] % 64, 0);
     m.n[k] = n;
     m.seed[k] = test_rand(&rng);
@@ -206,7 +206,7 @@ static void against_a_model(mmbMemInterface *iface) {
   for (size_t k = 0; k < SLOTS; k++)
     if (m.p[k]) {
       cr_assert(intact(m.p[k], m.n[k], m.seed[k]), "block %zu lost its bytes", k);
-      OK(mmb_ptr_free(iface, m.p[k]));
+      OK(mmb_ptr_deallocate(m.p[k], iface));
     }
   st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
@@ -243,7 +243,7 @@ MMB_TEST(ptr, many_large_blocks_freed_in_any_order) {
   static unsigned char *p[N];
   static int order[N];
   for (int i = 0; i < N; i++) {
-    OK(mmb_ptr_alloc(iface, 2049 + (size_t)i % 3000, (void **)&p[i]));
+    OK(mmb_ptr_allocate(2049 + (size_t)i % 3000, iface, (void **)&p[i]));
     p[i][0] = (unsigned char)i;
     order[i] = i;
   }
@@ -256,8 +256,8 @@ MMB_TEST(ptr, many_large_blocks_freed_in_any_order) {
   for (int k = 0; k < N; k++) {
     int i = order[k];
     cr_assert_eq(p[i][0], (unsigned char)i, "block %d kept its byte", i);
-    OK(mmb_ptr_free(iface, p[i]));
-    if (k % 7 == 0) FAILS(mmb_ptr_free(iface, p[i]), MMB_INVALID_ARG);
+    OK(mmb_ptr_deallocate(p[i], iface));
+    if (k % 7 == 0) FAILS(mmb_ptr_deallocate(p[i], iface), MMB_INVALID_ARG);
   }
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
@@ -272,12 +272,12 @@ MMB_TEST(ptr, freed_blocks_are_reused_without_a_provider_trip) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
   enum { N = 5000 };
   static void *p[N];
-  for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(iface, 64 + (size_t)i % 257, &p[i]));
-  for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
+  for (int i = 0; i < N; i++) OK(mmb_ptr_allocate(64 + (size_t)i % 257, iface, &p[i]));
+  for (int i = 0; i < N; i++) OK(mmb_ptr_deallocate(p[i], iface));
   unsigned long long trips = stats_of(iface).n_provider_allocs;
   for (int round = 0; round < 20; round++) {
-    for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(iface, 64 + (size_t)i % 257, &p[i]));
-    for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
+    for (int i = 0; i < N; i++) OK(mmb_ptr_allocate(64 + (size_t)i % 257, iface, &p[i]));
+    for (int i = 0; i < N; i++) OK(mmb_ptr_deallocate(p[i], iface));
   }
   cr_assert_eq(stats_of(iface).n_provider_allocs, trips);
   OK(mmb_interface_destroy(iface));
@@ -293,24 +293,24 @@ MMB_TEST(ptr, small_blocks_hold_at_most_a_quarter_more_than_asked) {
   size_t asked = 0;
   for (int i = 0; i < N; i++) {
     size_t n = 64 + test_rand(&rng) % 257;
-    OK(mmb_ptr_alloc(iface, n, &p[i]));
+    OK(mmb_ptr_allocate(n, iface, &p[i]));
     asked += n;
   }
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, asked);
   cr_assert_leq((double)st.reserved_current / (double)asked, 1.25, "%zu held for %zu asked",
                 st.reserved_current, asked);
-  for (int i = 0; i < N; i++) OK(mmb_ptr_free(iface, p[i]));
-  FAILS(mmb_ptr_free(iface, p[N / 2]), MMB_INVALID_ARG);
+  for (int i = 0; i < N; i++) OK(mmb_ptr_deallocate(p[i], iface));
+  FAILS(mmb_ptr_deallocate(p[N / 2], iface), MMB_INVALID_ARG);
   OK(mmb_interface_destroy(iface));
 }
 
 MMB_TEST(ptr, slabs_respect_the_release_threshold) {
   mmbMemInterface *lean = interface_with(MMB_STRATEGY_POOL, 0, 1);   /* keep nothing */
   static void *p[3000];
-  for (int i = 0; i < 3000; i++) OK(mmb_ptr_alloc(lean, 1000, &p[i]));
+  for (int i = 0; i < 3000; i++) OK(mmb_ptr_allocate(1000, lean, &p[i]));
   cr_assert_gt(stats_of(lean).reserved_current, (size_t)2 << 20);
-  for (int i = 0; i < 3000; i++) OK(mmb_ptr_free(lean, p[i]));
+  for (int i = 0; i < 3000; i++) OK(mmb_ptr_deallocate(p[i], lean));
   cr_assert_eq(stats_of(lean).reserved_current, 0, "slabs and segments went as they emptied");
   OK(mmb_interface_destroy(lean));
 }
@@ -322,8 +322,8 @@ MMB_TEST(ptr, a_space_with_no_room_for_a_slab_still_serves) {
   mmbMemInterface *iface;
   OK(mmb_request_interface(tiny, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL}, &iface));
   void *p[8];
-  for (int i = 0; i < 8; i++) OK(mmb_ptr_alloc(iface, 1000, &p[i]));
-  for (int i = 0; i < 8; i++) OK(mmb_ptr_free(iface, p[i]));
+  for (int i = 0; i < 8; i++) OK(mmb_ptr_allocate(1000, iface, &p[i]));
+  for (int i = 0; i < 8; i++) OK(mmb_ptr_deallocate(p[i], iface));
   OK(mmb_interface_destroy(iface));
   OK(mmb_space_release(tiny));
 }
@@ -362,12 +362,12 @@ MMB_TEST(ptr, memory_the_host_cannot_touch) {
   enum { N = 3000 };
   static uintptr_t p[N];
   for (int round = 0; round < 3; round++) {
-    for (int i = 0; i < N; i++) OK(mmb_ptr_alloc(dev, 1 + (size_t)i % 700, (void **)&p[i]));
+    for (int i = 0; i < N; i++) OK(mmb_ptr_allocate(1 + (size_t)i % 700, dev, (void **)&p[i]));
     for (int i = 0; i + 1 < N; i++)
       cr_assert(p[i] + 1 + (size_t)i % 700 <= p[i + 1] || p[i + 1] + 1 + (size_t)(i + 1) % 700 <= p[i],
                 "blocks %d and %d overlap", i, i + 1);
-    for (int i = 0; i < N; i++) OK(mmb_ptr_free(dev, (void *)p[i]));
-    FAILS(mmb_ptr_free(dev, (void *)p[0]), MMB_INVALID_ARG);
+    for (int i = 0; i < N; i++) OK(mmb_ptr_deallocate((void *)p[i], dev));
+    FAILS(mmb_ptr_deallocate((void *)p[0], dev), MMB_INVALID_ARG);
   }
   cr_assert_eq(noaccess_allocs, 1, "one segment, its slabs reused");
   OK(mmb_interface_destroy(dev));
@@ -391,7 +391,7 @@ static void *consume(void *v) {
     size_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
     if (t == atomic_load_explicit(&r->head, memory_order_acquire)) continue;
     unsigned char *p = r->slot[t % RING];
-    if (p[0] != (unsigned char)t || mmb_ptr_free(r->iface, p) != MMB_OK)
+    if (p[0] != (unsigned char)t || mmb_ptr_deallocate(p, r->iface) != MMB_OK)
       atomic_fetch_add(&r->errors, 1);
     atomic_store_explicit(&r->tail, t + 1, memory_order_release);
     got++;
@@ -409,7 +409,7 @@ MMB_TEST(ptr, blocks_freed_by_another_thread) {
   cr_assert_eq(pthread_create(&c, NULL, consume, &r), 0);
   for (size_t i = 0; i < HANDED; i++) {
     unsigned char *p;
-    OK(mmb_ptr_alloc(r.iface, 64 + i % 1000, (void **)&p));
+    OK(mmb_ptr_allocate(64 + i % 1000, r.iface, (void **)&p));
     p[0] = (unsigned char)i;
     while (i - atomic_load_explicit(&r.tail, memory_order_acquire) >= RING) {
     }
@@ -442,9 +442,9 @@ static uintptr_t slab_base(const void *p) { return (uintptr_t)p & ~(uintptr_t)0x
 
 static void *first_thread(void *v) {
   homes *h = v;
-  for (size_t i = 0; i < h->na; i++) OK(mmb_ptr_alloc(h->iface, 256, &h->a[i]));
+  for (size_t i = 0; i < h->na; i++) OK(mmb_ptr_allocate(256, h->iface, &h->a[i]));
   if (h->na > PER_SLAB) {   /* every other block back, to the slabs: partial slabs */
-    for (size_t i = 0; i < h->na; i += 2) OK(mmb_ptr_free(h->iface, h->a[i]));
+    for (size_t i = 0; i < h->na; i += 2) OK(mmb_ptr_deallocate(h->a[i], h->iface));
     OK(mmb_interface_trim(h->iface, SIZE_MAX));
   }
   pthread_barrier_wait(&h->ready);
@@ -454,7 +454,7 @@ static void *first_thread(void *v) {
 
 static void *second_thread(void *v) {
   homes *h = v;
-  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_alloc(h->iface, 256, &h->b[i]));
+  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_allocate(256, h->iface, &h->b[i]));
   return NULL;
 }
 
@@ -475,8 +475,8 @@ static void two_homes(homes *h) {
 
 static void free_homes(homes *h) {
   for (size_t i = h->na > PER_SLAB ? 1 : 0; i < h->na; i += h->na > PER_SLAB ? 2 : 1)
-    OK(mmb_ptr_free(h->iface, h->a[i]));
-  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_free(h->iface, h->b[i]));
+    OK(mmb_ptr_deallocate(h->a[i], h->iface));
+  for (size_t i = 0; i < h->nb; i++) OK(mmb_ptr_deallocate(h->b[i], h->iface));
   cr_assert_eq(stats_of(h->iface).used_current, 0);
   OK(mmb_interface_destroy(h->iface));
 }
@@ -518,7 +518,7 @@ typedef struct race {
 static void *free_all(void *v) {
   race *r = v;
   pthread_barrier_wait(r->go);
-  for (int i = 0; i < RACED; i++) r->ok += mmb_ptr_free(r->iface, r->p[i]) == MMB_OK;
+  for (int i = 0; i < RACED; i++) r->ok += mmb_ptr_deallocate(r->p[i], r->iface) == MMB_OK;
   return NULL;
 }
 
@@ -530,7 +530,7 @@ static int by_address(const void *a, const void *b) {
 MMB_TEST(ptr, racing_double_frees_free_once) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
   static void *p[RACED];
-  for (int i = 0; i < RACED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_allocate(128, iface, &p[i]));
   pthread_barrier_t go;
   pthread_barrier_init(&go, NULL, 2);
   race r[2] = {{iface, p, &go, 0}, {iface, p, &go, 0}};
@@ -540,11 +540,11 @@ MMB_TEST(ptr, racing_double_frees_free_once) {
   pthread_barrier_destroy(&go);
   cr_assert_eq(r[0].ok + r[1].ok, RACED, "each block freed exactly once");
   cr_assert_eq(stats_of(iface).used_current, 0);
-  for (int i = 0; i < RACED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_allocate(128, iface, &p[i]));
   qsort(p, RACED, sizeof *p, by_address);
   for (int i = 1; i < RACED; i++)
     cr_assert_leq((uintptr_t)p[i - 1] + 128, (uintptr_t)p[i], "a block handed out twice");
-  for (int i = 0; i < RACED; i++) OK(mmb_ptr_free(iface, p[i]));
+  for (int i = 0; i < RACED; i++) OK(mmb_ptr_deallocate(p[i], iface));
   OK(mmb_interface_destroy(iface));
 }
 
@@ -559,11 +559,11 @@ typedef struct one_free {
 
 static void *free_one(void *v) {
   one_free *f = v;
-  f->got = mmb_ptr_free(f->iface, f->p);
+  f->got = mmb_ptr_deallocate(f->p, f->iface);
   return NULL;
 }
 
-/* mmb_ptr_free(iface, p) on a thread of its own (which then exits). */
+/* mmb_ptr_deallocate(p, iface) on a thread of its own (which then exits). */
 static mmbError free_elsewhere(mmbMemInterface *iface, void *p) {
   one_free f = {iface, p, MMB_OK};
   pthread_t t;
@@ -575,19 +575,19 @@ static mmbError free_elsewhere(mmbMemInterface *iface, void *p) {
 MMB_TEST(ptr, double_frees_across_threads_are_refused) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, MMB_INTERFACE_THREAD_SAFE, 0);
   void *p[4];
-  for (int i = 0; i < 4; i++) OK(mmb_ptr_alloc(iface, 200, &p[i]));
-  OK(mmb_ptr_free(iface, p[0]));   /* the owner, then another thread */
+  for (int i = 0; i < 4; i++) OK(mmb_ptr_allocate(200, iface, &p[i]));
+  OK(mmb_ptr_deallocate(p[0], iface));   /* the owner, then another thread */
   cr_assert_eq(free_elsewhere(iface, p[0]), MMB_INVALID_ARG);
   OK(free_elsewhere(iface, p[1]));   /* another thread, then the owner */
-  FAILS(mmb_ptr_free(iface, p[1]), MMB_INVALID_ARG);
+  FAILS(mmb_ptr_deallocate(p[1], iface), MMB_INVALID_ARG);
   OK(free_elsewhere(iface, p[2]));   /* two other threads */
   cr_assert_eq(free_elsewhere(iface, p[2]), MMB_INVALID_ARG);
-  OK(mmb_ptr_free(iface, p[3]));   /* the owner twice */
-  FAILS(mmb_ptr_free(iface, p[3]), MMB_INVALID_ARG);
+  OK(mmb_ptr_deallocate(p[3], iface));   /* the owner twice */
+  FAILS(mmb_ptr_deallocate(p[3], iface), MMB_INVALID_ARG);
   void *theirs = test_ptr_alloc_elsewhere(iface, 200);   /* freed here twice */
   cr_assert_not_null(theirs);
-  OK(mmb_ptr_free(iface, theirs));
-  FAILS(mmb_ptr_free(iface, theirs), MMB_INVALID_ARG);
+  OK(mmb_ptr_deallocate(theirs, iface));
+  FAILS(mmb_ptr_deallocate(theirs, iface), MMB_INVALID_ARG);
   mmbStats st = stats_of(iface);
   cr_assert_eq(st.used_current, 0);
   cr_assert_eq(st.n_allocs, 5);
@@ -613,7 +613,7 @@ static void *contest_other(void *v) {
   contest *c = v;
   for (int round = 0; round < CONTESTS; round++) {
     pthread_barrier_wait(&c->go);
-    for (int i = 0; i < CONTESTED; i++) c->ok += mmb_ptr_free(c->iface, c->p[i]) == MMB_OK;
+    for (int i = 0; i < CONTESTED; i++) c->ok += mmb_ptr_deallocate(c->p[i], c->iface) == MMB_OK;
     pthread_barrier_wait(&c->done);
   }
   return NULL;
@@ -629,10 +629,10 @@ MMB_TEST(ptr, owner_and_another_thread_freeing_at_once_free_once) {
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, contest_other, &c), 0);
   for (int round = 0; round < CONTESTS; round++) {
-    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_allocate(128, iface, &p[i]));
     int mine = 0, theirs = c.ok;
     pthread_barrier_wait(&c.go);
-    for (int i = 0; i < CONTESTED; i++) mine += mmb_ptr_free(iface, p[i]) == MMB_OK;
+    for (int i = 0; i < CONTESTED; i++) mine += mmb_ptr_deallocate(p[i], iface) == MMB_OK;
     pthread_barrier_wait(&c.done);
     cr_assert_eq(mine + c.ok - theirs, CONTESTED, "round %d: each block freed exactly once", round);
     OK(mmb_interface_trim(iface, SIZE_MAX));
@@ -640,11 +640,11 @@ MMB_TEST(ptr, owner_and_another_thread_freeing_at_once_free_once) {
     cr_assert_eq(st.used_current, 0, "round %d: a block counted freed twice", round);
     cr_assert_eq(st.n_frees, st.n_allocs, "round %d", round);
     /* nothing is handed out twice */
-    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_alloc(iface, 128, &p[i]));
+    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_allocate(128, iface, &p[i]));
     qsort(p, CONTESTED, sizeof *p, by_address);
     for (int i = 1; i < CONTESTED; i++)
       cr_assert_leq((uintptr_t)p[i - 1] + 128, (uintptr_t)p[i], "a block handed out twice");
-    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_free(iface, p[i]));
+    for (int i = 0; i < CONTESTED; i++) OK(mmb_ptr_deallocate(p[i], iface));
   }
   pthread_join(t, NULL);
   pthread_barrier_destroy(&c.go);
@@ -673,15 +673,15 @@ static void *crowd_member(void *v) {
   crowd *c = a->c;
   for (int i = 0; i < EACH; i++) {
     size_t n = 64 + (size_t)(a->me * 131 + i * 17) % 1900;
-    if (mmb_ptr_alloc(c->iface, n, &c->p[a->me][i]) != MMB_OK) atomic_fetch_add(&c->errors, 1);
+    if (mmb_ptr_allocate(n, c->iface, &c->p[a->me][i]) != MMB_OK) atomic_fetch_add(&c->errors, 1);
     else memset(c->p[a->me][i], a->me, 64);
   }
   pthread_barrier_wait(&c->allocated);
   int next = (a->me + 1) % CROWD;
   for (int i = 0; i < EACH; i++) {
     unsigned char *q = c->p[next][i];
-    if (q[0] != next || mmb_ptr_free(c->iface, q) != MMB_OK ||
-        mmb_ptr_free(c->iface, q) != MMB_INVALID_ARG)
+    if (q[0] != next || mmb_ptr_deallocate(q, c->iface) != MMB_OK ||
+        mmb_ptr_deallocate(q, c->iface) != MMB_INVALID_ARG)
       atomic_fetch_add(&c->errors, 1);
   }
   return NULL;
@@ -716,7 +716,7 @@ MMB_TEST(ptr, ten_threads_free_each_others_blocks) {
 static void use_after_free_of_a_bare_block(void) {
   mmbMemInterface *iface = interface_with(MMB_STRATEGY_POOL, 0, 0);
   volatile char *p;
-  if (mmb_ptr_alloc(iface, 256, (void **)&p) != MMB_OK || mmb_ptr_free(iface, (void *)p) != MMB_OK)
+  if (mmb_ptr_allocate(256, iface, (void **)&p) != MMB_OK || mmb_ptr_deallocate((void *)p, iface) != MMB_OK)
     _exit(0);
   p[10] = 1;   /* the block is parked in the thread's bin: ASan must see it */
 }

@@ -254,7 +254,7 @@ MMB_TEST(space, registered_memory_is_what_a_plain_request_returns) {
   cr_assert_eq(cap, 1 << 20);
   OK(mmb_request_interface(b, NULL, &iface));
   mmbProviderType p;
-  OK(mmb_interface_provider(iface, &p));
+  OK(mmb_interface_get_provider(iface, &p));
   cr_assert_eq(p, MMB_PROVIDER_SYSTEM);
   OK(mmb_interface_destroy(iface));
   /* a request with a config is still a new space of the tier's */

@@ -16,7 +16,7 @@ typedef struct fixture {
 static fixture setup(size_t fast_limit) {
   fixture f;
   f.sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
-  OK(mmb_interface_space(f.sys, &f.home));
+  OK(mmb_interface_get_space(f.sys, &f.home));
   f.fast = limited_space(fast_limit);
   f.a = test_array(f.sys, &(mmbDimensions){2, {10, 7}}, MMB_ROWMAJOR, 0);
   fill_array(f.a, 1);
@@ -212,7 +212,7 @@ MMB_TEST(tile, transposed_copies_in_any_layout) {
   /* into a duplicate the host cannot reach, and back out through a copy */
   mmbMemInterface *dev = fake_device_interface(0);
   mmbMemSpace *dev_space;
-  OK(mmb_interface_space(dev, &dev_space));
+  OK(mmb_interface_get_space(dev, &dev_space));
   OK(mmb_tile_duplicate(td, dev_space, MMB_WRITE, NULL, &dev_t));
   OK(mmb_tile_copy_transposed(dev_t, tc));
   OK(mmb_tile_duplicate(dev_t, f.home, MMB_READ, NULL, &back));
@@ -415,7 +415,7 @@ MMB_TEST(tile, duplicates_of_duplicates_merge_in_order) {
 MMB_TEST(tile, every_merge_type_on_a_tile) {
   mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemSpace *home;
-  OK(mmb_interface_space(sys, &home));
+  OK(mmb_interface_get_space(sys, &home));
   mmbLayout *l = test_layout(4, 2, MMB_ROWMAJOR, 32, MMB_TYPE_INT32);
   mmbLayout *col = test_layout(4, 2, MMB_COLMAJOR, 0, MMB_TYPE_INT32);
   mmbArray *a;
@@ -448,7 +448,7 @@ MMB_TEST(tile, every_merge_type_on_a_tile) {
 MMB_TEST(tile, sum_without_an_element_type_is_refused) {
   mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemSpace *home;
-  OK(mmb_interface_space(sys, &home));
+  OK(mmb_interface_get_space(sys, &home));
   mmbLayout *l = test_layout(8, 1, MMB_ROWMAJOR, 0, MMB_TYPE_BYTES);
   mmbArray *a;
   OK(mmb_array_create(&(mmbDimensions){1, {16}}, l, sys, MMB_READ_WRITE, &a));
@@ -639,7 +639,7 @@ Test(tile, needs_init) {
 static void reorder_round_trip(size_t es) {
   mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemSpace *home;
-  OK(mmb_interface_space(sys, &home));
+  OK(mmb_interface_get_space(sys, &home));
   enum { R = 70, C = 45 };
   mmbElementType type = es == 4 ? MMB_TYPE_INT32 : MMB_TYPE_INT64;
   mmbLayout *row = test_layout(es, 2, MMB_ROWMAJOR, 64, type);

@@ -149,7 +149,7 @@ MMB_TEST(tile_model, random_transports_match_a_reference) {
   mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbMemInterface *pinned = test_interface(MMB_PROVIDER_PINNED, 0);
   model m = {.seed = 20261122};
-  OK(mmb_interface_space(sys, &m.spaces[0]));
+  OK(mmb_interface_get_space(sys, &m.spaces[0]));
   m.spaces[1] = limited_space(8 << 20);
   m.spaces[2] = limited_space(2 << 20);
   for (int round = 0; round < 60; round++) {

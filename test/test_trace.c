@@ -72,7 +72,7 @@ MMB_TEST(trace, events_and_counter_tracks) {
   OK(mmb_space_release(limited));
 }
 
-/* Bare blocks are traced like allocations: slab blocks by mmb_ptr_alloc's
+/* Bare blocks are traced like allocations: slab blocks by mmb_ptr_allocate's
    own path, larger ones by their handle's; on a pool and on a thread-safe
    one, whose quick paths (handles' and bare blocks') were warm before the
    trace began: they trust the thread's note to say no trace runs. */
@@ -88,14 +88,14 @@ static void quick_paths_traced(unsigned flags, const char *name) {
   mmbAllocation *h[2];
   for (int i = 0; i < 2; i++) OK(mmb_allocate(100, iface, &h[i]));
   for (int i = 0; i < 2; i++) OK(mmb_free(h[i]));
-  for (int i = 0; i < 2; i++) OK(mmb_ptr_alloc(iface, 100, &warm[i]));
-  OK(mmb_ptr_free(iface, warm[1]));
+  for (int i = 0; i < 2; i++) OK(mmb_ptr_allocate(100, iface, &warm[i]));
+  OK(mmb_ptr_deallocate(warm[1], iface));
   OK(mmb_trace_start());
   void *p[4];
   size_t sizes[4] = {100, 100, 2000, 50000};
-  for (int i = 0; i < 4; i++) OK(mmb_ptr_alloc(iface, sizes[i], &p[i]));
-  for (int i = 0; i < 4; i++) OK(mmb_ptr_free(iface, p[i]));
-  OK(mmb_ptr_free(iface, warm[0]));
+  for (int i = 0; i < 4; i++) OK(mmb_ptr_allocate(sizes[i], iface, &p[i]));
+  for (int i = 0; i < 4; i++) OK(mmb_ptr_deallocate(p[i], iface));
+  OK(mmb_ptr_deallocate(warm[0], iface));
   for (int i = 0; i < 2; i++) OK(mmb_allocate(100, iface, &h[i]));
   for (int i = 0; i < 2; i++) OK(mmb_free(h[i]));
   OK(mmb_trace_stop());

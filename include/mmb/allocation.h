@@ -46,53 +46,71 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_allocate_opts(size_t n_bytes, mmbMemInterf
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_free(mmbAllocation *allocation);
 
-/** The allocation's address (device memory: a device pointer); NULL for NULL. */
+/** The allocation's address (device memory: a device pointer). Cannot fail:
+    NULL for NULL or a handle that is not live. */
 MMB_EXPORT void *mmb_allocation_ptr(const mmbAllocation *allocation);
-/** The bytes asked for; 0 for NULL. */
+/** The bytes asked for. Cannot fail: 0 for NULL or a handle that is not live. */
 MMB_EXPORT size_t mmb_allocation_size(const mmbAllocation *allocation);
 /** The interface it came from. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_interface(const mmbAllocation *allocation,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_get_interface(const mmbAllocation *allocation,
                                              mmbMemInterface **out_interface);
+/** Deprecated: the former name of mmb_allocation_get_interface, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_allocation_get_interface")
+mmbError mmb_allocation_interface(const mmbAllocation *allocation,
+                                  mmbMemInterface **out_interface);
 
 /**
  * malloc-style: allocates \p n_bytes from \p interface and returns the bare
  * pointer (device memory: a device pointer), aligned to
- * MMB_DEFAULT_ALIGNMENT. No handle: give it back with mmb_ptr_free on the
+ * MMB_DEFAULT_ALIGNMENT. No handle: give it back with mmb_ptr_deallocate on the
  * same interface. On a pool interface, blocks up to 2 KiB come from slabs
  * of their own through a cache of the calling thread, a stack pop with no
  * lock; the stats count them like any allocation (mmb_interface_destroy is
  * MMB_BUSY while one lives). Copies and arrays take handles: use
  * mmb_allocate for those. A block queue work may still touch is freed with
- * mmb_ptr_free_async (queue.h).
+ * mmb_ptr_deallocate_async (queue.h).
  * \return MMB_OK; MMB_INVALID_ARG for NULLs or \p n_bytes == 0; otherwise
  *         as mmb_allocate.
  */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_alloc(mmbMemInterface *interface, size_t n_bytes,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_allocate(size_t n_bytes, mmbMemInterface *interface,
                                                 void **out_ptr);
+/** Deprecated: the former name of mmb_ptr_allocate, with its first two arguments
+    the other way round; kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_ptr_allocate")
+mmbError mmb_ptr_alloc(mmbMemInterface *interface, size_t n_bytes, void **out_ptr);
 
 /**
- * As mmb_ptr_alloc, with options (NULL or zeroed for defaults): alignment, a
+ * As mmb_ptr_allocate, with options (NULL or zeroed for defaults): alignment, a
  * power of two up to MMB_MAX_ALIGNMENT (256 as cudaMalloc's, 4096 for a
  * page); flags: MMB_ALLOC_ZERO. A block aligned beyond 64 bytes, or zeroed,
- * is an allocation with a handle underneath (still freed by mmb_ptr_free).
+ * is an allocation with a handle underneath (still freed by mmb_ptr_deallocate).
  * \return as mmb_allocate_opts; MMB_INVALID_ARG for opts->region (a region's
  *         bytes come from mmb_region_alloc).
  */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_alloc_opts(mmbMemInterface *interface, size_t n_bytes,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_allocate_opts(size_t n_bytes, mmbMemInterface *interface,
                                                      const mmbAllocateOptions *opts,
                                                      void **out_ptr);
+/** Deprecated: the former name of mmb_ptr_allocate_opts, with its first two arguments
+    the other way round; kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_ptr_allocate_opts")
+mmbError mmb_ptr_alloc_opts(mmbMemInterface *interface, size_t n_bytes,
+                            const mmbAllocateOptions *opts, void **out_ptr);
 
 /**
- * Frees a pointer mmb_ptr_alloc or mmb_ptr_alloc_opts returned from
+ * Frees a pointer mmb_ptr_allocate or mmb_ptr_allocate_opts returned from
  * \p interface. As with free(),
- * an address freed and handed out again by a later mmb_ptr_alloc names that
+ * an address freed and handed out again by a later mmb_ptr_allocate names that
  * new block.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a pointer already freed, one
  *         from another interface or from mmb_allocate, or anything mmb did
  *         not hand out (reported at error level; nothing is freed);
  *         MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_free(mmbMemInterface *interface, void *ptr);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_deallocate(void *ptr, mmbMemInterface *interface);
+/** Deprecated: the former name of mmb_ptr_deallocate, with its first two arguments
+    the other way round; kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_ptr_deallocate")
+mmbError mmb_ptr_free(mmbMemInterface *interface, void *ptr);
 
 /**
  * Copies all of \p src to the start of \p dst (\p dst == \p src: nothing

@@ -84,24 +84,36 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_wrapped(void *data, const mmb
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_destroy(mmbArray *array);
 
-/** The home storage's address; NULL for NULL, before mmb_init, or when the home is not host
-    accessible (device memory). */
+/** The home storage's address. Cannot fail: NULL for NULL, before mmb_init, or when the
+    home is not host accessible (device memory). */
 MMB_EXPORT void *mmb_array_ptr(const mmbArray *array);
 
 /** The shape. \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_dims(const mmbArray *array, mmbDimensions *out_dims);
+/** Deprecated: the former name of mmb_array_get_dims, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_array_get_dims")
+mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims);
 
 /** Strides of the home storage, in elements, per dimension (padding included).
     \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_strides(const mmbArray *array, mmbDimensions *out_strides);
+/** Deprecated: the former name of mmb_array_get_strides, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_array_get_strides")
+mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides);
 
 /** Bytes of the home storage (padding included).
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_bytes(const mmbArray *array, size_t *out_bytes);
+/** Deprecated: the former name of mmb_array_get_bytes, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_array_get_bytes")
+mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes);
 
 /** The interface that holds the home storage.
     \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_interface(const mmbArray *array, mmbMemInterface **out_interface);
+/** Deprecated: the former name of mmb_array_get_interface, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_array_get_interface")
+mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface);
 
 /**
  * Copies every element of \p src into \p dst: same rank, extents and element

@@ -23,4 +23,14 @@
 #endif
 #endif
 
+/* A name kept for one release after it was renamed: calling it warns and
+   names its replacement. Compile with -DMMB_DEPRECATED(x)= to silence it. */
+#ifndef MMB_DEPRECATED
+#if defined(__GNUC__)
+#define MMB_DEPRECATED(replacement) __attribute__((deprecated("use " replacement)))
+#else
+#define MMB_DEPRECATED(replacement)
+#endif
+#endif
+
 #endif /* MMB_EXPORT_H */

@@ -118,11 +118,13 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_space_count(size_t *count);
     \p i >= count; MMB_NOT_INITIALIZED. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_at(size_t i, mmbMemSpace **out_space);
 
-/** The layer of \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+/** The layer of \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED.
+    (A name fixed before the mmb_X_get_Y convention, kept as programs use it.) */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_layer(const mmbMemSpace *space, mmbMemLayer *out_layer);
 
 /** Bytes \p space may hold at once (mmbSpaceInfo.limit).
-    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+    \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. (A name fixed before the
+    mmb_X_get_Y convention, kept as programs use it.) */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_capacity(const mmbMemSpace *space, size_t *out_bytes);
 
 /** Everything about \p space. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
@@ -177,10 +179,16 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_interface(mmbMemSpace *space, cons
 MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_destroy(mmbMemInterface *interface);
 
 /** The space of \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_get_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
+/** Deprecated: the former name of mmb_interface_get_space, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_interface_get_space")
+mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space);
 
 /** The provider type serving \p interface. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_get_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
+/** Deprecated: the former name of mmb_interface_get_provider, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_interface_get_provider")
+mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type);
 
 /**
  * Statistics of \p interface. Bytes that regions hold count as used. All

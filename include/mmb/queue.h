@@ -192,15 +192,19 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_free_async(mmbAllocation *allocation, mmbQ
 
 /**
  * mmb_free_async for a bare block: frees \p ptr (a live block of
- * mmb_ptr_alloc on \p iface) now; its bytes are reused only once the work
+ * mmb_ptr_allocate on \p iface) now; its bytes are reused only once the work
  * submitted to \p q before this call has run. Until then they count as used
  * in the interface's stats, and mmb_interface_destroy waits for them.
  * \return MMB_OK; MMB_INVALID_ARG for a NULL queue, a NULL, foreign or
  *         already freed pointer (nothing is freed); MMB_OUT_OF_MEMORY (the
  *         block is still the caller's); MMB_NOT_INITIALIZED.
  */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr,
+MMB_EXPORT MMB_NODISCARD mmbError mmb_ptr_deallocate_async(void *ptr, mmbMemInterface *iface,
                                                      mmbQueue *q);
+/** Deprecated: the former name of mmb_ptr_deallocate_async, with its first two arguments
+    the other way round; kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_ptr_deallocate_async")
+mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr, mmbQueue *q);
 
 /**
  * Records that work submitted to \p q so far uses \p allocation (as

@@ -51,7 +51,8 @@ extern "C" {
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
 
 /** Tiles per dimension (all 1 for an untiled array).
-    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED. */
+    \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+    (A name fixed before the mmb_X_get_Y convention, kept as programs use it.) */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid);
 
 /**
@@ -262,15 +263,18 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_first(mmbTileIterator *it);
     past the end; prefetching: a merge's or a prefetch's error. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_next(mmbTileIterator *it);
 /** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs;
-    MMB_NOT_INITIALIZED. */
+    MMB_NOT_INITIALIZED. (Mamba's name, kept as Mamba wrote it.) */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
-/** The current tile (prefetching: its duplicate); NULL past the end, for
-    NULL, before mmb_init, or when the current tile's prefetch failed. */
+/** The current tile (prefetching: its duplicate). Cannot fail: NULL past the
+    end, for NULL, before mmb_init, or when the current tile's prefetch failed. */
 MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
 /** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_NOT_INITIALIZED;
     MMB_INVALID_STATE past the end. */
-MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_get_index(const mmbTileIterator *it, mmbIndex *out_index);
+/** Deprecated: the former name of mmb_tile_iterator_get_index, kept for one release. */
+MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_tile_iterator_get_index")
+mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index);
 /** \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; prefetching: the first error
     of the last merges (the iterator is destroyed either way). */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_destroy(mmbTileIterator *it);

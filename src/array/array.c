@@ -144,7 +144,7 @@ void *mmb_array_ptr(const mmbArray *array) {
   return array->data;
 }
 
-mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
+mmbError mmb_array_get_dims(const mmbArray *array, mmbDimensions *out_dims) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
   MMB__ARG(!out_dims, __func__, "out_dims is NULL");
@@ -153,7 +153,12 @@ mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
   return MMB_OK;
 }
 
-mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_array_dims(const mmbArray *array, mmbDimensions *out_dims) {
+  return mmb_array_get_dims(array, out_dims);
+}
+
+mmbError mmb_array_get_strides(const mmbArray *array, mmbDimensions *out_strides) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
   MMB__ARG(!out_strides, __func__, "out_strides is NULL");
@@ -162,7 +167,12 @@ mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
   return MMB_OK;
 }
 
-mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_array_strides(const mmbArray *array, mmbDimensions *out_strides) {
+  return mmb_array_get_strides(array, out_strides);
+}
+
+mmbError mmb_array_get_bytes(const mmbArray *array, size_t *out_bytes) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
   MMB__ARG(!out_bytes, __func__, "out_bytes is NULL");
@@ -170,10 +180,20 @@ mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
   return MMB_OK;
 }
 
-mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface) {
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_array_bytes(const mmbArray *array, size_t *out_bytes) {
+  return mmb_array_get_bytes(array, out_bytes);
+}
+
+mmbError mmb_array_get_interface(const mmbArray *array, mmbMemInterface **out_interface) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
   MMB__ARG(!out_interface, __func__, "out_interface is NULL");
   *out_interface = array->iface;
   return MMB_OK;
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interface) {
+  return mmb_array_get_interface(array, out_interface);
 }

@@ -49,7 +49,7 @@ mmbError mmb_free_async(mmbAllocation *allocation, mmbQueue *q) {
   return err != MMB_OK ? err : mmb_free(allocation);
 }
 
-mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr, mmbQueue *q) {
+mmbError mmb_ptr_deallocate_async(void *ptr, mmbMemInterface *iface, mmbQueue *q) {
   mmbError err = mmb__queue_check(__func__, q, NULL);
   mmb__request *r;
   if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
@@ -58,6 +58,11 @@ mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr, mmbQueue *q) {
   if (err != MMB_OK) mmb__request_unref(r);
   mmb__request_unref(r);
   return err;
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_ptr_free_async(mmbMemInterface *iface, void *ptr, mmbQueue *q) {
+  return mmb_ptr_deallocate_async(ptr, iface, q);
 }
 
 mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {

@@ -290,7 +290,7 @@ mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
   return &it->g->slots[current(it)].tile.pub;
 }
 
-mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index) {
+mmbError mmb_tile_iterator_get_index(const mmbTileIterator *it, mmbIndex *out_index) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
   MMB__ARG(!out_index, __func__, "out_index is NULL");
@@ -299,6 +299,11 @@ mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index)
   *out_index = (mmbIndex){.size = it->array->rank};
   coords_of(it->g, it->array->rank, current(it), out_index->d);
   return MMB_OK;
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_tile_iterator_index(const mmbTileIterator *it, mmbIndex *out_index) {
+  return mmb_tile_iterator_get_index(it, out_index);
 }
 
 static void iterator_free(mmbTileIterator *it) {

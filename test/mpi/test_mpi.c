@@ -125,7 +125,7 @@ static mmbArray *make(const spec *s, mmbMemInterface *iface, int salt) {
     a = host;
   } else if (!(s->access & MMB_WRITE)) {   /* read-only: wraps a copy of the data */
     size_t bytes;
-    OK(mmb_array_bytes(host, &bytes));
+    OK(mmb_array_get_bytes(host, &bytes));
     CHECK(n_wrapped < 8, "too many read-only arrays");
     wrapped[n_wrapped] = malloc(bytes);
     memcpy(wrapped[n_wrapped], mmb_array_ptr(host), bytes);

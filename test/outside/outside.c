@@ -70,13 +70,13 @@ int main(void) {
   mmbMemInterfaceConfig pcfg = {.strategy = MMB_STRATEGY_POOL};
   EXPECT(mmb_request_interface(limited, &pcfg, &iface), MMB_OK);
   void *p, *q;
-  EXPECT(mmb_ptr_alloc(iface, 300, &p), MMB_OK);
-  EXPECT(mmb_ptr_alloc_opts(iface, 300, &(mmbAllocateOptions){.alignment = 256}, &q), MMB_OK);
+  EXPECT(mmb_ptr_allocate(300, iface, &p), MMB_OK);
+  EXPECT(mmb_ptr_allocate_opts(300, iface, &(mmbAllocateOptions){.alignment = 256}, &q), MMB_OK);
   memset(p, 2, 300);
   memset(q, 3, 300);
-  EXPECT(mmb_ptr_free(iface, p), MMB_OK);
-  EXPECT(mmb_ptr_free(iface, p), MMB_INVALID_ARG);   /* twice: refused */
-  EXPECT(mmb_ptr_free(iface, q), MMB_OK);
+  EXPECT(mmb_ptr_deallocate(p, iface), MMB_OK);
+  EXPECT(mmb_ptr_deallocate(p, iface), MMB_INVALID_ARG);   /* twice: refused */
+  EXPECT(mmb_ptr_deallocate(q, iface), MMB_OK);
   EXPECT(mmb_interface_destroy(iface), MMB_OK);
   EXPECT(mmb_space_release(limited), MMB_OK);
   EXPECT(mmb_finalize(), MMB_OK);

@@ -4,8 +4,8 @@
    at once (as any new owner would), and hands it to work on its queue that
    fills it with a tag, dawdles, and checks the tag is intact. The block is
    then given back with mmb_free_async, or recorded with
-   mmb_allocation_record_queue and freed, or (a bare block of mmb_ptr_alloc)
-   given back with mmb_ptr_free_async, and region memory is handed back
+   mmb_allocation_record_queue and freed, or (a bare block of mmb_ptr_allocate)
+   given back with mmb_ptr_deallocate_async, and region memory is handed back
    with mmb_region_reset_async. A block or region handed out again before the
    queue is done with it shows up as a broken tag. Then each thread streams
    an array of its own through one shared fast space with a prefetching
@@ -127,12 +127,12 @@ static void *run(void *arg) {
     size_t n = sizes[next(&seed) % 4];
     if (r % 3 == 2) {   /* a bare block */
       void *p;
-      if (mmb_ptr_alloc(w->iface, n, &p) != MMB_OK) {
+      if (mmb_ptr_allocate(n, w->iface, &p) != MMB_OK) {
         w->failed = 1;
         break;
       }
       w->failed |= submit_use(q, p, n, tag, &seed);
-      w->failed |= mmb_ptr_free_async(w->iface, p, q) != MMB_OK;
+      w->failed |= mmb_ptr_deallocate_async(p, w->iface, q) != MMB_OK;
     } else {
       mmbAllocation *a;
       if (mmb_allocate(n, w->iface, &a) != MMB_OK) {

@@ -3,7 +3,7 @@
    thread also bumps through its own region on the shared pool, hands blocks
    to its neighbour to free, while another thread reads stats and a trace
    records everything; then, with the trace stopped (so the lock-free paths
-   run), each thread works with bare blocks (mmb_ptr_alloc) on the pool and
+   run), each thread works with bare blocks (mmb_ptr_allocate) on the pool and
    frees its neighbour's. A plain program, not a Criterion test: Criterion
    cannot run under ThreadSanitizer, and this is what `make test
    SANITIZE=thread` runs. Exit 0 = every byte and every counter as expected. */
@@ -25,7 +25,7 @@ typedef struct worker {
   uint64_t seed;
   int failed;
   mmbAllocation *handoff[HANDOFF];   /* allocated here, freed by the next worker */
-  unsigned char *bare_handoff[HANDOFF];   /* the same, mmb_ptr_alloc's */
+  unsigned char *bare_handoff[HANDOFF];   /* the same, mmb_ptr_allocate's */
   struct worker *next_worker;
 } worker;
 
@@ -64,7 +64,7 @@ static void *read_stats(void *p) {
   mmbMemInterface **ifaces = p;
   mmbStats st;
   mmbMemSpace *dram;
-  bool bad = mmb_interface_space(ifaces[0], &dram) != MMB_OK;
+  bool bad = mmb_interface_get_space(ifaces[0], &dram) != MMB_OK;
   while (!bad && !atomic_load(&stop_reader)) {
     bad |= mmb_interface_get_stats(ifaces[0], &st) != MMB_OK;
     bad |= mmb_interface_get_stats(ifaces[1], &st) != MMB_OK;
@@ -121,7 +121,7 @@ static void *run_bare(void *p) {
   unsigned char *slot[SLOTS] = {0};
   size_t len[SLOTS];
   for (int k = 0; k < HANDOFF; k++) {
-    if (mmb_ptr_alloc(w->pool, 16 + (size_t)k * 24, (void **)&w->bare_handoff[k]) != MMB_OK)
+    if (mmb_ptr_allocate(16 + (size_t)k * 24, w->pool, (void **)&w->bare_handoff[k]) != MMB_OK)
       w->failed = 1;
     else w->bare_handoff[k][0] = (unsigned char)k;
   }
@@ -129,18 +129,18 @@ static void *run_bare(void *p) {
   for (int k = 0; k < HANDOFF; k++) {
     unsigned char *b = w->next_worker->bare_handoff[k];
     if (!b) continue;
-    if (b[0] != (unsigned char)k || mmb_ptr_free(w->pool, b) != MMB_OK) w->failed = 1;
+    if (b[0] != (unsigned char)k || mmb_ptr_deallocate(b, w->pool) != MMB_OK) w->failed = 1;
   }
   for (int i = 0; i < STEPS && !w->failed; i++) {
     int k = (int)(next(&w->seed) % SLOTS);
     if (slot[k]) {
       if (slot[k][0] != (unsigned char)k || slot[k][len[k] - 1] != (unsigned char)k ||
-          mmb_ptr_free(w->pool, slot[k]) != MMB_OK)
+          mmb_ptr_deallocate(slot[k], w->pool) != MMB_OK)
         w->failed = 1;
       slot[k] = NULL;
     } else {
       len[k] = 1 + next(&w->seed) % (i % 16 ? 2048 : 9000);
-      if (mmb_ptr_alloc(w->pool, len[k], (void **)&slot[k]) != MMB_OK) {
+      if (mmb_ptr_allocate(len[k], w->pool, (void **)&slot[k]) != MMB_OK) {
         w->failed = 1;
         break;
       }
@@ -148,7 +148,7 @@ static void *run_bare(void *p) {
     }
   }
   for (int k = 0; k < SLOTS; k++)
-    if (slot[k] && mmb_ptr_free(w->pool, slot[k]) != MMB_OK) w->failed = 1;
+    if (slot[k] && mmb_ptr_deallocate(slot[k], w->pool) != MMB_OK) w->failed = 1;
   return NULL;
 }
 

@@ -241,7 +241,7 @@ typedef struct mmb__strategy_ops {
 
 typedef struct mmb__region_cache mmb__region_cache;   /* region.c */
 
-/* mmb_ptr_alloc's blocks that have a handle (ptr.c): pointer -> handle, open
+/* mmb_ptr_allocate's blocks that have a handle (ptr.c): pointer -> handle, open
    addressing; guarded like mmbMemInterface.c. */
 typedef struct mmb__ptr_slot {
   void *key;   /* NULL: empty */
@@ -275,7 +275,7 @@ struct mmbMemInterface {
   unsigned copy_threads;                     /* mmbMemInterfaceConfig.copy_threads */
   mmb__region_cache *region_cache;           /* NULL until a region uses it */
   mmb__handle_cache handles;                 /* guarded like c */
-  mmb__ptr_table ptrs;                       /* mmb_ptr_alloc's blocks with handles */
+  mmb__ptr_table ptrs;                       /* mmb_ptr_allocate's blocks with handles */
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
   _Atomic size_t n_deferred;
   mmbMemInterface *next, *prev;

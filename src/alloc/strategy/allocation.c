@@ -106,11 +106,18 @@ size_t mmb_allocation_size(const mmbAllocation *allocation) {
   return a ? a->size : 0;
 }
 
-mmbError mmb_allocation_interface(const mmbAllocation *allocation, mmbMemInterface **out_interface) {
+mmbError mmb_allocation_get_interface(const mmbAllocation *allocation,
+                                      mmbMemInterface **out_interface) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!out_interface, __func__, "out_interface is NULL");
   const mmbAllocation *a = mmb__handle_open(allocation);
   MMB__ARG(!a, __func__, "%p is not a live allocation", (const void *)allocation);
   *out_interface = a->interface;
   return MMB_OK;
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_allocation_interface(const mmbAllocation *allocation,
+                                  mmbMemInterface **out_interface) {
+  return mmb_allocation_get_interface(allocation, out_interface);
 }

@@ -1,7 +1,7 @@
 /* Giving a claimed allocation's bytes back (to its region or its
    strategy), and deferred reuse of allocations freed while queue work may
    still touch them (mmb_free_async, mmb_allocation_record_queue,
-   mmb_ptr_free_async, the storage an asynchronous transport leaves
+   mmb_ptr_deallocate_async, the storage an asynchronous transport leaves
    behind): their fences, and the sweep that releases them once the fences
    have passed. */
 #include "alloc/strategy/strategy.h"

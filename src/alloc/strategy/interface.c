@@ -119,7 +119,7 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   return MMB_OK;
 }
 
-mmbError mmb_interface_space(const mmbMemInterface *iface, mmbMemSpace **out_space) {
+mmbError mmb_interface_get_space(const mmbMemInterface *iface, mmbMemSpace **out_space) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   MMB__ARG(!out_space, __func__, "out_space is NULL");
@@ -127,12 +127,22 @@ mmbError mmb_interface_space(const mmbMemInterface *iface, mmbMemSpace **out_spa
   return MMB_OK;
 }
 
-mmbError mmb_interface_provider(const mmbMemInterface *iface, mmbProviderType *out_type) {
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_interface_space(const mmbMemInterface *interface, mmbMemSpace **out_space) {
+  return mmb_interface_get_space(interface, out_space);
+}
+
+mmbError mmb_interface_get_provider(const mmbMemInterface *iface, mmbProviderType *out_type) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   MMB__ARG(!out_type, __func__, "out_type is NULL");
   *out_type = iface->provider.type;
   return MMB_OK;
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderType *out_type) {
+  return mmb_interface_get_provider(interface, out_type);
 }
 
 mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {

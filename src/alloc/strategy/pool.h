@@ -59,10 +59,10 @@ static inline size_t slab_class_size(size_t cls) { return slab_class_sizes[cls];
    record lives in host memory, never in the slab: the slab may be device
    memory.
 
-   A slab of malloc-style blocks (mmb_ptr_alloc, ptr.c) is 64 KiB aligned
+   A slab of malloc-style blocks (mmb_ptr_allocate, ptr.c) is 64 KiB aligned
    and listed in the slab map, so a bare pointer finds it. Its record holds,
    after the free stack, an entry per 64 B of the slab: at the start of each
-   live block, what it was asked for; 0 everywhere else (mmb_ptr_free's
+   live block, what it was asked for; 0 everywhere else (mmb_ptr_deallocate's
    check, one exchange: no division by the class size, and a pointer inside
    a block reads 0). The record is never freed while the pool lives, so a
    stale map entry read by a racing misuse still points at a record. */
@@ -288,7 +288,7 @@ static inline pool_cache *pool_cache_of(pool *p) {
 
 /* The calling thread's note: the fast paths' guard, one test. It names the
    last interface one of the thread's calls took the general path on
-   (mmb_allocate, mmb_free, mmb_ptr_alloc, mmb_ptr_free), with the thread's
+   (mmb_allocate, mmb_free, mmb_ptr_allocate, mmb_ptr_deallocate), with the thread's
    bins there, and folds in what the fast paths need of the state: the
    interface is a live pool interface, no trace runs, and it has no
    deferred frees to sweep. It is written only while that holds, and stays
@@ -449,7 +449,7 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls);
 void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep);
 /* Before refusing memory: parked blocks of every cache and the spares back. */
 void mmb__pool_flush_parked(pool *p, pool_cache *mine);
-/* A malloc-style block back (ptr.c's mmb_ptr_free, and an MMB__BARE
+/* A malloc-style block back (ptr.c's mmb_ptr_deallocate, and an MMB__BARE
    handle's block), its asked entry already claimed (it was `was`): onto
    the calling thread's bin, or to its slab. Takes the interface lock. */
 void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic uint16_t *asked,

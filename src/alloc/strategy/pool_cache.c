@@ -164,7 +164,7 @@ static void depot_drain(pool *p) {
   }
 }
 
-/* ---- malloc-style blocks (mmb_ptr_alloc) --------------------------------- */
+/* ---- malloc-style blocks (mmb_ptr_allocate) --------------------------------- */
 /* A bin of bare pointers per slab class, beside the handle bins: a miss
    takes half the (doubled) cap from the slabs at once, an overflow gives
    half back, both under the interface lock. */
@@ -456,8 +456,8 @@ void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic
   mmb__iface_unlock(iface);
 }
 
-/* An MMB__BARE handle (ptr.c: mmb_ptr_free_async): its slab block back as
-   mmb_ptr_free gives it, and the handle back. */
+/* An MMB__BARE handle (ptr.c: mmb_ptr_deallocate_async): its slab block back as
+   mmb_ptr_deallocate gives it, and the handle back. */
 static void bare_release(mmbAllocation *a) {
   mmbMemInterface *iface = a->interface;
   pool_slab *s = a->block;

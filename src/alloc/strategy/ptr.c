@@ -1,4 +1,4 @@
-/* malloc-style allocation: mmb_ptr_alloc and mmb_ptr_free, a bare pointer
+/* malloc-style allocation: mmb_ptr_allocate and mmb_ptr_deallocate, a bare pointer
    in and out, no handle.
 
    Blocks up to 2 KiB (SLAB_MAX) on a pool interface come from slabs of
@@ -116,7 +116,7 @@ static mmbError handle_alloc(mmbMemInterface *iface, size_t n, const mmbAllocate
   mmb__iface_unlock(iface);
   if (!recorded) {
     MMB__MUST(mmb__free_handle(a));
-    return mmb__fail(MMB_OUT_OF_MEMORY, "mmb_ptr_alloc", "no memory to record %p", ptr);
+    return mmb__fail(MMB_OUT_OF_MEMORY, "mmb_ptr_allocate", "no memory to record %p", ptr);
   }
   *out = ptr;
   return MMB_OK;
@@ -127,7 +127,7 @@ static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out)
 
 /* The common case: a pop from this thread's bin of the class, with nothing
    that needs a call. */
-mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
+mmbError mmb_ptr_allocate(size_t n_bytes, mmbMemInterface *iface, void **out_ptr) {
   if (MMB__LIKELY(mmb__noted(iface) && out_ptr && n_bytes - 1 < SLAB_MAX)) {   /* no trace runs */
     pool_cache *cache = mmb__tl_note.cache;
     pool_ptr_bin *bin = &cache->ptrs[slab_bin(n_bytes)];
@@ -143,24 +143,29 @@ mmbError mmb_ptr_alloc(mmbMemInterface *iface, size_t n_bytes, void **out_ptr) {
   return alloc_general(iface, n_bytes, out_ptr);
 }
 
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_ptr_alloc(mmbMemInterface *interface, size_t n_bytes, void **out_ptr) {
+  return mmb_ptr_allocate(n_bytes, interface, out_ptr);
+}
+
 static mmbError alloc_general(mmbMemInterface *iface, size_t n, void **out) {
   MMB__REQUIRE_INIT();
-  MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_alloc", "interface");
-  MMB__ARG(!out, "mmb_ptr_alloc", "out_ptr is NULL");
-  MMB__ARG(n == 0, "mmb_ptr_alloc", "zero bytes requested");
-  mmb__deferred_poll(iface);   /* blocks mmb_ptr_free_async held back, if they may go */
+  MMB__HANDLE(iface, MMB__KIND_INTERFACE, "mmb_ptr_allocate", "interface");
+  MMB__ARG(!out, "mmb_ptr_allocate", "out_ptr is NULL");
+  MMB__ARG(n == 0, "mmb_ptr_allocate", "zero bytes requested");
+  mmb__deferred_poll(iface);   /* blocks mmb_ptr_deallocate_async held back, if they may go */
   mmb__note_take(iface);   /* the next one is quick */
   if (n <= SLAB_MAX && iface->strategy == &mmb__pool_strategy && slab_alloc(iface, n, out))
     return MMB_OK;
   return handle_alloc(iface, n, NULL, out);
 }
 
-mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
+mmbError mmb_ptr_allocate_opts(size_t n_bytes, mmbMemInterface *iface,
                             const mmbAllocateOptions *opts, void **out_ptr) {
   size_t align = opts ? opts->alignment : 0;
   bool plain = !align || (mmb__is_pow2(align) && align <= SLAB_ALIGN);   /* every block's */
   if (!opts || (!opts->flags && !opts->region && plain))
-    return mmb_ptr_alloc(iface, n_bytes, out_ptr);
+    return mmb_ptr_allocate(n_bytes, iface, out_ptr);
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
   MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
@@ -168,6 +173,12 @@ mmbError mmb_ptr_alloc_opts(mmbMemInterface *iface, size_t n_bytes,
   MMB__ARG(opts->region, __func__,
            "a bare block cannot be placed in a region: use mmb_region_alloc");
   return handle_alloc(iface, n_bytes, opts, out_ptr);   /* it checks the alignment and flags */
+}
+
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_ptr_alloc_opts(mmbMemInterface *interface, size_t n_bytes,
+                            const mmbAllocateOptions *opts, void **out_ptr) {
+  return mmb_ptr_allocate_opts(n_bytes, interface, opts, out_ptr);
 }
 
 /* ---- free -------------------------------------------------------------------- */
@@ -183,8 +194,8 @@ static MMB__ALWAYS_INLINE uint16_t claim(_Atomic uint16_t *asked, bool shared) {
 }
 
 static mmbError not_live(const mmbMemInterface *iface, const void *ptr) {
-  mmb__log(MMB_LOG_ERROR, "mmb_ptr_free: %p is not a live block of mmb_ptr_alloc on %s (freed "
-           "twice, from another interface, or not from mmb); nothing was freed", ptr,
+  mmb__log(MMB_LOG_ERROR, "mmb_ptr_deallocate: %p is not a live block of mmb_ptr_allocate on %s "
+           "(freed twice, from another interface, or not from mmb); nothing was freed", ptr,
            iface->space->info.name);
   return MMB_INVALID_ARG;
 }
@@ -194,7 +205,7 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) __attribute__((n
 /* The common case: a push on this thread's bin of the class, with nothing
    that needs a call; everything else, and every refusal, takes the general
    path. */
-mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
+mmbError mmb_ptr_deallocate(void *ptr, mmbMemInterface *iface) {
   uintptr_t entry = mmb__slab_entry(ptr);
   pool_slab *s = slab_of_entry(entry);
   /* the block's slab is iface's (so iface is live), then the note's state
@@ -217,6 +228,11 @@ mmbError mmb_ptr_free(mmbMemInterface *iface, void *ptr) {
   return free_general(iface, ptr);
 }
 
+/* Deprecated: the former name (its header says which replaces it). */
+mmbError mmb_ptr_free(mmbMemInterface *interface, void *ptr) {
+  return mmb_ptr_deallocate(ptr, interface);
+}
+
 /* The slab block at ptr, if ptr is one of iface's slabs' (NULL: a block
    with a handle, or none); MMB_INVALID_ARG for a pointer into a slab that
    is not a block of iface's. */
@@ -232,9 +248,9 @@ static mmbError slab_block(const char *func, mmbMemInterface *iface, const void 
 static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   MMB__REQUIRE_INIT();
   pool_slab *s = NULL;
-  mmbError err = slab_block("mmb_ptr_free", iface, ptr, &s);
+  mmbError err = slab_block("mmb_ptr_deallocate", iface, ptr, &s);
   if (err != MMB_OK) return err;
-  mmb__deferred_poll(iface);   /* what mmb_ptr_free_async left behind fences that have passed */
+  mmb__deferred_poll(iface);   /* what mmb_ptr_deallocate_async left, once its fences passed */
   mmb__note_take(iface);   /* the next one is quick */
   if (s) {
     _Atomic uint16_t *asked = slab_asked(s, ptr);
@@ -250,7 +266,7 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
   return mmb__free_handle(a);
 }
 
-/* ---- free after queue work (mmb_ptr_free_async) ------------------------------ */
+/* ---- free after queue work (mmb_ptr_deallocate_async) ------------------------------ */
 
 /* A slab block waits on the interface's deferred list as the handle path's
    blocks do, carried by a handle of its own (MMB__BARE: ptr, size = the

@@ -12,7 +12,7 @@
    give (a space whose limit leaves no 64 KiB) is no error: the caller takes
    a granule block instead.
 
-   Slabs of malloc-style blocks (mmb_ptr_alloc) are kept apart from those
+   Slabs of malloc-style blocks (mmb_ptr_allocate) are kept apart from those
    of handle blocks, on lists of their own: they are 64 KiB aligned, listed
    in the slab map, and their records are reused rather than freed. Their
    lists are per home (pool.h: SLAB_HOMES): a cache refills from its home's

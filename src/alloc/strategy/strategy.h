@@ -48,7 +48,7 @@ mmbError mmb__free_handle(mmbAllocation *handle) __attribute__((noinline));
 #define MMB__QUICK 0x2u       /* a pool block that fits a quick bin as it is */
 #define MMB__SLAB 0x4u        /* with MMB__QUICK: a block of a slab (a->block is the slab) */
 #define MMB__FENCED 0x10u     /* a->fences is not empty: keeps it off the quick paths */
-#define MMB__BARE 0x8u        /* carries a freed mmb_ptr_alloc slab block while it waits on
+#define MMB__BARE 0x8u        /* carries a freed mmb_ptr_allocate slab block while it waits on
                                  queue work (ptr.c); never a caller's */
 
 /* ---- regions (region.c) -------------------------------------------------- */
@@ -88,7 +88,7 @@ typedef struct mmb__fence {
    MMB_INVALID_ARG for a region allocation; MMB_OUT_OF_MEMORY. */
 mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
                                const mmb__fence_ops *ops);
-/* mmb_ptr_free with a fence (taken on success): ptr's bytes are reused once
+/* mmb_ptr_deallocate with a fence (taken on success): ptr's bytes are reused once
    it has passed. MMB_INVALID_ARG for what is not a live block of iface's. */
 mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr, void *fence,
                              const mmb__fence_ops *ops);
