@@ -192,4 +192,16 @@ void mmb__fault_disarm(void);
 unsigned long mmb__fault_failures(void);   /* sites failed since arming */
 bool mmb__fault_hit(void);                 /* true: the caller must fail */
 
+/* ---- time --------------------------------------------------------------- */
+#include <time.h>
+/* A monotonic clock in nanoseconds (spins, the trace's timestamps). */
+static inline uint64_t mmb__now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- requests (request.c) ------------------------------------------------ */
+#include "core/request.h"
+
 #endif /* MMB_CORE_INTERNAL_H */

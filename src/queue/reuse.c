@@ -4,25 +4,16 @@
    it means everything the queue ran before it has completed. */
 #include "queue/internal.h"
 
-static bool fence_passed(void *f) { return mmb__request_done(f); }
-static void fence_wait(void *f) { mmb__request_wait(f); }
-static void fence_release(void *f) { mmb__request_unref(f); }
-static const void *fence_owner(void *f) { return ((mmb__request *)f)->q; }
-
-const mmb__fence_ops mmb__request_fence = {
-  .passed = fence_passed, .wait = fence_wait, .release = fence_release, .owner = fence_owner,
-};
-
 mmbError mmb__allocation_after(const char *func, mmbAllocation *a, mmb__request *r) {
   mmb__request_ref(r);
-  mmbError err = mmb__allocation_fence(func, a, r, &mmb__request_fence);
+  mmbError err = mmb__allocation_fence(func, a, r);
   if (err != MMB_OK) mmb__request_unref(r);
   return err;
 }
 
 void mmb__region_read_by(mmbRegion *region, mmb__request *r) {
   mmb__request_ref(r);
-  mmb__region_read_after(region, r, &mmb__request_fence);
+  mmb__region_read_after(region, r);
 }
 
 static mmbError check_allocation(const char *func, mmbQueue *q, mmbAllocation *h) {
@@ -54,7 +45,7 @@ mmbError mmb_ptr_deallocate_async(void *ptr, mmbMemInterface *iface, mmbQueue *q
   mmb__request *r;
   if (err != MMB_OK || (err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
   mmb__request_ref(r);
-  err = mmb__ptr_free_after(__func__, iface, ptr, r, &mmb__request_fence);
+  err = mmb__ptr_free_after(__func__, iface, ptr, r);
   if (err != MMB_OK) mmb__request_unref(r);
   mmb__request_unref(r);
   return err;
@@ -71,5 +62,5 @@ mmbError mmb_region_reset_async(mmbRegion *region, mmbQueue *q) {
   MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
   mmb__request *r;
   if ((err = mmb__queue_fence(__func__, q, &r)) != MMB_OK) return err;
-  return mmb__region_reset_after(__func__, region, r, &mmb__request_fence);
+  return mmb__region_reset_after(__func__, region, r);
 }

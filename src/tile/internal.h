@@ -168,7 +168,7 @@ void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t);
 
 /* ---- trace helpers ------------------------------------------------------- */
 static inline uint64_t mmb__tile_trace_start(void) {
-  return mmb__trace_active() ? mmb__trace_now() : 0;
+  return mmb__trace_active() ? mmb__now_ns() : 0;
 }
 static inline void mmb__tile_trace_end(const char *name, uint64_t start, const mmb__view *v,
                                        const mmbMemSpace *from, const mmbMemSpace *to) {

@@ -101,7 +101,7 @@ static size_t throttle_of(const mmbMemInterface *di, const mmbMemInterface *si) 
 /* Makes a copy of `bytes` begun at `start` (ns) last as long as it would at
    `rate` bytes per second. */
 static void pace(uint64_t start, size_t bytes, size_t rate) {
-  uint64_t want = start + (uint64_t)((double)bytes * 1e9 / (double)rate), now = mmb__trace_now();
+  uint64_t want = start + (uint64_t)((double)bytes * 1e9 / (double)rate), now = mmb__now_ns();
   if (now >= want) return;
   uint64_t left = want - now;
   struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u)};
@@ -118,7 +118,7 @@ static unsigned copy_threads(const mmbMemInterface *di, const mmbMemInterface *s
 static void copy_host(char *dst, const size_t *ds, const char *src, const size_t *ss, size_t ndims,
                       const size_t *dims, size_t rate, const mmbMemInterface *di,
                       const mmbMemInterface *si) {
-  uint64_t start = rate ? mmb__trace_now() : 0;
+  uint64_t start = rate ? mmb__now_ns() : 0;
   int numa = di ? di->space->info.numa_node : -1;
   mmb__engine_copy(dst, ds, src, ss, ndims, dims, copy_threads(di, si), numa);
   if (rate) {
@@ -268,7 +268,7 @@ mmbError mmb__copy_prepare(const char *func, mmbAllocation *dst, const size_t *d
 }
 
 mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on) {
-  uint64_t start = !on && mmb__trace_active() ? mmb__trace_now() : 0;
+  uint64_t start = !on && mmb__trace_active() ? mmb__now_ns() : 0;
   mmbError err = run_copy(func, p, on);
   if (start && err == MMB_OK) {
     size_t bytes = 1;

@@ -28,10 +28,9 @@ typedef enum mmb__trace_kind {
   MMB__TRACE_ALLOC, MMB__TRACE_FREE, MMB__TRACE_RESERVE, MMB__TRACE_UNRESERVE
 } mmb__trace_kind;
 void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void *ptr, size_t size);
-/* A duration event ("X"): name is a string literal, start from mmb__trace_now. */
+/* A duration event ("X"): name is a string literal, start from mmb__now_ns (core). */
 void mmb__trace_duration(const char *name, uint64_t start_ns, size_t bytes,
                          const mmbMemSpace *from, const mmbMemSpace *to);
-uint64_t mmb__trace_now(void);
 mmbError mmb__trace_init(void);      /* MMB_TRACE, MMB_TRACE_CAPACITY, MMB_TRACE_BACKTRACE */
 void mmb__trace_finalize(void);      /* dumps to MMB_TRACE */
 

@@ -55,12 +55,6 @@ static uint64_t start_ns;
 static unsigned frames_wanted;
 static char *env_path;                 /* MMB_TRACE */
 
-uint64_t mmb__trace_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static uint32_t thread_id(void) {
   static _Thread_local uint32_t tid;
   if (!tid) tid = (uint32_t)syscall(SYS_gettid);
@@ -85,7 +79,7 @@ static trace_event *next_slot(void) {
 void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void *ptr, size_t size) {
   void *frames[MAX_FRAMES + 2];
   int n_frames = frames_wanted ? backtrace(frames, (int)frames_wanted + 2) - 2 : 0;
-  uint64_t now = mmb__trace_now();
+  uint64_t now = mmb__now_ns();
   pthread_mutex_lock(&lock);
   if (!ring) {
     pthread_mutex_unlock(&lock);
@@ -116,7 +110,7 @@ void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void 
 
 void mmb__trace_duration(const char *name, uint64_t start, size_t bytes, const mmbMemSpace *from,
                          const mmbMemSpace *to) {
-  uint64_t now = mmb__trace_now();
+  uint64_t now = mmb__now_ns();
   pthread_mutex_lock(&lock);
   if (ring) {
     trace_event *e = next_slot();
@@ -168,7 +162,7 @@ static mmbError trace_start(void) {
   ring = fresh;
   recorded = 0;
   n_spaces = 0;
-  start_ns = mmb__trace_now();
+  start_ns = mmb__now_ns();
   pthread_mutex_unlock(&lock);
   mmb__spaces_for_each(snapshot_space, NULL);
   atomic_store(&mmb__tracing, true);

@@ -21,7 +21,7 @@ void mmb__allocation_release(mmbAllocation *a) {
 static void fences_drop(mmbAllocation *a) {
   for (mmb__fence *f = a->fences, *next; f; f = next) {
     next = f->next;
-    f->ops->release(f->fence);
+    mmb__request_unref(f->req);
     mmb__record_free(f, sizeof *f);
   }
   a->fences = NULL;
@@ -30,27 +30,25 @@ static void fences_drop(mmbAllocation *a) {
 
 static bool fences_passed(const mmbAllocation *a, bool wait) {
   for (mmb__fence *f = a->fences; f; f = f->next) {
-    if (wait) f->ops->wait(f->fence);
-    else if (!f->ops->passed(f->fence)) return false;
+    if (wait) (void)mmb__request_wait(f->req);   /* its error is its own caller's */
+    else if (!mmb__request_done(f->req)) return false;
   }
   return true;
 }
 
-mmbError mmb__allocation_fence(const char *func, mmbAllocation *h, void *fence,
-                               const mmb__fence_ops *ops) {
+mmbError mmb__allocation_fence(const char *func, mmbAllocation *h, mmb__request *r) {
   mmbAllocation *a = mmb__record(h);
   MMB__ARG(a->flags & MMB__IN_REGION, func, "a region allocation is reused when its region is "
            "reset: use mmb_region_reset_async");
-  const void *owner = ops->owner(fence);
   for (mmb__fence *f = a->fences; f; f = f->next)
-    if (f->ops == ops && ops->owner(f->fence) == owner) {   /* later on the same queue */
-      ops->release(f->fence);
-      f->fence = fence;
+    if (f->req->q == r->q) {   /* later on the same queue */
+      mmb__request_unref(f->req);
+      f->req = r;
       return MMB_OK;
     }
   mmb__fence *f = mmb__record_alloc(sizeof *f);
   if (!f) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a fence");
-  *f = (mmb__fence){.fence = fence, .ops = ops, .next = a->fences};
+  *f = (mmb__fence){.req = r, .next = a->fences};
   a->fences = f;
   a->flags |= MMB__FENCED;
   return MMB_OK;

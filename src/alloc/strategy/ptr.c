@@ -271,8 +271,8 @@ static mmbError free_general(mmbMemInterface *iface, void *ptr) {
 /* A slab block waits on the interface's deferred list as the handle path's
    blocks do, carried by a handle of its own (MMB__BARE: ptr, size = the
    bytes asked, block = the slab) that never reaches a caller. */
-mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr, void *fence,
-                             const mmb__fence_ops *ops) {
+mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr,
+                             mmb__request *fence) {
   pool_slab *s = NULL;
   mmbError err = slab_block(func, iface, ptr, &s);
   if (err != MMB_OK) return err;
@@ -282,7 +282,7 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
     mmbAllocation *a = table_take(&iface->ptrs, ptr);
     mmb__iface_unlock(iface);
     if (!a) return not_live(iface, ptr);
-    if ((err = mmb__allocation_fence(func, a, fence, ops)) != MMB_OK) {
+    if ((err = mmb__allocation_fence(func, a, fence)) != MMB_OK) {
       mmb__iface_lock(iface);
       (void)table_put(&iface->ptrs, ptr, a);   /* its slot was just freed: no growth */
       mmb__iface_unlock(iface);
@@ -301,7 +301,7 @@ mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr
     a->flags = MMB__BARE;
     a->ptr = ptr;
     mmb__handle_set(a, MMB__HANDLE_FREEING);
-    if ((err = mmb__allocation_fence(func, a, fence, ops)) == MMB_OK) {
+    if ((err = mmb__allocation_fence(func, a, fence)) == MMB_OK) {
       mmb__allocation_defer(a);
       return MMB_OK;
     }

@@ -63,12 +63,10 @@ struct mmbRegion {
   mmbAllocation *handles;             /* live mmbAllocations placed here */
   /* mmb_region_reset_async: the reset waits for this fence; meanwhile the
      inline path is closed (limit 0) so that every use comes by settle() */
-  void *fence;
-  const mmb__fence_ops *fence_ops;
+  mmb__request *fence;
   /* queued work that still reads bytes of the region (an array migrated
      away from it asynchronously): reset and destroy wait for it */
-  void *reader;
-  const mmb__fence_ops *reader_ops;
+  mmb__request *reader;
 };
 
 static void settle(mmbRegion *r);
@@ -281,8 +279,8 @@ static void region_clear(mmbRegion *r) {
    queue has not got there yet. */
 static void settle(mmbRegion *r) {
   if (!r->fence) return;
-  r->fence_ops->wait(r->fence);
-  r->fence_ops->release(r->fence);
+  (void)mmb__request_wait(r->fence);   /* its error is its own caller's */
+  mmb__request_unref(r->fence);
   r->fence = NULL;
   region_clear(r);
 }
@@ -290,19 +288,18 @@ static void settle(mmbRegion *r) {
 /* Waits for queued work that reads the region's bytes. */
 static void wait_reader(mmbRegion *r) {
   if (!r->reader) return;
-  r->reader_ops->wait(r->reader);
-  r->reader_ops->release(r->reader);
+  (void)mmb__request_wait(r->reader);
+  mmb__request_unref(r->reader);
   r->reader = NULL;
 }
 
-void mmb__region_read_after(mmbRegion *r, void *fence, const mmb__fence_ops *ops) {
+void mmb__region_read_after(mmbRegion *r, mmb__request *fence) {
   wait_reader(r);   /* an earlier reader: (normally long done) */
-  if (ops->passed(fence)) {
-    ops->release(fence);
+  if (mmb__request_done(fence)) {
+    mmb__request_unref(fence);
     return;
   }
   r->reader = fence;
-  r->reader_ops = ops;
 }
 
 mmbError mmb_region_reset(mmbRegion *region) {
@@ -315,21 +312,19 @@ mmbError mmb_region_reset(mmbRegion *region) {
   return MMB_OK;
 }
 
-mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
-                                 const mmb__fence_ops *ops) {
+mmbError mmb__region_reset_after(const char *func, mmbRegion *r, mmb__request *fence) {
   if (r->child) {
-    ops->release(fence);
+    mmb__request_unref(fence);
     return mmb__fail(MMB_BUSY, func, "a child region is live");
   }
   wait_reader(r);
   settle(r);   /* an earlier asynchronous reset: (normally long passed) */
-  if (ops->passed(fence)) {
-    ops->release(fence);
+  if (mmb__request_done(fence)) {
+    mmb__request_unref(fence);
     region_clear(r);
     return MMB_OK;
   }
   r->fence = fence;
-  r->fence_ops = ops;
   r->cursor.limit = 0;
   return MMB_OK;
 }

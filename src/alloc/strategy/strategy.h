@@ -65,33 +65,27 @@ void mmb__regions_teardown(mmbMemInterface *iface);
 void mmb__region_cache_trim(mmbMemInterface *iface);
 
 /* ---- deferred reuse (deferred.c) -------------------------------------
-   A fence is a point in some queue's work; src/queue makes them and passes
-   their operations along (src/alloc knows no queues). A freed allocation
-   with fences that have not all passed goes on its interface's deferred
-   list: its bytes stay used, and go back to the strategy once every fence
-   has passed, swept by the interface's own calls in the caller's thread
-   (so an interface without MMB_INTERFACE_THREAD_SAFE stays single-threaded). */
-typedef struct mmb__fence_ops {
-  bool (*passed)(void *fence);
-  void (*wait)(void *fence);
-  void (*release)(void *fence);
-  const void *(*owner)(void *fence);   /* its queue: a newer fence replaces an older one */
-} mmb__fence_ops;
-
+   A fence is a request (core/request.h) of some queue's work, one
+   reference the fence holds: src/queue makes them, and src/alloc waits on
+   them knowing no queue. A freed allocation with fences that have not all
+   passed goes on its interface's deferred list: its bytes stay used, and go
+   back to the strategy once every fence has passed, swept by the
+   interface's own calls in the caller's thread (so an interface without
+   MMB_INTERFACE_THREAD_SAFE stays single-threaded). */
 typedef struct mmb__fence {
-  void *fence;
-  const mmb__fence_ops *ops;
+  mmb__request *req;
   struct mmb__fence *next;
 } mmb__fence;
 
-/* Takes the fence (on success): `a` is not reused until it has passed.
+/* Takes the reference r (on success): `a` is not reused until r has
+   completed; a newer request of the same queue replaces an older one.
    MMB_INVALID_ARG for a region allocation; MMB_OUT_OF_MEMORY. */
-mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, void *fence,
-                               const mmb__fence_ops *ops);
-/* mmb_ptr_deallocate with a fence (taken on success): ptr's bytes are reused once
-   it has passed. MMB_INVALID_ARG for what is not a live block of iface's. */
-mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr, void *fence,
-                             const mmb__fence_ops *ops);
+mmbError mmb__allocation_fence(const char *func, mmbAllocation *a, mmb__request *r);
+/* mmb_ptr_deallocate with a fence (its reference taken on success): ptr's
+   bytes are reused once r has completed. MMB_INVALID_ARG for what is not a
+   live block of iface's. */
+mmbError mmb__ptr_free_after(const char *func, mmbMemInterface *iface, void *ptr,
+                             mmb__request *r);
 /* mmb_free's path for an allocation with fences (claimed, FREEING). */
 void mmb__allocation_defer(mmbAllocation *a);
 /* Releases what on the deferred list is ready (every fence, with `wait`). */
@@ -100,11 +94,11 @@ static inline void mmb__deferred_poll(mmbMemInterface *iface) {
   if (MMB__UNLIKELY(atomic_load_explicit(&iface->n_deferred, memory_order_relaxed)))
     mmb__deferred_sweep(iface, false);
 }
-/* A region reset once the fence has passed (region.c). */
-mmbError mmb__region_reset_after(const char *func, mmbRegion *r, void *fence,
-                                 const mmb__fence_ops *ops);
-/* Queued work reads bytes of the region until `fence` passes: resetting or
-   destroying it waits for that (the fence is the region's to release). */
-void mmb__region_read_after(mmbRegion *r, void *fence, const mmb__fence_ops *ops);
+/* A region reset once the request `fence` has completed (region.c; the
+   reference is the region's). */
+mmbError mmb__region_reset_after(const char *func, mmbRegion *r, mmb__request *fence);
+/* Queued work reads bytes of the region until `fence` completes: resetting
+   or destroying it waits for that (the reference is the region's). */
+void mmb__region_read_after(mmbRegion *r, mmb__request *fence);
 
 #endif /* MMB_ALLOC_STRATEGY_H */

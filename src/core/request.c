@@ -3,7 +3,7 @@
    event that marks its end. Completing one is an atomic operation on the
    state word (and a wake-up only when a waiter went to sleep); waiting
    spins for up to MMB__SPIN_NS, then sleeps. */
-#include "queue/internal.h"
+#include "core/internal.h"
 
 #include <sched.h>
 
@@ -155,7 +155,7 @@ bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield) {
     mmb__cpu_relax();
     if (yield && i % 1024 == 1023) sched_yield();
     if (i % 64 == 63) {
-      uint64_t t = mmb__trace_now();
+      uint64_t t = mmb__now_ns();
       if (!until) until = t + MMB__SPIN_NS;
       else if (t > until) return ready(arg);
     }
