@@ -109,9 +109,6 @@ static inline pool_slab *slab_of_entry(uintptr_t e) {
 static inline pool_slab *mmb__slab_of(const void *ptr) {
   return slab_of_entry(mmb__slab_entry(ptr));
 }
-/* false: the address is beyond the map, or no memory for a leaf. */
-bool mmb__slab_map_set(const void *base, pool_slab *s);
-void mmb__slab_map_clear(const void *base);
 
 /* A malloc-style block parked in a cache: its address and its asked entry. */
 typedef struct pool_ptr {
@@ -440,15 +437,9 @@ static MMB__ALWAYS_INLINE _Atomic uint16_t *slab_asked(pool_slab *s, const char 
 }
 
 /* ---- pool_cache.c -------------------------------------------------------- */
-/* The bin's stack allocated (cap SLAB_CAP_MIN the first time); false: no memory. */
-bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls);
 /* Malloc-style blocks of class cls onto the cache's bin, to half its
    (doubled) cap; the first may come from the provider. false: none. */
 bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls);
-/* A malloc-style bin's blocks beyond keep back to their slabs. */
-void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep);
-/* Before refusing memory: parked blocks of every cache and the spares back. */
-void mmb__pool_flush_parked(pool *p, pool_cache *mine);
 /* A malloc-style block back (ptr.c's mmb_ptr_deallocate, and an MMB__BARE
    handle's block), its asked entry already claimed (it was `was`): onto
    the calling thread's bin, or to its slab. Takes the interface lock. */

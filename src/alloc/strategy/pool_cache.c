@@ -169,7 +169,8 @@ static void depot_drain(pool *p) {
    takes half the (doubled) cap from the slabs at once, an overflow gives
    half back, both under the interface lock. */
 
-void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep) {
+/* A malloc-style bin's blocks beyond keep back to their slabs. */
+static void ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
   while (ptr_bin_count(bin) > keep) {
     char *ptr = (--bin->top)->ptr;
@@ -177,7 +178,8 @@ void mmb__pool_ptr_flush(pool *p, pool_cache *cache, size_t cls, size_t keep) {
   }
 }
 
-bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls) {
+/* The bin's stack allocated (cap SLAB_CAP_MIN the first time); false: no memory. */
+static bool ptr_bin_ready(pool_cache *cache, size_t cls) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
   if (bin->e) return true;
   if (!(bin->e = mmb__malloc(slab_cap_max(cls) * sizeof *bin->e))) return false;
@@ -188,7 +190,7 @@ bool mmb__pool_ptr_bin_ready(pool_cache *cache, size_t cls) {
 
 bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
   pool_ptr_bin *bin = &cache->ptrs[cls];
-  if (!mmb__pool_ptr_bin_ready(cache, cls)) return false;
+  if (!ptr_bin_ready(cache, cls)) return false;
   bin->end = bin->e + mmb__min(2 * ptr_bin_cap(bin), slab_cap_max(cls));
   size_t want = ptr_bin_cap(bin) / 2;
   while (ptr_bin_count(bin) < want) {
@@ -204,7 +206,7 @@ bool mmb__pool_ptr_refill(pool *p, pool_cache *cache, size_t cls) {
    (interface lock held). */
 static void pool_cache_flush(pool *p, pool_cache *cache) {
   for (size_t cls = 0; cls < POOL_QUICK_BINS; cls++) flush_class(p, cache, cls, 0);
-  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) mmb__pool_ptr_flush(p, cache, cls, 0);
+  for (size_t cls = 0; cls < SLAB_CLASSES; cls++) ptr_flush(p, cache, cls, 0);
   mmb__pool_cache_init(cache);
 }
 
@@ -284,7 +286,7 @@ static void refill(pool *p, pool_cache *cache, size_t bin) {
    and in those of exited threads go back to the pool, and so do the spare
    slabs (a live thread's cache is its own; it gives back beyond its caps,
    and all at mmb_interface_trim). Interface lock held. */
-void mmb__pool_flush_parked(pool *p, pool_cache *mine) {
+static void flush_parked(pool *p, pool_cache *mine) {
   if (mine) pool_cache_flush(p, mine);
   for (pool_tcache *tc = atomic_load(&p->tcaches); tc; tc = atomic_load(&tc->next)) {
     int idle = 0;
@@ -350,7 +352,7 @@ static mmbError allocate_slow(pool *p, size_t n, size_t align, unsigned flags,
     mmb__iface_unlock(iface);
     mmb__deferred_sweep(iface, false);
     mmb__iface_lock(iface);
-    mmb__pool_flush_parked(p, cache);
+    flush_parked(p, cache);
     got = take_block(p, a, n, align);
   }
   if (!got) {
@@ -437,7 +439,7 @@ void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic
   mmb__iface_lock(iface);
   mmb__count_free(cache ? cache->c : &iface->c, was);
   pool_ptr_bin *bin = cache ? &cache->ptrs[s->cls] : NULL;
-  if (bin && pool_under_threshold(iface) && mmb__pool_ptr_bin_ready(cache, s->cls)) {
+  if (bin && pool_under_threshold(iface) && ptr_bin_ready(cache, s->cls)) {
     if (bin->top == bin->end) {
       size_t cap = ptr_bin_cap(bin);
       if (p->thread_caches && cap < slab_cap_max(s->cls))
@@ -445,11 +447,11 @@ void mmb__pool_ptr_free(mmbMemInterface *iface, pool_slab *s, char *ptr, _Atomic
            bin, so its batches back to the slabs grow too */
         bin->end = bin->e + mmb__min(2 * cap, slab_cap_max(s->cls));
       else
-        mmb__pool_ptr_flush(p, cache, s->cls, cap / 2);
+        ptr_flush(p, cache, s->cls, cap / 2);
     }
     *bin->top++ = (pool_ptr){ptr, asked};
   } else {
-    if (bin) mmb__pool_flush_parked(p, cache);   /* past the release threshold */
+    if (bin) flush_parked(p, cache);   /* past the release threshold */
     mmb__slab_put(p, s, ptr);
   }
   if (p->thread_caches) mmb__pool_sample_high(p);
@@ -483,7 +485,7 @@ static void pool_trim(mmbMemInterface *iface, size_t keep) {
   pool *p = iface->strategy_state;
   pool_cache *mine = pool_cache_of(p);
   mmb__iface_lock(iface);
-  mmb__pool_flush_parked(p, mine);
+  flush_parked(p, mine);
   mmb__pool_release_free(p, keep);
   mmb__iface_unlock(iface);
 }

@@ -42,11 +42,12 @@ static bool map_store(const void *base, uintptr_t entry) {
   return leaf != NULL;
 }
 
-bool mmb__slab_map_set(const void *base, pool_slab *s) {
+/* false: the address is beyond the map, or no memory for a leaf. */
+static bool map_set(const void *base, pool_slab *s) {
   if ((uintptr_t)s & SLAB_ENTRY_CLASS) return false;   /* malloc aligns to 16: never */
   return map_store(base, (uintptr_t)s | s->cls);
 }
-void mmb__slab_map_clear(const void *base) { (void)map_store(base, 0); }
+static void map_clear(const void *base) { (void)map_store(base, 0); }
 
 void mmb__slab_map_finalize(void) {
   pthread_mutex_lock(&map_lock);
@@ -117,7 +118,7 @@ static void record_give(pool *p, pool_slab *s, bool ptrs) {
 static bool ptr_slab_start(pool *p, pool_slab *s) {
   s->iface = p->iface;
   for (size_t i = 0; i < SLAB_MAX_BLOCKS; i++) atomic_init(slab_asked(s, s->base + 64 * i), 0);
-  return mmb__slab_map_set(s->base, s);
+  return map_set(s->base, s);
 }
 
 static pool_slab *slab_new(pool *p, size_t cls, bool provider, bool ptrs) {
@@ -150,7 +151,7 @@ static void slab_release(pool *p, pool_slab *s) {
   if (s->all_prev) s->all_prev->all_next = s->all_next;
   else p->slabs = s->all_next;
   if (s->all_next) s->all_next->all_prev = s->all_prev;
-  if (s->iface) mmb__slab_map_clear(s->base);
+  if (s->iface) map_clear(s->base);
   mmb__pool_put(p, s->block);
   record_give(p, s, s->iface != NULL);
 }
@@ -196,7 +197,7 @@ void mmb__slab_finalize(pool *p) {
   while (p->slabs) {
     pool_slab *s = p->slabs;
     p->slabs = s->all_next;
-    if (s->iface) mmb__slab_map_clear(s->base);
+    if (s->iface) map_clear(s->base);
     mmb__free(s);
   }
   while (p->ptr_records) {
