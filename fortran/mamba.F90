@@ -22,7 +22,8 @@ module mamba
     mmbArrayTile, mmbTileIterator, mmbQueue, mmbRequest, mmbSizeConfig, mmbMemInterfaceConfig, &
     mmbMemSpaceConfig, mmbOptions, mmbLayoutPadding, mmbLayoutInfo, mmbAllocateOptions, &
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
-    mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps
+    mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps, &
+    mmbCacheConfig, mmbCacheStats
   ! every procedure of the C API (and Mamba's), and the tile pointer
   public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_get_interface, mmb_allocation_ptr, &
     mmb_allocation_record_queue, mmb_allocation_size, mmb_array_get_bytes, mmb_array_copy, &
@@ -58,7 +59,9 @@ module mamba
     mmb_tile_iterator_get_index, mmb_tile_iterator_next, mmb_tile_iterator_tile, mmb_tile_merge, &
     mmb_tile_merge_async, mmb_tile_merge_with, mmb_tile_merge_with_async, mmb_tile_migrate, &
     mmb_tile_migrate_async, mmb_trace_dump, mmb_trace_set_capacity, mmb_trace_start, &
-    mmb_trace_stop, mmb_version, mmb_wait, mmb_wait_all, mmb_tile_get_pointer
+    mmb_trace_stop, mmb_version, mmb_wait, mmb_wait_all, mmb_tile_get_pointer, &
+    mmb_tile_acquire, mmb_tile_acquire_async, mmb_tile_release, mmb_tile_advise, mmb_array_flush, mmb_array_evict, &
+    mmb_space_set_cache, mmb_space_get_cache, mmb_space_get_cache_stats
 
   ! ---- a tile's elements as a Fortran pointer -------------------------------------
   interface mmb_tile_get_pointer
@@ -1567,6 +1570,90 @@ contains
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_host_bind(ptr, size, int(numa_node, c_int)))
   end subroutine
+  ! ---- the tile cache (mmb/cache.h) ---------------------------------------------
+  ! local: the tile itself when it is at home in space, else its cached copy.
+  subroutine mmb_tile_acquire(tile, space, access, local, err)
+    type(mmbArrayTile), intent(in) :: tile
+    type(mmbMemSpace), intent(in) :: space
+    integer, intent(in) :: access
+    type(mmbArrayTile), intent(inout) :: local
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    rc = c_mmb_tile_acquire(tile%ptr, space%ptr, int(access, c_int), made)
+    call handle_out(rc, made, local%ptr)
+    call set_err(err, rc)
+  end subroutine
+
+  ! On queue: a miss's copy arrives there; request completes once it has.
+  subroutine mmb_tile_acquire_async(tile, space, access, queue, request, local, err)
+    type(mmbArrayTile), intent(in) :: tile
+    type(mmbMemSpace), intent(in) :: space
+    integer, intent(in) :: access
+    type(mmbQueue), intent(in) :: queue
+    type(mmbRequest), intent(inout), optional :: request
+    type(mmbArrayTile), intent(inout) :: local
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    rc = c_mmb_tile_acquire_async(tile%ptr, space%ptr, int(access, c_int), queue%ptr, request, made)
+    call handle_out(rc, made, local%ptr)
+    call set_err(err, rc)
+  end subroutine
+
+  ! The local tile stays cached; the handle stays valid while it is.
+  subroutine mmb_tile_release(local, err)
+    type(mmbArrayTile), intent(in) :: local
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_release(local%ptr))
+  end subroutine
+
+  subroutine mmb_tile_advise(tile, space, advice, err)
+    type(mmbArrayTile), intent(in) :: tile
+    type(mmbMemSpace), intent(in) :: space
+    integer, intent(in) :: advice
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_advise(tile%ptr, space%ptr, int(advice, c_int)))
+  end subroutine
+
+  subroutine mmb_array_flush(array, err)
+    type(mmbArray), intent(in) :: array
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_flush(array%ptr))
+  end subroutine
+
+  ! space absent: from every space.
+  subroutine mmb_array_evict(array, err, space)
+    type(mmbArray), intent(in) :: array
+    integer(mmbErrorKind), intent(out), optional :: err
+    type(mmbMemSpace), intent(in), optional :: space
+    type(c_ptr) :: s
+    s = c_null_ptr
+    if (present(space)) s = space%ptr
+    call set_err(err, c_mmb_array_evict(array%ptr, s))
+  end subroutine
+
+  subroutine mmb_space_set_cache(space, config, err)
+    type(mmbMemSpace), intent(in) :: space
+    type(mmbCacheConfig), intent(in) :: config
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_space_set_cache(space%ptr, config))
+  end subroutine
+
+  subroutine mmb_space_get_cache(space, config, err)
+    type(mmbMemSpace), intent(in) :: space
+    type(mmbCacheConfig), intent(out) :: config
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_space_get_cache(space%ptr, config))
+  end subroutine
+
+  subroutine mmb_space_get_cache_stats(space, stats, err)
+    type(mmbMemSpace), intent(in) :: space
+    type(mmbCacheStats), intent(out) :: stats
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_space_get_cache_stats(space%ptr, stats))
+  end subroutine
+
   ! ---- deprecated: the bare-pointer calls with the interface first ----------
   subroutine mmb_ptr_alloc(interface, n_bytes, ptr, err, options)
     type(mmbMemInterface), intent(in) :: interface

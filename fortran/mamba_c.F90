@@ -117,6 +117,16 @@ module mamba_c
     integer(c_long_long) :: n_allocs = 0, n_frees = 0, n_provider_allocs = 0, n_provider_frees = 0, &
                             n_failed = 0
   end type
+  type, bind(C) :: mmbCacheConfig
+    integer(c_size_t) :: budget_bytes = 0
+    real(c_double) :: clean_share = 0.5_c_double
+  end type
+  type, bind(C) :: mmbCacheStats
+    integer(c_int64_t) :: hits = 0, misses = 0, fetched_bytes = 0, clean_drops = 0, &
+                          writebacks = 0, writeback_bytes = 0, refetches = 0, oom_rounds = 0, &
+                          handler_calls = 0, fallback_bytes = 0, used_bytes = 0, &
+                          dirty_bytes = 0, pinned_bytes = 0, budget_bytes = 0
+  end type
   type, bind(C) :: mmbSpaceInfo
     integer(c_int) :: layer = 0, context = 0, numa_node = 0, device = 0, index = 0
     integer(c_size_t) :: capacity = 0, limit = 0
@@ -649,6 +659,53 @@ module mamba_c
       import :: c_int, c_ptr, mmbTileState
       type(c_ptr), value :: t
       type(mmbTileState), intent(out) :: state
+    end function
+    integer(c_int) function c_mmb_tile_acquire(t, space, access, out) bind(C, name='mmb_tile_acquire')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t, space
+      integer(c_int), value :: access
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_tile_acquire_async(t, space, access, q, req, out) &
+        bind(C, name='mmb_tile_acquire_async')
+      import :: c_int, c_ptr, mmbRequest
+      type(c_ptr), value :: t, space, q
+      integer(c_int), value :: access
+      type(mmbRequest), intent(inout), optional :: req
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_tile_release(t) bind(C, name='mmb_tile_release')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t
+    end function
+    integer(c_int) function c_mmb_tile_advise(t, space, advice) bind(C, name='mmb_tile_advise')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t, space
+      integer(c_int), value :: advice
+    end function
+    integer(c_int) function c_mmb_array_flush(a) bind(C, name='mmb_array_flush')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: a
+    end function
+    integer(c_int) function c_mmb_array_evict(a, space) bind(C, name='mmb_array_evict')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: a, space
+    end function
+    integer(c_int) function c_mmb_space_set_cache(space, config) bind(C, name='mmb_space_set_cache')
+      import :: c_int, c_ptr, mmbCacheConfig
+      type(c_ptr), value :: space
+      type(mmbCacheConfig), intent(in) :: config
+    end function
+    integer(c_int) function c_mmb_space_get_cache(space, config) bind(C, name='mmb_space_get_cache')
+      import :: c_int, c_ptr, mmbCacheConfig
+      type(c_ptr), value :: space
+      type(mmbCacheConfig), intent(out) :: config
+    end function
+    integer(c_int) function c_mmb_space_get_cache_stats(space, st) &
+        bind(C, name='mmb_space_get_cache_stats')
+      import :: c_int, c_ptr, mmbCacheStats
+      type(c_ptr), value :: space
+      type(mmbCacheStats), intent(out) :: st
     end function
     integer(c_int) function c_mmb_tile_discard(t) bind(C, name='mmb_tile_discard')
       import :: c_int, c_ptr

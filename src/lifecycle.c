@@ -34,6 +34,7 @@ static void install_providers(void) {
 /* Also undoes a bring_up that stopped half way: each step copes with a
    floor that never came up. */
 static void bring_down(void) {
+  mmb__caches_finalize();
   mmb__queues_finalize();
   mmb__space_set_release_hook(NULL);
   mmb__dup_interfaces_forget();

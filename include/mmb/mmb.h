@@ -15,6 +15,7 @@
 #include <mmb/array.h>
 #include <mmb/tile.h>
 #include <mmb/queue.h>
+#include <mmb/cache.h>
 #include <mmb/provider.h>
 #include <mmb/extension.h>
 

@@ -124,6 +124,7 @@ mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims, const m
 mmbError mmb_array_destroy(mmbArray *array) {
   MMB__REQUIRE_INIT();
   MMB__ARRAY_ARG(array, __func__);
+  if (array->n_cached) array->cache_drop(array);   /* its tiles' cached copies go with it */
   if (array->n_array_dups || array->n_tile_dups || array->n_iterators)
     return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
                      "iterators are live", array->n_array_dups, array->n_tile_dups,

@@ -56,7 +56,9 @@ struct mmbArray {
   /* kept by src/tile */
   struct mmb__tiling *tiling;
   void (*tiling_release)(mmbArray *array);
-  size_t n_tile_dups;            /* live duplicates of its tiles */
+  size_t n_tile_dups;            /* live duplicates of its tiles (cached copies included) */
+  size_t n_cached;               /* copies of its tiles in tile caches */
+  void (*cache_drop)(mmbArray *array);   /* drops the unpinned ones (src/tile) */
   size_t n_migrated;             /* tiles living away from home */
   size_t n_iterators;
   struct mmb__request *pending;  /* the last asynchronous whole-array operation */

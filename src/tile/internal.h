@@ -26,6 +26,11 @@ struct mmb__tile {
   size_t n_dups;             /* live duplicates made from it */
   mmbAllocation *local;      /* a copy of pub in a device space */
   mmb__request *pending;     /* the last asynchronous operation on it */
+  /* the tile cache (cache.c), under its lock: a tile's cached copies, one
+     per space; a copy's entry; how often a tile at home is acquired */
+  struct mmb__cache_entry *cached, *entry;
+  unsigned home_pins;
+  const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
 };
 
 /* A grid tile is a handle too: each has the header of one just before it. */
@@ -65,6 +70,24 @@ void mmb__tile_set_home(mmb__tile *t);
 static inline bool mmb__array_stale(const mmbArray *a) {
   return a->origin && !(a->access & MMB_WRITE) && a->origin->version != a->origin_seen;
 }
+/* For the tile cache (cache.c): a duplicate made for it; a duplicate's
+   data written into its origin, or its origin's into it, the duplicate
+   kept (both then hold the same version); a duplicate released, written
+   back first or not. Each runs now (q NULL) or on q. */
+mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *space,
+                                mmbAccessType access, mmbQueue *q, mmbRequest *req,
+                                mmb__tile **out);
+mmbError mmb__tile_write_back(const char *func, mmb__tile *dup, mmbQueue *q);
+mmbError mmb__tile_refresh(const char *func, mmb__tile *dup);
+mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back);
+/* True for a duplicate whose origin has been written since it was copied. */
+bool mmb__tile_dup_behind(const mmb__tile *dup);
+/* The tile cache: an array's unpinned copies dropped (mmb_array_destroy's
+   hook), everything forgotten (finalize). */
+void mmb__cache_drop_array(mmbArray *array);
+void mmb__caches_finalize(void);
+/* The calling thread holds the cache's lock (a fetch is allocating). */
+bool mmb__cache_held(void);
 /* Releases a duplicate on q without writing it back (after q's work). */
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q);
 /* Releases a tile's owned storage and space-local copy. */

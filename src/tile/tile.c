@@ -244,6 +244,60 @@ mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn, v
   return merge(__func__, in_tile, &op, q, req, false);
 }
 
+/* ---- for the tile cache ---------------------------------------------------- */
+
+mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *space,
+                                mmbAccessType access, mmbQueue *q, mmbRequest *req,
+                                mmb__tile **out) {
+  mmbArrayTile *d;
+  mmbError err = tile_duplicate(func, &t->pub, space, access, NULL, q, req, &d);
+  if (err == MMB_OK) *out = (mmb__tile *)d;
+  return err;
+}
+
+bool mmb__tile_dup_behind(const mmb__tile *d) {
+  const mmb__tile *o = d->origin;
+  return o->version != d->seen_version || (o->array && o->array->whole_version != d->seen_whole);
+}
+
+/* Marks a duplicate as holding its origin's current data. */
+static void caught_up(mmb__tile *d) {
+  d->seen_version = d->origin->version;
+  d->seen_whole = d->origin->array ? d->origin->array->whole_version : 0;
+}
+
+mmbError mmb__tile_write_back(const char *func, mmb__tile *d, mmbQueue *q) {
+  mmb__tile *o = d->origin;
+  mmbError err = check_writable(func, o, "the origin");
+  if (err != MMB_OK) return err;
+  mmb__job j = {.func = func, .name = "write-back", .kind = MMB__JOB_COPY,
+                .dst = mmb__tile_view(o), .src = mmb__tile_view(d), .from = d->pub.space,
+                .to = o->pub.space};
+  mmb__job_own_tile(&j, 0, o);
+  j.own[1] = &d->pending;
+  if ((err = mmb__job_start(&j, q, NULL)) != MMB_OK) return err;
+  wrote(o);
+  caught_up(d);
+  return MMB_OK;
+}
+
+mmbError mmb__tile_refresh(const char *func, mmb__tile *d) {
+  mmb__tile *o = d->origin;
+  mmb__job j = {.func = func, .name = "refresh", .kind = MMB__JOB_COPY,
+                .dst = mmb__tile_view(d), .src = mmb__tile_view(o), .from = o->pub.space,
+                .to = d->pub.space};
+  mmb__job_own_tile(&j, 0, o);
+  j.own[1] = &d->pending;
+  mmbError err = mmb__job_start(&j, NULL, NULL);
+  if (err == MMB_OK) caught_up(d);
+  return err;
+}
+
+mmbError mmb__tile_release_dup(const char *func, mmb__tile *d, bool write_back) {
+  mmb__merge_op op = {.type = MMB_MERGE_OVERWRITE};
+  return merge(func, &d->pub, &op, NULL, NULL, !write_back);
+}
+
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q) {
   mmb__merge_op op = {.type = MMB_MERGE_OVERWRITE};
   return merge("mmb_tile_iterator", dup, &op, q, NULL, true);

@@ -126,6 +126,7 @@ program test_mamba
   call test_wrapped_misuse()
   call test_owned_arrays()
   call test_tiles()
+  call test_tile_cache()
   call test_tile_pointer_misuse()
   call test_iterators()
   call test_forgotten_iterators()
@@ -847,6 +848,73 @@ contains
     call mmb_array_merge(a, MMB_MERGE_SUM, err)
     call expect(err, MMB_INVALID_STATE, 'merging an array that is not a duplicate')
     call mmb_array_destroy(a, err); call mmb_array_destroy(b, err)
+    call expect(err, MMB_OK, 'destroy')
+    call teardown(layout, iface)
+  end subroutine
+
+  subroutine test_tile_cache()
+    type(mmbLayout) :: layout
+    type(mmbMemInterface) :: iface
+    type(mmbMemSpace) :: fast
+    type(mmbArray) :: arr
+    type(mmbArrayTile) :: t, local, again
+    type(mmbCacheConfig) :: config
+    type(mmbCacheStats) :: stats
+    type(mmbQueue) :: queue
+    type(mmbRequest) :: r
+    real(dp), allocatable, target :: x(:,:)
+    real(dp), pointer :: p(:,:)
+    integer :: err, i
+    call begin('tile cache')
+    call setup(8, 2, layout, iface)
+    call mmb_layout_set_element_type(layout, MMB_TYPE_DOUBLE, err)
+    call mmb_request_space(MMB_DRAM, MMB_CPU, mmbMemSpaceConfig(mmbSizeConfig(MMB_SIZE_SET, .false., &
+      8_mmbSizeKind * 1024 * 1024), MMB_MEMINTERFACE_CONFIG_DEFAULT), fast, err)
+    call expect(err, MMB_OK, 'a fast space')
+    call mmb_space_set_cache(fast, mmbCacheConfig(budget_bytes=2*4*4*8, clean_share=0.0_c_double), err)
+    call expect(err, MMB_OK, 'a budget of two tiles')
+    call mmb_space_get_cache(fast, config, err)
+    call ensure(config%budget_bytes == 256 .and. config%clean_share == 0, 'the budget read back')
+    allocate(x(8, 8))
+    x = reshape([(real(i, dp), i = 1, 64)], [8, 8])
+    call mmb_array_create_wrapped(x, shape(x, mmbIndexKind), layout, iface, MMB_READ_WRITE, arr, err)
+    call mmb_array_tile(arr, [4_mmbIndexKind, 4_mmbIndexKind], err)
+    call mmb_tile_at(arr, [1_mmbIndexKind, 0_mmbIndexKind], t, err)
+    call mmb_tile_acquire(t, fast, MMB_READ_WRITE, local, err)
+    call expect(err, MMB_OK, 'acquire: a miss')
+    call mmb_tile_get_pointer(local, p, err)
+    call ensure(all(p == x(5:8, 1:4)), 'the copy holds the tile')
+    p(5, 1) = -5
+    call ensure(x(5, 1) == 5, 'home untouched while cached')
+    call mmb_tile_release(local, err)
+    call expect(err, MMB_OK, 'release')
+    call mmb_tile_release(local, err)
+    call expect(err, MMB_INVALID_ARG, 'release twice')
+    call mmb_tile_acquire(t, fast, MMB_READ, again, err)
+    call ensure(c_associated(again%ptr, local%ptr), 'a hit: the same copy')
+    call mmb_tile_release(again, err)
+    call mmb_queue_create(queue, err)
+    call mmb_tile_acquire_async(t, fast, MMB_READ, queue, r, again, err)
+    call expect(err, MMB_OK, 'acquire_async')
+    call mmb_wait(r, err)
+    call ensure(c_associated(again%ptr, local%ptr), 'async: a hit')
+    call mmb_tile_release(again, err)
+    call mmb_queue_destroy(queue, err)
+    call mmb_tile_advise(t, fast, MMB_ADVICE_KEEP, err)
+    call expect(err, MMB_OK, 'advise')
+    call mmb_array_flush(arr, err)
+    call expect(err, MMB_OK, 'flush')
+    call ensure(x(5, 1) == -5, 'written home by the flush')
+    call mmb_space_get_cache_stats(fast, stats, err)
+    call ensure(stats%hits == 2 .and. stats%misses == 1 .and. stats%writebacks == 1 .and. &
+                stats%used_bytes == 128, 'the counters')
+    call mmb_array_evict(arr, err, fast)
+    call expect(err, MMB_OK, 'evict')
+    call mmb_space_get_cache_stats(fast, stats, err)
+    call ensure(stats%used_bytes == 0, 'nothing cached')
+    call mmb_array_evict(arr, err)
+    call expect(err, MMB_OK, 'evict from every space')
+    call mmb_array_destroy(arr, err)
     call expect(err, MMB_OK, 'destroy')
     call teardown(layout, iface)
   end subroutine

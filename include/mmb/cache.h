@@ -1,0 +1,166 @@
+/**
+ * \file mmb/cache.h
+ * mmb manages a fast tier: a cache of tiles per space.
+ *
+ * A program acquires the tiles it is about to use in the space it computes
+ * in, and releases them when done; mmb decides what stays. A tile acquired
+ * in a space is fetched there on a miss (its data copied in, for MMB_READ)
+ * and stays cached after its release, so the next acquire is a hit. When
+ * the space's cache budget is full, the least recently used unpinned tile
+ * goes: a clean one is dropped for free, a dirty one (acquired with
+ * MMB_WRITE since it was last written home) is written home first, exactly
+ * once. Hints change the order (mmb_tile_advise).
+ *
+ * The coherence record stays exact: a cached copy is a duplicate of its
+ * tile (mmb/tile.h), so while tiles of an array are cached, the array
+ * cannot be re-tiled (MMB_BUSY) and its tiles' other duplicates see the same
+ * rules. mmb_array_flush writes every dirty copy home; mmb_array_evict drops
+ * an array's copies from a space; mmb_array_destroy drops the unpinned
+ * copies of its tiles (without writing them back: the array is going).
+ *
+ * The calls of this header may be made from several threads at once: one
+ * lock guards every space's cache.
+ */
+#ifndef MMB_CACHE_H
+#define MMB_CACHE_H
+
+#include <mmb/export.h>
+#include <mmb/queue.h>
+#include <mmb/types.h>
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What a program says of a tile's use in a space (mmb_tile_advise). */
+typedef enum mmbAdvice {
+  MMB_ADVICE_NORMAL = 0,   /**< least recently used goes first */
+  MMB_ADVICE_WILLNEED,     /**< fetch it now, ahead of its acquire; evicted last */
+  MMB_ADVICE_WONTNEED,     /**< not needed soon: written home now if dirty, evicted first */
+  MMB_ADVICE_KEEP,         /**< never evicted to make room (mmb_array_evict still drops it) */
+} mmbAdvice;
+
+/** A space's cache settings (mmb_space_set_cache). */
+typedef struct mmbCacheConfig {
+  /** Bytes the cached copies may hold at once; 0: the space's limit. */
+  size_t budget_bytes;
+  /** The share of the budget kept clean: when dirty copies that are not
+      pinned hold more than (1 - clean_share) of it, the least recently used
+      of them are written home on a release, so that eviction mostly drops
+      clean copies. 0 writes nothing home ahead of need; 1 writes every
+      dirty copy home as soon as it is released. Default 0.5. */
+  double clean_share;
+} mmbCacheConfig;
+
+/** A space's cache counters since mmb_init (mmb_space_get_cache_stats). */
+typedef struct mmbCacheStats {
+  uint64_t hits;              /**< acquires that found a valid copy (or the tile at home) */
+  uint64_t misses;            /**< acquires that fetched or refreshed a copy */
+  uint64_t fetched_bytes;     /**< bytes copied into the space by misses and prefetches */
+  uint64_t clean_drops;       /**< clean copies evicted (nothing moved) */
+  uint64_t writebacks;        /**< dirty copies written home (evictions, flushes, ahead of need) */
+  uint64_t writeback_bytes;   /**< bytes those moved */
+  uint64_t refetches;         /**< misses of a tile evicted from this space before */
+  uint64_t oom_rounds;        /**< rounds of the out-of-memory chain run for the space */
+  uint64_t handler_calls;     /**< calls of the space's out-of-memory handlers */
+  uint64_t fallback_bytes;    /**< bytes of the space's interfaces served by their fallback */
+  uint64_t used_bytes;        /**< now: bytes the cached copies hold */
+  uint64_t dirty_bytes;       /**< now: of those, dirty */
+  uint64_t pinned_bytes;      /**< now: of those, acquired and not yet released */
+  uint64_t budget_bytes;      /**< now: the budget */
+} mmbCacheStats;
+
+/**
+ * A local tile of \p tile in \p space, pinned until mmb_tile_release: a copy
+ * already cached there (a hit), or one fetched now (a miss), evicting
+ * unpinned copies if the budget is full. With MMB_READ the copy holds the
+ * tile's data; with MMB_WRITE the copy becomes dirty and is written home
+ * when it is evicted or flushed. A tile whose storage is in \p space is
+ * itself the local tile (never evicted). Acquiring twice pins twice.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access, or a
+ *         duplicate (acquire its origin); MMB_INVALID_STATE for MMB_WRITE on
+ *         a read-only tile; MMB_OUT_OF_MEMORY at once when the pinned copies
+ *         (and those advised KEEP) leave no room for it: nothing is evicted
+ *         then, so no livelock; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_acquire(mmbArrayTile *tile, mmbMemSpace *space,
+                                                   mmbAccessType access,
+                                                   mmbArrayTile **out_local);
+
+/**
+ * mmb_tile_acquire on a queue: a miss's copy is fetched on \p q, and
+ * \p req (may be NULL) completes once the local tile holds the data (for a
+ * hit, once the work submitted to \p q before has run). \p *out_local is set
+ * at once; read or write it only after \p req, or in work submitted to
+ * \p q after this call.
+ * \return as mmb_tile_acquire; MMB_INVALID_ARG for a NULL queue or a
+ *         request already in use.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_acquire_async(mmbArrayTile *tile, mmbMemSpace *space,
+                                                         mmbAccessType access, mmbQueue *q,
+                                                         mmbRequest *req,
+                                                         mmbArrayTile **out_local);
+
+/**
+ * Unpins a tile mmb_tile_acquire gave; it stays cached, clean or dirty.
+ * \return MMB_OK; MMB_INVALID_ARG for NULL or a tile that is not pinned (never
+ *         acquired, or released as many times as it was acquired);
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_release(mmbArrayTile *local);
+
+/**
+ * A hint on \p tile's use in \p space (mmbAdvice). WILLNEED fetches a tile
+ * not yet cached on the space's copy queue, only into room it can make
+ * without evicting pinned, KEEP or WILLNEED copies (otherwise it does
+ * nothing); its acquire then waits for the copy. WONTNEED starts writing a
+ * dirty, unpinned copy home on that queue.
+ * \return MMB_OK (also when there is nothing to do); MMB_INVALID_ARG for
+ *         NULLs, an unknown advice or a duplicate; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space,
+                                                  mmbAdvice advice);
+
+/**
+ * Writes every dirty cached copy of \p array's tiles home, in every space;
+ * they stay cached, clean (a copy pinned with MMB_WRITE stays dirty: it may
+ * still be written).
+ * \return MMB_OK; MMB_INVALID_ARG; an error of a copy; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_flush(mmbArray *array);
+
+/**
+ * Drops the cached copies of \p array's tiles from \p space (NULL: from
+ * every space), writing the dirty ones home first.
+ * \return MMB_OK; MMB_BUSY when some are pinned (those stay; the others are
+ *         gone); MMB_INVALID_ARG; an error of a copy; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space);
+
+/**
+ * Sets \p space's cache budget and clean share (NULL: the defaults). A
+ * budget below what is cached now evicts unpinned copies down to it.
+ * \return MMB_OK; MMB_INVALID_ARG for a NULL space or a clean share outside
+ *         [0, 1]; MMB_BUSY when pinned copies hold more than the new budget
+ *         (the old one stays); MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_set_cache(mmbMemSpace *space,
+                                                      const mmbCacheConfig *config);
+
+/** \p space's cache settings. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+    MMB_NOT_INITIALIZED. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_cache(mmbMemSpace *space,
+                                                      mmbCacheConfig *out_config);
+
+/** \p space's cache counters. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+    MMB_NOT_INITIALIZED. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_cache_stats(const mmbMemSpace *space,
+                                                            mmbCacheStats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMB_CACHE_H */

@@ -1,0 +1,574 @@
+/* The tile cache (mmb/cache.h): per space, the copies of tiles acquired
+   there, each a duplicate of its tile (tile.c keeps the coherence record),
+   on a list in order of use (least recent first). A copy is pinned while
+   acquired; dirty from an acquire with MMB_WRITE until it is written home.
+
+   Eviction takes, in order: unpinned copies advised WONTNEED, then the
+   others (not KEEP) least recently used first, then those advised
+   WILLNEED. Before it evicts anything, an acquire checks that what may be
+   evicted makes room at all; otherwise it is refused at once, so two
+   tiles that each need the other's room cannot evict each other in turn.
+   Dirty copies are written home ahead of need on a release, least
+   recently used first, while they hold more than the budget's dirty share,
+   so that eviction mostly drops clean copies.
+
+   One lock guards every cache. It is held while a copy moves, so a fetch
+   and an eviction of two threads do not interleave; an allocation a fetch
+   makes may run the space's out-of-memory chain, which skips the cache
+   while this thread holds the lock (the acquire evicts for itself). */
+#include "tile/internal.h"
+
+#include <math.h>
+
+typedef struct mmb__cache_entry cache_entry;
+typedef struct space_cache space_cache;
+
+struct mmb__cache_entry {
+  mmb__tile *tile;               /* the tile cached */
+  mmb__tile *copy;               /* its duplicate in the space */
+  space_cache *sc;
+  size_t bytes;
+  unsigned pins, write_pins;
+  bool dirty;
+  mmbAdvice advice;
+  cache_entry *prev, *next;      /* the space's list, least recently used first */
+  cache_entry *next_of_tile;     /* the tile's copies in other spaces */
+};
+
+struct space_cache {
+  mmbMemSpace *space;
+  size_t budget;                 /* 0: the space's limit */
+  double clean_share;
+  size_t used, dirty, pinned;    /* bytes */
+  cache_entry *head, *tail;
+  mmbQueue *queue;               /* prefetches and write-backs ahead of need */
+  mmbCacheStats stats;
+  space_cache *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static space_cache *caches;
+static _Thread_local bool held;   /* this thread holds the lock */
+
+static void cache_lock(void) {
+  pthread_mutex_lock(&lock);
+  held = true;
+}
+static void cache_unlock(void) {
+  held = false;
+  pthread_mutex_unlock(&lock);
+}
+
+static space_cache *find_cache(const mmbMemSpace *space) {
+  for (space_cache *c = caches; c; c = c->next)
+    if (c->space == space) return c;
+  return NULL;
+}
+
+static space_cache *cache_of(mmbMemSpace *space) {
+  space_cache *c = find_cache(space);
+  if (c) return c;
+  if (!(c = mmb__calloc(1, sizeof *c))) return NULL;
+  c->space = space;
+  c->clean_share = 0.5;
+  c->next = caches;
+  caches = c;
+  return c;
+}
+
+static size_t budget_of(const space_cache *c) {
+  if (c->budget) return c->budget;
+  mmbSpaceInfo info;
+  return mmb_space_get_info(c->space, &info) == MMB_OK ? info.limit : SIZE_MAX;
+}
+
+/* ---- the list ------------------------------------------------------------- */
+
+static void unlink_entry(cache_entry *e) {
+  space_cache *c = e->sc;
+  if (e->prev) e->prev->next = e->next;
+  else c->head = e->next;
+  if (e->next) e->next->prev = e->prev;
+  else c->tail = e->prev;
+  e->prev = e->next = NULL;
+}
+
+static void append(cache_entry *e) {   /* the most recently used */
+  space_cache *c = e->sc;
+  e->prev = c->tail;
+  e->next = NULL;
+  if (c->tail) c->tail->next = e;
+  else c->head = e;
+  c->tail = e;
+}
+
+static void prepend(cache_entry *e) {   /* the first to go */
+  space_cache *c = e->sc;
+  e->next = c->head;
+  e->prev = NULL;
+  if (c->head) c->head->prev = e;
+  else c->tail = e;
+  c->head = e;
+}
+
+static cache_entry *entry_in(const mmb__tile *t, const space_cache *c) {
+  for (cache_entry *e = t->cached; e; e = e->next_of_tile)
+    if (e->sc == c) return e;
+  return NULL;
+}
+
+static void set_dirty(cache_entry *e, bool dirty) {
+  if (e->dirty == dirty) return;
+  e->dirty = dirty;
+  if (dirty) e->sc->dirty += e->bytes;
+  else e->sc->dirty -= e->bytes;
+}
+
+static void pin(cache_entry *e, bool write) {
+  if (!e->pins++) e->sc->pinned += e->bytes;
+  if (write) e->write_pins++;
+}
+
+/* The entry goes: its copy released (written home first when dirty). */
+static mmbError evict(const char *func, cache_entry *e, bool write_back) {
+  space_cache *c = e->sc;
+  bool writes = write_back && e->dirty;
+  mmbError err = mmb__tile_release_dup(func, e->copy, writes);
+  if (err != MMB_OK) return err;
+  if (writes) {
+    c->stats.writebacks++;
+    c->stats.writeback_bytes += e->bytes;
+  } else if (!e->dirty) {
+    c->stats.clean_drops++;
+  }
+  set_dirty(e, false);
+  unlink_entry(e);
+  cache_entry **link = &e->tile->cached;
+  while (*link != e) link = &(*link)->next_of_tile;
+  *link = e->next_of_tile;
+  c->used -= e->bytes;
+  e->tile->evicted_from = c->space;
+  mmbArray *a = e->tile->array;
+  if (a) a->n_cached--;
+  mmb__free(e);
+  return MMB_OK;
+}
+
+/* The rank of an unpinned entry among the victims: lower goes first; -1
+   never (pinned, or KEEP). */
+static int victim_rank(const cache_entry *e, bool spare_willneed) {
+  if (e->pins || e->advice == MMB_ADVICE_KEEP) return -1;
+  if (e->advice == MMB_ADVICE_WONTNEED) return 0;
+  if (e->advice == MMB_ADVICE_WILLNEED) return spare_willneed ? -1 : 2;
+  return 1;
+}
+
+/* Bytes that eviction could free. */
+static size_t evictable(const space_cache *c, bool spare_willneed) {
+  size_t n = 0;
+  for (const cache_entry *e = c->head; e; e = e->next)
+    if (victim_rank(e, spare_willneed) >= 0) n += e->bytes;
+  return n;
+}
+
+/* Evicts until `need` more bytes fit the budget (or, with `any`, evicts one
+   more victim if there is one: the space itself had no room). false: no
+   room can be made (nothing was evicted then, unless `any`). */
+static mmbError make_room(const char *func, space_cache *c, size_t need, bool spare_willneed,
+                          bool any) {
+  size_t budget = budget_of(c);
+  if (!any) {
+    if (need <= budget && c->used <= budget - need) return MMB_OK;
+    if (need > budget || c->used - evictable(c, spare_willneed) > budget - need)
+      return MMB_OUT_OF_MEMORY;
+  }
+  for (int rank = 0; rank <= 2; rank++) {
+    for (cache_entry *e = c->head, *next; e; e = next) {
+      next = e->next;
+      if (victim_rank(e, spare_willneed) != rank) continue;
+      mmbError err = evict(func, e, true);
+      if (err != MMB_OK) return err;
+      if (any) return MMB_OK;
+      if (c->used <= budget - need) return MMB_OK;
+    }
+  }
+  return MMB_OUT_OF_MEMORY;
+}
+
+/* Writes the least recently used dirty, unpinned copies home on the
+   cache's queue while dirty bytes exceed the budget's dirty share. */
+static void write_ahead(const char *func, space_cache *c) {
+  size_t budget = budget_of(c);
+  double allowed = (1.0 - c->clean_share) * (double)budget;
+  for (cache_entry *e = c->head; e && (double)c->dirty > allowed; e = e->next) {
+    if (!e->dirty || e->pins) continue;
+    if (!c->queue && mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) != MMB_OK) return;
+    if (mmb__tile_write_back(func, e->copy, c->queue) != MMB_OK) return;
+    c->stats.writebacks++;
+    c->stats.writeback_bytes += e->bytes;
+    set_dirty(e, false);
+  }
+}
+
+/* ---- arguments ---------------------------------------------------------------- */
+
+static mmbError tile_arg(const char *func, mmbArrayTile *tile, mmb__tile **out) {
+  MMB__HANDLE(tile, MMB__KIND_TILE, func, "tile");
+  mmb__tile *t = (mmb__tile *)tile;
+  MMB__ARG(t->origin, func, "the tile is a duplicate (or a cached copy): acquire its origin");
+  *out = t;
+  return MMB_OK;
+}
+
+static bool tile_writable(const mmb__tile *t) { return t->array->access & MMB_WRITE; }
+
+/* The access a cached copy is made with: writable when its tile is, so
+   that any later acquire may write it; copied in only for a read. */
+static mmbAccessType copy_access(const mmb__tile *t, mmbAccessType access) {
+  mmbAccessType a = access & MMB_READ ? MMB_READ : 0;
+  return (mmbAccessType)(tile_writable(t) ? a | MMB_WRITE : a | MMB_READ);
+}
+
+/* ---- acquire and release ------------------------------------------------------- */
+
+static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessType access,
+                      mmbQueue *q, mmbRequest *req, bool spare_willneed, cache_entry **out) {
+  mmb__view v = mmb__tile_view(t);
+  size_t bytes = mmb__view_bytes(&v);
+  mmbError err = make_room(func, c, bytes, spare_willneed, false);
+  if (err != MMB_OK) return err;
+  cache_entry *e = mmb__calloc(1, sizeof *e);
+  if (!e) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a cache entry");
+  mmb__tile *copy;
+  /* the space may hold other data than the cache's: when it has no room,
+     evict one more copy and try again, while there is one */
+  while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
+                                            &copy)) ==
+             MMB_OUT_OF_MEMORY &&
+         make_room(func, c, bytes, spare_willneed, true) == MMB_OK) {
+  }
+  if (err != MMB_OK) {
+    mmb__free(e);
+    return err;
+  }
+  *e = (cache_entry){.tile = t, .copy = copy, .sc = c, .bytes = bytes,
+                     .next_of_tile = t->cached};
+  t->cached = e;
+  copy->entry = e;
+  append(e);
+  c->used += bytes;
+  if (t->array) {
+    t->array->n_cached++;
+    t->array->cache_drop = mmb__cache_drop_array;
+  }
+  if (access & MMB_READ) c->stats.fetched_bytes += bytes;
+  *out = e;
+  return MMB_OK;
+}
+
+/* The copy is fetched on q (NULL: now), and req completes once it is
+   there, or at once for a hit. */
+static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space,
+                        mmbAccessType access, mmbQueue *q, mmbRequest *req,
+                        mmbArrayTile **out_local) {
+  mmb__tile *t;
+  mmbError err = tile_arg(func, tile, &t);
+  if (err != MMB_OK) return err;
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  MMB__ARG(!out_local, func, "out_local is NULL");
+  MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
+  if ((access & MMB_WRITE) && !tile_writable(t))
+    return mmb__fail(MMB_INVALID_STATE, func, "MMB_WRITE on a tile of an array made without it");
+  cache_lock();
+  space_cache *c = cache_of(space);
+  if (!c) {
+    cache_unlock();
+    return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
+  }
+  bool marker = q && req;   /* a hit: req is a marker on q */
+  if (t->pub.space == space) {   /* at home there: the tile itself */
+    if (q) err = mmb__pending_order(func, q, t->pending);
+    if (err == MMB_OK && marker) err = mmb_queue_marker(q, req);
+    if (err == MMB_OK) {
+      t->home_pins++;
+      c->stats.hits++;
+      *out_local = &t->pub;
+    }
+    cache_unlock();
+    return err;
+  }
+  cache_entry *e = entry_in(t, c);
+  if (e) {
+    if (!e->dirty && mmb__tile_dup_behind(e->copy) && (access & MMB_READ)) {
+      /* the tile was written since it was copied: bring the copy up to date */
+      err = mmb__tile_refresh(func, e->copy);
+      c->stats.misses++;
+      c->stats.fetched_bytes += e->bytes;
+    } else {
+      c->stats.hits++;
+    }
+    if (err == MMB_OK) {
+      if (q) err = mmb__pending_order(func, q, e->copy->pending);   /* a prefetch in flight */
+      else mmb__pending_wait(&e->copy->pending);
+    }
+    if (err == MMB_OK && marker) err = mmb_queue_marker(q, req);
+    if (err != MMB_OK) {
+      cache_unlock();
+      return err;
+    }
+    unlink_entry(e);
+    append(e);
+  } else {
+    bool again = t->evicted_from == space;
+    if ((err = fetch(func, c, t, access, q, req, false, &e)) != MMB_OK) {
+      mmb__view v = mmb__tile_view(t);
+      size_t budget = budget_of(c), pinned = c->pinned;
+      cache_unlock();
+      if (err == MMB_OUT_OF_MEMORY)
+        return mmb__fail(err, func, "the cache of %s has no room for %zu bytes (budget %zu, "
+                         "%zu pinned)", space->info.name, mmb__view_bytes(&v), budget, pinned);
+      return err;
+    }
+    c->stats.misses++;
+    if (again) c->stats.refetches++;
+  }
+  if (e->advice == MMB_ADVICE_WILLNEED) e->advice = MMB_ADVICE_NORMAL;   /* it came */
+  pin(e, access & MMB_WRITE);
+  if (access & MMB_WRITE) set_dirty(e, true);
+  cache_unlock();
+  *out_local = &e->copy->pub;
+  return MMB_OK;
+}
+
+mmbError mmb_tile_acquire(mmbArrayTile *tile, mmbMemSpace *space, mmbAccessType access,
+                          mmbArrayTile **out_local) {
+  MMB__REQUIRE_INIT();
+  return acquire(__func__, tile, space, access, NULL, NULL, out_local);
+}
+
+mmbError mmb_tile_acquire_async(mmbArrayTile *tile, mmbMemSpace *space, mmbAccessType access,
+                                mmbQueue *q, mmbRequest *req, mmbArrayTile **out_local) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err : acquire(__func__, tile, space, access, q, req, out_local);
+}
+
+mmbError mmb_tile_release(mmbArrayTile *local) {
+  static const char func[] = "mmb_tile_release";
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(local, MMB__KIND_TILE, func, "tile");
+  mmb__tile *t = (mmb__tile *)local;
+  cache_lock();
+  cache_entry *e = t->entry;
+  if (!e ? !t->home_pins : !e->pins) {
+    cache_unlock();
+    return mmb__fail(MMB_INVALID_ARG, func, "the tile is not acquired (never, or released as "
+                     "often as it was acquired)");
+  }
+  if (!e) {
+    t->home_pins--;
+    cache_unlock();
+    return MMB_OK;
+  }
+  if (!--e->pins) e->sc->pinned -= e->bytes;
+  if (e->write_pins > e->pins) e->write_pins = e->pins;
+  if (e->dirty && !e->pins) write_ahead(func, e->sc);
+  cache_unlock();
+  return MMB_OK;
+}
+
+/* ---- advice --------------------------------------------------------------------- */
+
+mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advice) {
+  static const char func[] = "mmb_tile_advise";
+  MMB__REQUIRE_INIT();
+  mmb__tile *t;
+  mmbError err = tile_arg(func, tile, &t);
+  if (err != MMB_OK) return err;
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  MMB__ARG((unsigned)advice > MMB_ADVICE_KEEP, func, "unknown advice %d", (int)advice);
+  if (t->pub.space == space) return MMB_OK;   /* at home there: nothing to cache */
+  cache_lock();
+  space_cache *c = cache_of(space);
+  cache_entry *e = c ? entry_in(t, c) : NULL;
+  if (!e && advice == MMB_ADVICE_WILLNEED && c) {
+    /* prefetch into room it can make without evicting what is pinned, KEEP or
+       itself expected: otherwise the hint is not taken */
+    if (!c->queue && mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) != MMB_OK) {
+      cache_unlock();
+      return MMB_OK;
+    }
+    if (fetch(func, c, t, MMB_READ, c->queue, NULL, true, &e) == MMB_OK) {
+      c->stats.misses++;
+      if (t->evicted_from == space) c->stats.refetches++;
+    } else {
+      e = NULL;
+    }
+  }
+  if (e) {
+    e->advice = advice;
+    if (advice == MMB_ADVICE_WONTNEED) {
+      unlink_entry(e);
+      prepend(e);
+      if (e->dirty && !e->pins && (c->queue || mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) == MMB_OK) &&
+          mmb__tile_write_back(func, e->copy, c->queue) == MMB_OK) {
+        c->stats.writebacks++;
+        c->stats.writeback_bytes += e->bytes;
+        set_dirty(e, false);
+      }
+    }
+  }
+  cache_unlock();
+  return MMB_OK;
+}
+
+/* ---- arrays -------------------------------------------------------------------- */
+
+static mmbError array_arg(const char *func, mmbArray *array, struct mmb__tiling **out) {
+  MMB__HANDLE(array, MMB__KIND_ARRAY, func, "array");
+  *out = array->tiling;
+  return MMB_OK;
+}
+
+mmbError mmb_array_flush(mmbArray *array) {
+  static const char func[] = "mmb_array_flush";
+  MMB__REQUIRE_INIT();
+  struct mmb__tiling *g;
+  mmbError err = array_arg(func, array, &g);
+  if (err != MMB_OK || !g) return err;
+  cache_lock();
+  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++)
+    for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
+      /* what was written home ahead of need has arrived before this returns */
+      mmb__pending_wait(&e->copy->pending);
+      mmb__pending_wait(&e->tile->pending);
+      if (!e->dirty) continue;
+      if ((err = mmb__tile_write_back(func, e->copy, NULL)) != MMB_OK) break;
+      e->sc->stats.writebacks++;
+      e->sc->stats.writeback_bytes += e->bytes;
+      set_dirty(e, e->write_pins > 0);
+    }
+  cache_unlock();
+  return err;
+}
+
+mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
+  static const char func[] = "mmb_array_evict";
+  MMB__REQUIRE_INIT();
+  struct mmb__tiling *g;
+  mmbError err = array_arg(func, array, &g);
+  if (err != MMB_OK) return err;
+  if (space) MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  if (!g) return MMB_OK;
+  bool busy = false;
+  cache_lock();
+  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++)
+    for (cache_entry *e = g->slots[i].tile.cached, *next; e && err == MMB_OK; e = next) {
+      next = e->next_of_tile;
+      if (space && e->sc->space != space) continue;
+      if (e->pins) {
+        busy = true;
+        continue;
+      }
+      err = evict(func, e, true);
+    }
+  cache_unlock();
+  if (err == MMB_OK && busy)
+    return mmb__fail(MMB_BUSY, func, "pinned copies stay cached (release them first)");
+  return err;
+}
+
+void mmb__cache_drop_array(mmbArray *array) {
+  struct mmb__tiling *g = array->tiling;
+  if (!g) return;
+  cache_lock();
+  for (size_t i = 0; i < g->n_tiles; i++)
+    for (cache_entry *e = g->slots[i].tile.cached, *next; e; e = next) {
+      next = e->next_of_tile;
+      if (!e->pins) (void)evict("mmb_array_destroy", e, false);
+    }
+  cache_unlock();
+}
+
+/* ---- settings and counters ----------------------------------------------------- */
+
+mmbError mmb_space_set_cache(mmbMemSpace *space, const mmbCacheConfig *config) {
+  static const char func[] = "mmb_space_set_cache";
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  mmbCacheConfig cfg = config ? *config : (mmbCacheConfig){.clean_share = 0.5};
+  MMB__ARG(!(cfg.clean_share >= 0.0 && cfg.clean_share <= 1.0), func,
+           "clean_share %g is not in [0, 1]", cfg.clean_share);
+  cache_lock();
+  space_cache *c = cache_of(space);
+  mmbError err = MMB_OK;
+  if (!c) {
+    err = mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
+  } else {
+    size_t old = c->budget;
+    c->budget = cfg.budget_bytes;
+    if (c->used > budget_of(c) && make_room(func, c, 0, false, false) != MMB_OK) {
+      c->budget = old;
+      err = mmb__fail(MMB_BUSY, func, "pinned copies hold more than %zu bytes",
+                      cfg.budget_bytes);
+    } else {
+      c->clean_share = cfg.clean_share;
+    }
+  }
+  cache_unlock();
+  return err;
+}
+
+mmbError mmb_space_get_cache(mmbMemSpace *space, mmbCacheConfig *out_config) {
+  static const char func[] = "mmb_space_get_cache";
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  MMB__ARG(!out_config, func, "out_config is NULL");
+  cache_lock();
+  const space_cache *c = find_cache(space);
+  *out_config = (mmbCacheConfig){.budget_bytes = c ? c->budget : 0,
+                                 .clean_share = c ? c->clean_share : 0.5};
+  cache_unlock();
+  return MMB_OK;
+}
+
+mmbError mmb_space_get_cache_stats(const mmbMemSpace *space, mmbCacheStats *out) {
+  static const char func[] = "mmb_space_get_cache_stats";
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
+  MMB__ARG(!out, func, "out is NULL");
+  cache_lock();
+  const space_cache *c = find_cache(space);
+  if (c) {
+    *out = c->stats;
+    out->used_bytes = c->used;
+    out->dirty_bytes = c->dirty;
+    out->pinned_bytes = c->pinned;
+    out->budget_bytes = budget_of(c);
+  } else {
+    *out = (mmbCacheStats){0};
+    space_cache probe = {.space = (mmbMemSpace *)space};
+    out->budget_bytes = budget_of(&probe);
+  }
+  cache_unlock();
+  return MMB_OK;
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+bool mmb__cache_held(void) { return held; }
+
+void mmb__caches_finalize(void) {
+  cache_lock();
+  while (caches) {
+    space_cache *c = caches;
+    caches = c->next;
+    for (cache_entry *e = c->head, *next; e; e = next) {
+      next = e->next;
+      mmb__free(e);
+    }
+    if (c->queue && mmb_queue_destroy(NULL, &c->queue) != MMB_OK)
+      mmb__log(MMB_LOG_DEBUG, "the tile cache's queue of %s would not go", c->space->info.name);
+    mmb__free(c);
+  }
+  cache_unlock();
+}

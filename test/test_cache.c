@@ -1,0 +1,488 @@
+/* The tile cache (mmb/cache.h): hits and misses, write-back exactly once,
+   flush and evict, pinned copies never move, advice changes the victim,
+   prefetch, misuse refused, two threads at once, and a randomized run
+   against a reference model of the cache (what is cached, pinned and
+   dirty, the victims, every byte written home once). */
+#include "arrays.h"
+
+#include <pthread.h>
+
+#define N 64      /* an N x N array of doubles */
+#define T 16      /* in T x T tiles: 16 tiles of 2 KiB */
+#define TILE_BYTES (T * T * sizeof(double))
+
+static mmbMemSpace *fast_space(void) {
+  mmbMemSpace *s;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20,
+                                                                .name = "fast"}, &s));
+  return s;
+}
+
+static mmbArray *tiled_array(mmbMemInterface *iface, double salt) {
+  mmbDimensions d = dims2(N, N);
+  mmbArray *a = test_array(iface, &d, MMB_ROWMAJOR, 0);
+  double *p = mmb_array_ptr(a);
+  for (size_t i = 0; i < N * N; i++) p[i] = salt + (double)i;
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {T, T}}));
+  return a;
+}
+
+static mmbArrayTile *tile(mmbArray *a, size_t i) {
+  mmbArrayTile *t;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {i / (N / T), i % (N / T)}}, &t));
+  return t;
+}
+
+static double first(const mmbArrayTile *t) {
+  return MMB_TILE_AT_2D(t, double, t->lower[0], t->lower[1]);
+}
+
+static mmbCacheStats stats(mmbMemSpace *s) {
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  return st;
+}
+
+static void budget_tiles(mmbMemSpace *s, size_t n) {
+  OK(mmb_space_set_cache(s, &(mmbCacheConfig){.budget_bytes = n * TILE_BYTES, .clean_share = 0}));
+}
+
+MMB_TEST(cache, a_second_acquire_hits_and_the_data_is_the_tiles) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *t = tile(a, 5), *l1, *l2;
+  OK(mmb_tile_acquire(t, fast, MMB_READ, &l1));
+  cr_assert_eq(l1->space, fast);
+  cr_assert_neq(l1->ptr, t->ptr);
+  cr_assert_eq(first(l1), first(t));
+  for (size_t i = t->lower[0]; i < t->upper[0]; i++)
+    for (size_t j = t->lower[1]; j < t->upper[1]; j++)
+      cr_assert_eq(MMB_TILE_AT_2D(l1, double, i, j), (double)(i * N + j));
+  OK(mmb_tile_release(l1));
+  OK(mmb_tile_acquire(t, fast, MMB_READ, &l2));
+  cr_assert_eq(l2, l1, "the copy stays cached");
+  OK(mmb_tile_release(l2));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.hits == 1 && st.misses == 1 && st.fetched_bytes == TILE_BYTES);
+  cr_assert(st.used_bytes == TILE_BYTES && st.pinned_bytes == 0 && st.dirty_bytes == 0);
+  OK(mmb_array_destroy(a));   /* its cached copy goes with it */
+  cr_assert_eq(stats(fast).used_bytes, 0);
+}
+
+MMB_TEST(cache, a_tile_at_home_is_its_own_local_tile) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemSpace *home;
+  OK(mmb_interface_get_space(iface, &home));
+  mmbArray *a = tiled_array(iface, 0);
+  mmbArrayTile *t = tile(a, 0), *l;
+  OK(mmb_tile_acquire(t, home, MMB_READ_WRITE, &l));
+  cr_assert_eq(l, t);
+  OK(mmb_tile_release(l));
+  FAILS(mmb_tile_release(l), MMB_INVALID_ARG);
+  cr_assert_eq(stats(home).used_bytes, 0);
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, a_dirty_copy_is_written_home_once_when_evicted) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 2);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, 0, 0) = -1.0;
+  OK(mmb_tile_release(l));
+  cr_assert_eq(first(tile(a, 0)), 0.0, "not written home while cached");
+  cr_assert_eq(stats(fast).dirty_bytes, TILE_BYTES);
+  for (size_t i = 1; i <= 2; i++) {   /* two more tiles: tile 0, least recent, goes */
+    OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l));
+    OK(mmb_tile_release(l));
+  }
+  cr_assert_eq(first(tile(a, 0)), -1.0, "written home on eviction");
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.writebacks == 1 && st.writeback_bytes == TILE_BYTES && st.clean_drops == 0);
+  for (size_t i = 3; i <= 4; i++) {   /* the clean ones go for free */
+    OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l));
+    OK(mmb_tile_release(l));
+  }
+  st = stats(fast);
+  cr_assert(st.writebacks == 1 && st.clean_drops == 2, "%llu write-backs, %llu drops",
+            (unsigned long long)st.writebacks, (unsigned long long)st.clean_drops);
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &l));   /* evicted: fetched again */
+  cr_assert_eq(first(l), -1.0);
+  OK(mmb_tile_release(l));
+  cr_assert_eq(stats(fast).refetches, 1);
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, flush_writes_home_and_keeps_the_copies_clean) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 3), fast, MMB_WRITE, &l));
+  for (size_t i = l->lower[0]; i < l->upper[0]; i++)
+    for (size_t j = l->lower[1]; j < l->upper[1]; j++) MMB_TILE_AT_2D(l, double, i, j) = 7.0;
+  OK(mmb_array_flush(a));   /* still pinned for writing: stays dirty */
+  cr_assert_eq(first(tile(a, 3)), 7.0);
+  cr_assert_eq(stats(fast).dirty_bytes, TILE_BYTES);
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(a));
+  OK(mmb_array_flush(a));   /* nothing dirty: nothing moves */
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.writebacks == 2 && st.dirty_bytes == 0 && st.used_bytes == TILE_BYTES);
+  OK(mmb_array_evict(a, fast));
+  st = stats(fast);
+  cr_assert(st.used_bytes == 0 && st.clean_drops == 1 && st.writebacks == 2);
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, pinned_copies_never_move_and_a_full_pin_is_refused_at_once) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 3);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l[3], *more;
+  for (size_t i = 0; i < 3; i++) OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l[i]));
+  void *where = l[0]->ptr;
+  FAILS(mmb_tile_acquire(tile(a, 3), fast, MMB_READ, &more), MMB_OUT_OF_MEMORY);
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.used_bytes == 3 * TILE_BYTES && st.pinned_bytes == 3 * TILE_BYTES &&
+            st.clean_drops == 0, "nothing was evicted");
+  cr_assert_eq(l[0]->ptr, where);
+  FAILS(mmb_array_evict(a, fast), MMB_BUSY);
+  FAILS(mmb_array_destroy(a), MMB_BUSY);
+  OK(mmb_tile_release(l[1]));
+  OK(mmb_tile_acquire(tile(a, 3), fast, MMB_READ, &more));   /* tile 1 goes */
+  cr_assert_eq(stats(fast).clean_drops, 1);
+  OK(mmb_tile_release(more));
+  /* two still pinned: a budget of one tile is refused, and the old one stays */
+  FAILS(mmb_space_set_cache(fast, &(mmbCacheConfig){.budget_bytes = TILE_BYTES}), MMB_BUSY);
+  cr_assert_eq(stats(fast).budget_bytes, 3 * TILE_BYTES);
+  OK(mmb_tile_release(l[0]));
+  OK(mmb_tile_release(l[2]));
+  OK(mmb_space_set_cache(fast, &(mmbCacheConfig){.budget_bytes = TILE_BYTES}));
+  cr_assert_eq(stats(fast).used_bytes, TILE_BYTES, "evicted down to the new budget");
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, advice_changes_the_victim) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 3);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l;
+  for (size_t i = 0; i < 3; i++) {
+    OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l));
+    OK(mmb_tile_release(l));
+  }
+  OK(mmb_tile_advise(tile(a, 0), fast, MMB_ADVICE_KEEP));      /* the LRU one stays */
+  OK(mmb_tile_advise(tile(a, 2), fast, MMB_ADVICE_WONTNEED));
+  mmbArrayTile *again;
+  OK(mmb_tile_acquire(tile(a, 2), fast, MMB_READ, &again));   /* a hit: now the most recent, */
+  OK(mmb_tile_release(again));                                 /* and still WONTNEED */
+  OK(mmb_tile_acquire(tile(a, 3), fast, MMB_READ, &l));         /* a miss: tile 2 goes, not 1 */
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &again));   /* kept: a hit */
+  OK(mmb_tile_release(again));
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &again));   /* still there: a hit */
+  OK(mmb_tile_release(again));
+  mmbCacheStats st = stats(fast);
+  cr_assert_eq(st.hits, 3, "WONTNEED went before the least recently used");
+  cr_assert_eq(st.misses, 4);
+  /* KEEP holds when a miss needs room: the least recent other copy (3) goes */
+  OK(mmb_tile_acquire(tile(a, 4), fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &again));
+  OK(mmb_tile_release(again));
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &again));
+  OK(mmb_tile_release(again));
+  cr_assert_eq(stats(fast).hits, 5);
+  OK(mmb_tile_advise(tile(a, 0), fast, MMB_ADVICE_NORMAL));
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, willneed_fetches_ahead_and_wontneed_writes_home) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 10);
+  OK(mmb_tile_advise(tile(a, 6), fast, MMB_ADVICE_WILLNEED));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 1 && st.fetched_bytes == TILE_BYTES && st.used_bytes == TILE_BYTES);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 6), fast, MMB_READ_WRITE, &l));   /* waits for the copy: a hit */
+  cr_assert_eq(first(l), first(tile(a, 6)));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = 99.0;
+  OK(mmb_tile_release(l));
+  cr_assert_eq(stats(fast).hits, 1);
+  OK(mmb_tile_advise(tile(a, 6), fast, MMB_ADVICE_WONTNEED));   /* written home on the queue */
+  OK(mmb_array_evict(a, NULL));   /* clean now: dropped, waiting for that write */
+  cr_assert_eq(first(tile(a, 6)), 99.0);
+  st = stats(fast);
+  cr_assert(st.writebacks == 1 && st.clean_drops == 1 && st.used_bytes == 0);
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(cache, a_write_home_refreshes_a_clean_copy) {
+  mmbMemSpace *fast = fast_space();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled_array(iface, 0), *b = tiled_array(iface, 100);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 2), fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_copy(tile(a, 2), tile(b, 2)));   /* mmb writes the tile at home */
+  OK(mmb_tile_acquire(tile(a, 2), fast, MMB_READ, &l));
+  cr_assert_eq(first(l), first(tile(b, 2)), "the copy was brought up to date");
+  OK(mmb_tile_release(l));
+  cr_assert_eq(stats(fast).misses, 2);
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+}
+
+MMB_TEST(cache, misuse_is_refused) {
+  mmbMemSpace *fast = fast_space();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled_array(iface, 0);
+  mmbArrayTile *t = tile(a, 0), *l, *dup;
+  FAILS(mmb_tile_acquire(NULL, fast, MMB_READ, &l), MMB_INVALID_ARG);
+  FAILS(mmb_tile_acquire(t, NULL, MMB_READ, &l), MMB_INVALID_ARG);
+  FAILS(mmb_tile_acquire(t, fast, MMB_READ, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_tile_acquire(t, fast, (mmbAccessType)9, &l), MMB_INVALID_ARG);
+  FAILS(mmb_tile_release(t), MMB_INVALID_ARG);   /* never acquired */
+  FAILS(mmb_tile_release(NULL), MMB_INVALID_ARG);
+  OK(mmb_tile_duplicate(t, fast, MMB_READ, NULL, &dup));
+  FAILS(mmb_tile_acquire(dup, fast, MMB_READ, &l), MMB_INVALID_ARG);   /* a duplicate */
+  OK(mmb_tile_discard(dup));
+  OK(mmb_tile_acquire(t, fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  FAILS(mmb_tile_release(l), MMB_INVALID_ARG);   /* twice */
+  FAILS(mmb_tile_advise(t, fast, (mmbAdvice)17), MMB_INVALID_ARG);
+  FAILS(mmb_tile_advise(NULL, fast, MMB_ADVICE_KEEP), MMB_INVALID_ARG);
+  FAILS(mmb_space_set_cache(fast, &(mmbCacheConfig){.clean_share = 1.5}), MMB_INVALID_ARG);
+  FAILS(mmb_space_set_cache(NULL, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_space_get_cache_stats(fast, NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_flush(NULL), MMB_INVALID_ARG);
+  FAILS(mmb_array_evict(NULL, fast), MMB_INVALID_ARG);
+  OK(mmb_array_destroy(a));
+  FAILS(mmb_tile_acquire(t, fast, MMB_READ, &l), MMB_INVALID_ARG);   /* its array is gone */
+  FAILS(mmb_tile_release(l), MMB_INVALID_ARG);                       /* and its copy */
+  FAILS(mmb_array_flush(a), MMB_INVALID_ARG);
+  /* a read-only array's tiles may be cached, never written */
+  mmbLayout *lay = test_layout(sizeof(double), 2, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
+  mmbArray *ro;
+  OK(mmb_array_create(&(mmbDimensions){2, {N, N}}, lay, iface, MMB_READ, &ro));
+  OK(mmb_layout_destroy(lay));
+  OK(mmb_array_tile(ro, &(mmbDimensions){2, {T, T}}));
+  FAILS(mmb_tile_acquire(tile(ro, 1), fast, MMB_WRITE, &l), MMB_INVALID_STATE);
+  OK(mmb_tile_acquire(tile(ro, 1), fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  OK(mmb_array_destroy(ro));
+}
+
+MMB_TEST(cache, acquire_async_fetches_on_the_queue) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 3);
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  mmbRequest r = {0};
+  mmbArrayTile *l, *l2;
+  FAILS(mmb_tile_acquire_async(tile(a, 7), fast, MMB_READ, NULL, &r, &l), MMB_INVALID_ARG);
+  OK(mmb_tile_acquire_async(tile(a, 7), fast, MMB_READ, q, &r, &l));
+  OK(mmb_wait(&r));
+  cr_assert_eq(first(l), first(tile(a, 7)));
+  OK(mmb_tile_acquire_async(tile(a, 7), fast, MMB_READ, q, &r, &l2));   /* a hit */
+  cr_assert_eq(l2, l);
+  OK(mmb_wait(&r));
+  OK(mmb_tile_release(l2));
+  OK(mmb_tile_release(l));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 1 && st.hits == 1);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+}
+
+/* ---- two threads -------------------------------------------------------------- */
+
+typedef struct worker {
+  mmbArray *a;
+  mmbMemSpace *fast;
+  size_t base;
+  int failures;
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  for (int round = 0; round < 300; round++) {
+    size_t i = w->base + (size_t)round % 4;
+    mmbArrayTile *l, *t;
+    if (mmb_tile_at(w->a, &(mmbIndex){2, {i / (N / T), i % (N / T)}}, &t) != MMB_OK ||
+        mmb_tile_acquire(t, w->fast, MMB_READ_WRITE, &l) != MMB_OK) {
+      w->failures++;
+      continue;
+    }
+    MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) += 1.0;
+    if (mmb_tile_release(l) != MMB_OK) w->failures++;
+  }
+  return NULL;
+}
+
+MMB_TEST(cache, two_threads_acquire_and_release_at_once) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 5);   /* less than the 8 tiles they use: evictions race with acquires */
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE), 0);
+  worker w[2] = {{a, fast, 0, 0}, {a, fast, 8, 0}};
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, work, &w[k]);
+  for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+  cr_assert(w[0].failures == 0 && w[1].failures == 0);
+  OK(mmb_array_flush(a));
+  for (size_t k = 0; k < 2; k++)
+    for (size_t i = 0; i < 4; i++) {
+      mmbArrayTile *t = tile(a, w[k].base + i);
+      double start = (double)(t->lower[0] * N + t->lower[1]);
+      cr_assert_eq(first(t), start + 75.0, "tile %zu: every increment kept",
+                   w[k].base + i);
+    }
+  OK(mmb_array_destroy(a));
+}
+
+/* ---- a randomized run against a reference model ---------------------------------- */
+
+#define TILES 16
+typedef struct model_tile {
+  bool cached, dirty;
+  unsigned pins, write_pins;
+  mmbAdvice advice;
+  long stamp;   /* the list's order: last use; WONTNEED: before every use, latest first */
+  double home, copy;     /* the first element's value, at home and in the copy */
+  mmbArrayTile *local;
+} model_tile;
+
+typedef struct model {
+  model_tile t[TILES];
+  size_t budget;   /* in tiles */
+  unsigned long clock, writebacks, drops;
+} model;
+
+static size_t model_used(const model *m, bool pinned_only) {
+  size_t n = 0;
+  for (size_t i = 0; i < TILES; i++)
+    if (m->t[i].cached && (!pinned_only || m->t[i].pins)) n++;
+  return n;
+}
+
+static int model_rank(const model_tile *t) {
+  if (!t->cached || t->pins || t->advice == MMB_ADVICE_KEEP) return -1;
+  return t->advice == MMB_ADVICE_WONTNEED ? 0 : t->advice == MMB_ADVICE_WILLNEED ? 2 : 1;
+}
+
+static void model_evict(model *m, model_tile *t) {
+  if (t->dirty) {
+    t->home = t->copy;
+    m->writebacks++;
+  } else {
+    m->drops++;
+  }
+  t->cached = t->dirty = false;
+  t->advice = MMB_ADVICE_NORMAL;
+}
+
+/* What an acquire of a tile not cached does: false when it must be refused. */
+static bool model_room(model *m) {
+  size_t evictable = 0;
+  for (size_t i = 0; i < TILES; i++) evictable += model_rank(&m->t[i]) >= 0;
+  if (model_used(m, false) + 1 - evictable > m->budget) return false;
+  while (model_used(m, false) + 1 > m->budget) {
+    model_tile *victim = NULL;
+    for (int rank = 0; rank <= 2 && !victim; rank++)
+      for (size_t i = 0; i < TILES; i++)
+        if (model_rank(&m->t[i]) == rank && (!victim || m->t[i].stamp < victim->stamp))
+          victim = &m->t[i];
+    model_evict(m, victim);
+  }
+  return true;
+}
+
+MMB_TEST(cache, random_operations_match_a_reference_model) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  model m = {.budget = 4};
+  budget_tiles(fast, m.budget);
+  for (size_t i = 0; i < TILES; i++) m.t[i].home = m.t[i].copy = first(tile(a, i));
+  unsigned seed = 20261125;
+  for (int step = 0; step < 4000; step++) {
+    size_t i = (size_t)rand_r(&seed) % TILES;
+    model_tile *mt = &m.t[i];
+    mmbArrayTile *t = tile(a, i);
+    int op = rand_r(&seed) % 10;
+    if (op < 4) {   /* acquire */
+      bool write = rand_r(&seed) % 2;
+      mmbArrayTile *l;
+      bool fits = mt->cached || model_room(&m);
+      mmbError err = mmb_tile_acquire(t, fast, write ? MMB_READ_WRITE : MMB_READ, &l);
+      cr_assert_eq(err, fits ? MMB_OK : MMB_OUT_OF_MEMORY, "step %d: acquire of %zu", step, i);
+      if (err != MMB_OK) continue;
+      if (!mt->cached) mt->copy = mt->home;
+      mt->cached = true;
+      mt->pins++;
+      mt->stamp = (long)++m.clock;
+      if (mt->advice == MMB_ADVICE_WILLNEED) mt->advice = MMB_ADVICE_NORMAL;
+      mt->local = l;
+      cr_assert_eq(first(l), mt->copy, "step %d: tile %zu's copy", step, i);
+      if (write) {
+        mt->write_pins++;
+        mt->dirty = true;
+        mt->copy += 1.0;
+        MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = mt->copy;
+      }
+    } else if (op < 7) {   /* release */
+      if (!mt->pins) {
+        if (mt->local) FAILS(mmb_tile_release(mt->local), MMB_INVALID_ARG);
+        continue;
+      }
+      OK(mmb_tile_release(mt->local));
+      mt->pins--;
+      if (mt->write_pins > mt->pins) mt->write_pins = mt->pins;
+    } else if (op == 7) {   /* advise */
+      mmbAdvice adv = (mmbAdvice)(rand_r(&seed) % 4);
+      if (adv == MMB_ADVICE_WILLNEED) adv = MMB_ADVICE_NORMAL;   /* (its prefetch: tested above) */
+      OK(mmb_tile_advise(t, fast, adv));
+      if (mt->cached) {
+        mt->advice = adv;
+        if (adv == MMB_ADVICE_WONTNEED) {
+          mt->stamp = -(long)++m.clock;
+          if (mt->dirty && !mt->pins) {
+            mt->home = mt->copy;
+            mt->dirty = false;
+            m.writebacks++;
+          }
+        }
+      }
+    } else if (op == 8) {   /* flush */
+      OK(mmb_array_flush(a));
+      for (size_t k = 0; k < TILES; k++)
+        if (m.t[k].dirty) {
+          m.t[k].home = m.t[k].copy;
+          m.writebacks++;
+          m.t[k].dirty = m.t[k].write_pins > 0;
+        }
+    } else {   /* evict */
+      bool busy = false;
+      for (size_t k = 0; k < TILES; k++) {
+        if (!m.t[k].cached) continue;
+        if (m.t[k].pins) busy = true;
+        else model_evict(&m, &m.t[k]);
+      }
+      FAILS(mmb_array_evict(a, fast), busy ? MMB_BUSY : MMB_OK);
+    }
+    mmbCacheStats st = stats(fast);
+    cr_assert_eq(st.used_bytes, model_used(&m, false) * TILE_BYTES, "step %d: used", step);
+    cr_assert_eq(st.pinned_bytes, model_used(&m, true) * TILE_BYTES, "step %d: pinned", step);
+    size_t dirty = 0;
+    for (size_t k = 0; k < TILES; k++) dirty += m.t[k].dirty;
+    cr_assert_eq(st.dirty_bytes, dirty * TILE_BYTES, "step %d: dirty", step);
+    cr_assert_eq(st.writebacks, m.writebacks, "step %d: write-backs", step);
+    cr_assert_eq(st.clean_drops, m.drops, "step %d: drops", step);
+  }
+  for (size_t i = 0; i < TILES; i++)
+    while (m.t[i].pins--) OK(mmb_tile_release(m.t[i].local));
+  OK(mmb_array_flush(a));
+  for (size_t i = 0; i < TILES; i++)
+    cr_assert_eq(first(tile(a, i)), m.t[i].cached ? m.t[i].copy : m.t[i].home, "tile %zu", i);
+  OK(mmb_array_destroy(a));
+}
