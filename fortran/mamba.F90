@@ -61,7 +61,8 @@ module mamba
     mmb_tile_migrate_async, mmb_trace_dump, mmb_trace_set_capacity, mmb_trace_start, &
     mmb_trace_stop, mmb_version, mmb_wait, mmb_wait_all, mmb_tile_get_pointer, &
     mmb_tile_acquire, mmb_tile_acquire_async, mmb_tile_release, mmb_tile_advise, mmb_array_flush, mmb_array_evict, &
-    mmb_space_set_cache, mmb_space_get_cache, mmb_space_get_cache_stats
+    mmb_space_set_cache, mmb_space_get_cache, mmb_space_get_cache_stats, &
+    mmb_space_add_oom_handler, mmb_space_remove_oom_handler, mmb_allocation_space
 
   ! ---- a tile's elements as a Fortran pointer -------------------------------------
   interface mmb_tile_get_pointer
@@ -1652,6 +1653,38 @@ contains
     type(mmbCacheStats), intent(out) :: stats
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_space_get_cache_stats(space%ptr, stats))
+  end subroutine
+
+  ! ---- the out-of-memory chain ---------------------------------------------------
+  ! fn: a bind(C) function returning integer(c_int) (MMB_OOM_RETRY or
+  ! MMB_OOM_GIVE_UP), with value arguments space (type(c_ptr)), bytes_needed
+  ! (integer(c_size_t)), attempt (integer(c_int)) and arg (type(c_ptr)).
+  subroutine mmb_space_add_oom_handler(space, fn, arg, err)
+    type(mmbMemSpace), intent(in) :: space
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: arg
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_space_add_oom_handler(space%ptr, fn, arg))
+  end subroutine
+
+  subroutine mmb_space_remove_oom_handler(space, fn, arg, err)
+    type(mmbMemSpace), intent(in) :: space
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: arg
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_space_remove_oom_handler(space%ptr, fn, arg))
+  end subroutine
+
+  ! Where the allocation's bytes are: its interface's space, or the fallback.
+  subroutine mmb_allocation_space(allocation, space, err)
+    type(mmbAllocation), intent(in) :: allocation
+    type(mmbMemSpace), intent(inout) :: space
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    rc = c_mmb_allocation_space(allocation%ptr, made)
+    call handle_out(rc, made, space%ptr)
+    call set_err(err, rc)
   end subroutine
 
   ! ---- deprecated: the bare-pointer calls with the interface first ----------

@@ -61,6 +61,7 @@ module mamba_c
     integer(c_int) :: flags = 0              ! MMB_INTERFACE_THREAD_SAFE
     integer(c_size_t) :: release_threshold = 0
     integer(c_int) :: copy_threads = 0       ! host copies from 4 MiB split over this many threads
+    type(c_ptr) :: fallback = c_null_ptr     ! a space (its %ptr) serving what this one cannot
   end type
   type(mmbMemInterfaceConfig), parameter :: MMB_MEMINTERFACE_CONFIG_DEFAULT = &
     mmbMemInterfaceConfig(MMB_PROVIDER_DEFAULT, MMB_STRATEGY_DEFAULT, 0, 0_c_size_t, 0)
@@ -672,6 +673,23 @@ module mamba_c
       type(c_ptr), value :: t, space, q
       integer(c_int), value :: access
       type(mmbRequest), intent(inout), optional :: req
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_space_add_oom_handler(space, fn, arg) &
+        bind(C, name='mmb_space_add_oom_handler')
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: space, arg
+      type(c_funptr), value :: fn
+    end function
+    integer(c_int) function c_mmb_space_remove_oom_handler(space, fn, arg) &
+        bind(C, name='mmb_space_remove_oom_handler')
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: space, arg
+      type(c_funptr), value :: fn
+    end function
+    integer(c_int) function c_mmb_allocation_space(a, out) bind(C, name='mmb_allocation_space')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: a
       type(c_ptr), intent(out) :: out
     end function
     integer(c_int) function c_mmb_tile_release(t) bind(C, name='mmb_tile_release')

@@ -37,6 +37,7 @@ static void bring_down(void) {
   mmb__caches_finalize();
   mmb__queues_finalize();
   mmb__space_set_release_hook(NULL);
+  mmb__space_set_oom_hook(NULL);
   mmb__dup_interfaces_forget();
   mmb__interfaces_finalize();
   mmb__slab_map_finalize();
@@ -60,7 +61,10 @@ static mmbError bring_up(const mmbOptions *opts) {
       (err = mmb__spaces_init()) == MMB_OK &&
       (err = mmb__spaces_discover()) == MMB_OK)
     err = mmb__trace_init();
-  if (err == MMB_OK) mmb__space_set_release_hook(mmb__dup_interface_released);
+  if (err == MMB_OK) {
+    mmb__space_set_release_hook(mmb__dup_interface_released);
+    mmb__space_set_oom_hook(mmb__cache_oom_step);
+  }
   else bring_down();
   return err;
 }

@@ -486,3 +486,179 @@ MMB_TEST(cache, random_operations_match_a_reference_model) {
     cr_assert_eq(first(tile(a, i)), m.t[i].cached ? m.t[i].copy : m.t[i].home, "tile %zu", i);
   OK(mmb_array_destroy(a));
 }
+
+/* ---- the out-of-memory chain ----------------------------------------------------- */
+
+static mmbMemSpace *limited(size_t bytes) {
+  mmbMemSpace *s;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = bytes}, &s));
+  return s;
+}
+
+static mmbMemInterface *basic_on(mmbMemSpace *s, mmbMemSpace *fallback) {
+  mmbMemInterface *i;
+  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.provider = MMB_PROVIDER_SYSTEM,
+                                                        .fallback = fallback}, &i));
+  return i;
+}
+
+typedef struct handler_state {
+  mmbAllocation *held;      /* freed on the first call */
+  mmbMemInterface *iface;   /* allocates there when set */
+  mmbOomAction says;
+  unsigned calls, last_attempt;
+  mmbError inner;           /* what its own allocation got */
+  int order, *clock;
+} handler_state;
+
+static mmbOomAction handler(mmbMemSpace *space, size_t need, unsigned attempt, void *arg) {
+  handler_state *h = arg;
+  h->calls++;
+  h->last_attempt = attempt;
+  if (h->clock) h->order = ++*h->clock;
+  if (h->held) {
+    OK(mmb_free(h->held));
+    h->held = NULL;
+    return MMB_OOM_RETRY;
+  }
+  if (h->iface) {
+    mmbAllocation *a;
+    h->inner = mmb_allocate(need, h->iface, &a);
+    if (h->inner == MMB_OK) OK(mmb_free(a));
+  }
+  return h->says;
+}
+
+/* A pool gives back the segments it caches before it refuses: the chain
+   never runs for that. */
+MMB_TEST(oom, a_pool_gives_back_its_own_cache_before_the_chain) {
+  mmbMemSpace *s = limited(8 << 20);
+  mmbMemInterface *pool;
+  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL}, &pool));
+  handler_state h = {.says = MMB_OOM_GIVE_UP};
+  OK(mmb_space_add_oom_handler(s, handler, &h));
+  mmbAllocation *a;
+  OK(mmb_allocate(3 << 20, pool, &a));
+  OK(mmb_free(a));   /* the pool keeps its segment */
+  mmbStats ps;
+  OK(mmb_interface_get_stats(pool, &ps));
+  cr_assert_geq(ps.reserved_current, 3 << 20, "the pool holds its segment");
+  OK(mmb_allocate(6 << 20, pool, &a));   /* past the limit with that segment: it goes first */
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  cr_assert(st.oom_rounds == 0 && st.handler_calls == 0 && h.calls == 0, "%llu rounds, %llu calls",
+            (unsigned long long)st.oom_rounds, (unsigned long long)st.handler_calls);
+  OK(mmb_free(a));
+  OK(mmb_space_remove_oom_handler(s, handler, &h));
+  FAILS(mmb_space_remove_oom_handler(s, handler, &h), MMB_INVALID_ARG);
+  OK(mmb_interface_destroy(pool));
+}
+
+MMB_TEST(oom, cached_tiles_go_before_the_handlers_are_asked) {
+  mmbMemSpace *s = limited(2 << 20);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbMemInterface *iface = basic_on(s, NULL);
+  handler_state h = {.says = MMB_OOM_GIVE_UP};
+  OK(mmb_space_add_oom_handler(s, handler, &h));
+  mmbArrayTile *l;
+  for (size_t i = 0; i < TILES; i++) {   /* 16 copies in the space, one dirty */
+    OK(mmb_tile_acquire(tile(a, i), s, i == 0 ? MMB_READ_WRITE : MMB_READ, &l));
+    if (i == 0) MMB_TILE_AT_2D(l, double, 0, 0) = -3.0;
+    OK(mmb_tile_release(l));
+  }
+  mmbAllocation *big;
+  /* the duplicates' pool holds about 2 MiB: room only once the copies go */
+  OK(mmb_allocate((2 << 20) - (64 << 10), iface, &big));
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  cr_assert_eq(st.used_bytes, 0, "every copy went");
+  cr_assert(st.clean_drops == TILES - 1 && st.writebacks == 1, "%llu drops, %llu write-backs",
+            (unsigned long long)st.clean_drops, (unsigned long long)st.writebacks);
+  cr_assert_eq(first(tile(a, 0)), -3.0, "the dirty one was written home");
+  cr_assert(st.oom_rounds >= 1 && h.calls == 0, "no handler was needed");
+  OK(mmb_free(big));
+  OK(mmb_space_remove_oom_handler(s, handler, &h));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_array_destroy(a));
+}
+
+MMB_TEST(oom, handlers_free_give_up_or_retry_at_most_three_rounds) {
+  mmbMemSpace *s = limited(1 << 20);
+  mmbMemInterface *iface = basic_on(s, NULL);
+  mmbAllocation *held, *a;
+  OK(mmb_allocate(768 << 10, iface, &held));
+  int clock = 0;
+  handler_state freer = {.held = held, .says = MMB_OOM_GIVE_UP, .clock = &clock};
+  handler_state quitter = {.says = MMB_OOM_GIVE_UP, .clock = &clock};
+  OK(mmb_space_add_oom_handler(s, handler, &quitter));
+  OK(mmb_space_add_oom_handler(s, handler, &freer));
+  FAILS(mmb_space_add_oom_handler(s, handler, &freer), MMB_INVALID_ARG);   /* twice */
+  OK(mmb_allocate(512 << 10, iface, &a));   /* the second handler frees: served */
+  cr_assert(quitter.calls == 1 && freer.calls == 1 && quitter.order < freer.order,
+            "called once each, in the order they were added");
+  /* every handler gives up: refused after one round */
+  mmbAllocation *b;
+  FAILS(mmb_allocate(768 << 10, iface, &b), MMB_OUT_OF_MEMORY);
+  cr_assert(quitter.calls == 2 && freer.calls == 2);
+  /* one that always says retry: three rounds, then refused */
+  quitter.says = MMB_OOM_RETRY;
+  FAILS(mmb_allocate(768 << 10, iface, &b), MMB_OUT_OF_MEMORY);
+  cr_assert_eq(quitter.calls, 2 + MMB_OOM_HANDLER_ROUNDS);
+  cr_assert_eq(quitter.last_attempt, MMB_OOM_HANDLER_ROUNDS - 1);
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  cr_assert_eq(st.handler_calls, quitter.calls + freer.calls);
+  OK(mmb_space_remove_oom_handler(s, handler, &quitter));
+  OK(mmb_space_remove_oom_handler(s, handler, &freer));
+  OK(mmb_free(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(oom, a_handler_that_allocates_in_the_space_gets_an_error) {
+  mmbMemSpace *s = limited(1 << 20);
+  mmbMemInterface *iface = basic_on(s, NULL);
+  mmbAllocation *held, *b;
+  OK(mmb_allocate(768 << 10, iface, &held));
+  handler_state h = {.iface = iface, .says = MMB_OOM_GIVE_UP};
+  OK(mmb_space_add_oom_handler(s, handler, &h));
+  FAILS(mmb_allocate(768 << 10, iface, &b), MMB_OUT_OF_MEMORY);
+  cr_assert(h.calls == 1 && h.inner == MMB_OUT_OF_MEMORY, "its allocation was refused at once");
+  FAILS(mmb_space_add_oom_handler(NULL, handler, &h), MMB_INVALID_ARG);
+  FAILS(mmb_space_add_oom_handler(s, NULL, &h), MMB_INVALID_ARG);
+  OK(mmb_space_remove_oom_handler(s, handler, &h));
+  OK(mmb_free(held));
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(oom, the_fallback_serves_what_the_space_cannot) {
+  mmbMemSpace *s = limited(1 << 20), *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface = basic_on(s, dram);
+  FAILS(mmb_request_interface(s, &(mmbMemInterfaceConfig){.fallback = s}, &(mmbMemInterface *){0}),
+        MMB_INVALID_ARG);
+  mmbAllocation *near, *far;
+  OK(mmb_allocate(512 << 10, iface, &near));
+  OK(mmb_allocate(4 << 20, iface, &far));   /* past the limit: from DRAM */
+  mmbMemSpace *where;
+  OK(mmb_allocation_space(near, &where));
+  cr_assert_eq(where, s);
+  OK(mmb_allocation_space(far, &where));
+  cr_assert_eq(where, dram);
+  memset(mmb_allocation_ptr(far), 1, 4 << 20);
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  cr_assert_eq(st.fallback_bytes, 4 << 20);
+  FAILS(mmb_interface_destroy(iface), MMB_BUSY);   /* what the fallback served is live */
+  OK(mmb_free(far));
+  OK(mmb_free(near));
+  FAILS(mmb_allocation_space(far, &where), MMB_INVALID_ARG);
+  FAILS(mmb_allocation_space(near, NULL), MMB_INVALID_ARG);
+  /* the fallback's interface destroyed by a caller: then the interface is strict */
+  OK(mmb_allocate(4 << 20, iface, &far));
+  mmbMemInterface *theirs;
+  OK(mmb_allocation_get_interface(far, &theirs));
+  OK(mmb_free(far));
+  OK(mmb_interface_destroy(theirs));
+  FAILS(mmb_allocate(4 << 20, iface, &far), MMB_OUT_OF_MEMORY);
+  OK(mmb_interface_destroy(iface));
+}

@@ -51,13 +51,22 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_free(mmbAllocation *allocation);
 MMB_EXPORT void *mmb_allocation_ptr(const mmbAllocation *allocation);
 /** The bytes asked for. Cannot fail: 0 for NULL or a handle that is not live. */
 MMB_EXPORT size_t mmb_allocation_size(const mmbAllocation *allocation);
-/** The interface it came from. \return MMB_OK; MMB_INVALID_ARG; MMB_NOT_INITIALIZED. */
+/** The interface it came from (for one its interface's fallback space
+    served, mmb's interface there). \return MMB_OK; MMB_INVALID_ARG;
+    MMB_NOT_INITIALIZED. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_get_interface(const mmbAllocation *allocation,
                                              mmbMemInterface **out_interface);
 /** Deprecated: the former name of mmb_allocation_get_interface, kept for one release. */
 MMB_EXPORT MMB_NODISCARD MMB_DEPRECATED("mmb_allocation_get_interface")
 mmbError mmb_allocation_interface(const mmbAllocation *allocation,
                                   mmbMemInterface **out_interface);
+
+/** The space the allocation's bytes are in: its interface's, or the
+    interface's fallback space when the allocation was served there.
+    \return MMB_OK; MMB_INVALID_ARG for NULLs or a handle that is not live;
+    MMB_NOT_INITIALIZED. (A name the design fixed, kept as programs use it.) */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_allocation_space(const mmbAllocation *allocation,
+                                                       mmbMemSpace **out_space);
 
 /**
  * malloc-style: allocates \p n_bytes from \p interface and returns the bare

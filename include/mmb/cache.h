@@ -159,6 +159,50 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_cache(mmbMemSpace *space,
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_cache_stats(const mmbMemSpace *space,
                                                             mmbCacheStats *out);
 
+/* ---- the out-of-memory chain ---------------------------------------------
+   When an allocation in a space is refused (its provider, or a limit), mmb
+   does not give up at once. In order, trying the allocation again after
+   each step: it trims the allocating interface's cached memory; drops the
+   clean unpinned tile copies cached in the space (and in spaces drawing on
+   it), WONTNEED first, KEEP never, and gives their bytes back to the
+   provider; writes home and drops the dirty ones; calls the
+   space's handlers, in the order they were added, for up to
+   MMB_OOM_HANDLER_ROUNDS rounds while one of them says MMB_OOM_RETRY; then
+   serves it from the interface's fallback space, if it has one
+   (mmbMemInterfaceConfig.fallback). Only then is it MMB_OUT_OF_MEMORY, with
+   nothing changed. An allocation made inside the chain (by a handler, in
+   any space) that is refused gets MMB_OUT_OF_MEMORY at once: no second
+   chain, no deadlock. */
+
+/** What a handler says after its attempt to free room. */
+typedef enum mmbOomAction {
+  MMB_OOM_GIVE_UP = 0,   /**< nothing more to free: go on down the chain */
+  MMB_OOM_RETRY,         /**< room may have been freed: try the allocation again */
+} mmbOomAction;
+
+/** A space's out-of-memory handler: \p bytes_needed is the refused
+    allocation's size, \p attempt counts the rounds from 0. */
+typedef mmbOomAction (*mmbOomHandler)(mmbMemSpace *space, size_t bytes_needed,
+                                      unsigned attempt, void *arg);
+
+/** Rounds of handler calls before the chain goes on to the fallback. */
+#define MMB_OOM_HANDLER_ROUNDS 3
+
+/**
+ * Adds \p fn (with \p arg) to \p space's handlers, after those already
+ * there. A space holds up to 8.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or a pair already added;
+ *         MMB_OUT_OF_MEMORY when the space has 8; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_add_oom_handler(mmbMemSpace *space, mmbOomHandler fn,
+                                                            void *arg);
+
+/** Removes the handler \p fn added with \p arg.
+    \return MMB_OK; MMB_INVALID_ARG for NULLs or a pair not added;
+    MMB_NOT_INITIALIZED. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_space_remove_oom_handler(mmbMemSpace *space,
+                                                               mmbOomHandler fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -163,6 +163,11 @@ typedef struct mmbMemInterfaceConfig {
                                     interface's memory are split over this many
                                     threads (1..64; the larger of both sides' asks);
                                     0 = MMB_COPY_THREADS, else 1 */
+  struct mmbMemSpace *fallback; /**< a preferred tier: when the space's out-of-memory
+                                    chain (mmb/cache.h) cannot make room, an allocation
+                                    is served from this space instead
+                                    (mmb_allocation_space says where it landed);
+                                    NULL = strict */
 } mmbMemInterfaceConfig;
 
 /** The interface may be used from several threads at once. Without it, an

@@ -540,17 +540,54 @@ mmbError mmb_space_get_cache_stats(const mmbMemSpace *space, mmbCacheStats *out)
   const space_cache *c = find_cache(space);
   if (c) {
     *out = c->stats;
+    out->oom_rounds = atomic_load(&c->space->oom_rounds);
+    out->handler_calls = atomic_load(&c->space->handler_calls);
+    out->fallback_bytes = atomic_load(&c->space->fallback_bytes);
     out->used_bytes = c->used;
     out->dirty_bytes = c->dirty;
     out->pinned_bytes = c->pinned;
     out->budget_bytes = budget_of(c);
   } else {
-    *out = (mmbCacheStats){0};
+    *out = (mmbCacheStats){
+        .oom_rounds = atomic_load(&space->oom_rounds),
+        .handler_calls = atomic_load(&space->handler_calls),
+        .fallback_bytes = atomic_load(&space->fallback_bytes)};
     space_cache probe = {.space = (mmbMemSpace *)space};
     out->budget_bytes = budget_of(&probe);
   }
   cache_unlock();
   return MMB_OK;
+}
+
+/* ---- the out-of-memory chain's part -------------------------------------------- */
+
+/* Step 0 drops the clean unpinned copies cached in `space` or in a space
+   drawing on it (WONTNEED first), step 1 writes the dirty ones home and
+   drops them; KEEP copies stay. The bytes go back to the provider (the
+   duplicates' interface is trimmed). Nothing when the refused allocation
+   is the cache's own (a fetch: the acquire evicts for itself). */
+bool mmb__cache_oom_step(mmbMemSpace *space, int step) {
+  if (held) return false;
+  bool freed = false;
+  cache_lock();
+  for (space_cache *c = caches; c; c = c->next) {
+    if (!mmb__space_draws_on(c->space, space)) continue;
+    bool here = false;
+    for (int rank = 0; rank <= 2; rank++)
+      for (cache_entry *e = c->head, *next; e; e = next) {
+        next = e->next;
+        if (victim_rank(e, false) == rank && e->dirty == (step == 1) &&
+            evict("the out-of-memory chain", e, true) == MMB_OK)
+          here = true;
+      }
+    mmbMemInterface *dups;
+    if (here && mmb__dup_interface(c->space, &dups) == MMB_OK &&
+        mmb_interface_trim(dups, 0) != MMB_OK)
+      mmb__log(MMB_LOG_DEBUG, "%s: the duplicates' interface was not trimmed", c->space->info.name);
+    freed |= here;
+  }
+  cache_unlock();
+  return freed;
 }
 
 /* ---- life ------------------------------------------------------------------------ */

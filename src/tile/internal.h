@@ -88,6 +88,9 @@ void mmb__cache_drop_array(mmbArray *array);
 void mmb__caches_finalize(void);
 /* The calling thread holds the cache's lock (a fetch is allocating). */
 bool mmb__cache_held(void);
+/* The tile cache's steps of a space's out-of-memory chain (the hook the
+   lifecycle sets: mmb__space_set_oom_hook). */
+bool mmb__cache_oom_step(mmbMemSpace *space, int step);
 /* Releases a duplicate on q without writing it back (after q's work). */
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q);
 /* Releases a tile's owned storage and space-local copy. */

@@ -13,7 +13,15 @@ module checks
   ! what the callbacks saw
   integer :: log_messages = 0, submitted = 0, merged_elements = 0
   integer(c_size_t) :: provider_live = 0
+  integer :: oom_calls = 0
 contains
+  integer(c_int) function give_up(space, bytes, attempt, arg) bind(C)
+    type(c_ptr), value :: space, arg
+    integer(c_size_t), value :: bytes
+    integer(c_int), value :: attempt
+    oom_calls = oom_calls + 1
+    give_up = MMB_OOM_GIVE_UP
+  end function
   subroutine begin(name)
     character(len=*), intent(in) :: name
     current = name
@@ -862,6 +870,9 @@ contains
     type(mmbCacheStats) :: stats
     type(mmbQueue) :: queue
     type(mmbRequest) :: r
+    type(mmbMemSpace) :: small, dram, where
+    type(mmbMemInterface) :: strict
+    type(mmbAllocation) :: far
     real(dp), allocatable, target :: x(:,:)
     real(dp), pointer :: p(:,:)
     integer :: err, i
@@ -916,6 +927,23 @@ contains
     call expect(err, MMB_OK, 'evict from every space')
     call mmb_array_destroy(arr, err)
     call expect(err, MMB_OK, 'destroy')
+    ! the out-of-memory chain: a handler, then the fallback
+    call mmb_request_space(MMB_DRAM, MMB_CPU, mmbMemSpaceConfig(mmbSizeConfig(MMB_SIZE_SET, .false., &
+      1024_mmbSizeKind * 1024), MMB_MEMINTERFACE_CONFIG_DEFAULT), small, err)
+    call mmb_interface_get_space(iface, dram, err)
+    call mmb_space_add_oom_handler(small, c_funloc(give_up), c_null_ptr, err)
+    call expect(err, MMB_OK, 'a handler')
+    call mmb_request_interface(small, mmbMemInterfaceConfig(fallback=dram%ptr), strict, err)
+    call mmb_allocate(4_mmbSizeKind * 1024 * 1024, strict, far, err)
+    call expect(err, MMB_OK, 'served by the fallback')
+    call ensure(oom_calls == 1, 'the handler was asked first')
+    call mmb_allocation_space(far, where, err)
+    call ensure(c_associated(where%ptr, dram%ptr), 'it landed in the fallback')
+    call mmb_free(far, err)
+    call mmb_interface_destroy(strict, err)
+    call expect(err, MMB_OK, 'the interface and its fallback')
+    call mmb_space_remove_oom_handler(small, c_funloc(give_up), c_null_ptr, err)
+    call expect(err, MMB_OK, 'handler removed')
     call teardown(layout, iface)
   end subroutine
 

@@ -43,12 +43,25 @@ struct mmbMemSpace {
   mmbMemSpaceConfig reg_cfg;
   char reg_name[48];
   mmbMemInterfaceConfig interface_cfg;
+  /* the out-of-memory chain (mmb/cache.h): its handlers (guarded by the
+     handlers' lock in space.c) and its counters */
+  struct { mmbOomHandler fn; void *arg; } oom[8];
+  unsigned n_oom;
+  _Atomic uint64_t oom_rounds, handler_calls, fallback_bytes;
 };
 
 /* The one hook a higher floor may set: called by mmb_space_release before
    it checks the space is unused (the tile layer lets go of the idle
    interface its duplicates draw on). Set by the lifecycle. */
 void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space));
+/* The out-of-memory chain: the floor above's part (the tile cache: step 0
+   drops clean copies cached in or under `space`, step 1 writes dirty ones
+   home and drops them; true when something went), set by the lifecycle;
+   and the space's handlers, called once each for one round (true when one
+   said MMB_OOM_RETRY). */
+void mmb__space_set_oom_hook(bool (*hook)(mmbMemSpace *space, int step));
+bool mmb__space_oom_hook(mmbMemSpace *space, int step);
+bool mmb__space_oom_handlers(mmbMemSpace *space, size_t need, unsigned attempt);
 /* Adds a discovered space (discovery.c calls it at init). */
 mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out);
 mmbError mmb__spaces_init(void);     /* reads MMB_LIMIT_* */
@@ -278,6 +291,7 @@ struct mmbMemInterface {
   mmb__ptr_table ptrs;                       /* mmb_ptr_allocate's blocks with handles */
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
   _Atomic size_t n_deferred;
+  mmbMemInterface *fallback;                 /* mmbMemInterfaceConfig.fallback's interface */
   mmbMemInterface *next, *prev;
 };
 

@@ -171,6 +171,72 @@ void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space)) {
   atomic_store(&release_hook, hook);
 }
 
+/* ---- the out-of-memory chain's handlers ------------------------------------ */
+
+static bool (*_Atomic oom_hook)(mmbMemSpace *space, int step);
+static pthread_mutex_t handlers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mmb__space_set_oom_hook(bool (*hook)(mmbMemSpace *space, int step)) {
+  atomic_store(&oom_hook, hook);
+}
+
+bool mmb__space_oom_hook(mmbMemSpace *space, int step) {
+  bool (*hook)(mmbMemSpace *, int) = atomic_load(&oom_hook);
+  return hook && hook(space, step);
+}
+
+bool mmb__space_oom_handlers(mmbMemSpace *space, size_t need, unsigned attempt) {
+  pthread_mutex_lock(&handlers_lock);   /* a copy: a handler may add or remove */
+  unsigned n = space->n_oom;
+  __typeof__(space->oom) h;
+  memcpy(h, space->oom, sizeof h);
+  pthread_mutex_unlock(&handlers_lock);
+  bool retry = false;
+  for (unsigned i = 0; i < n; i++) {
+    atomic_fetch_add_explicit(&space->handler_calls, 1, memory_order_relaxed);
+    retry |= h[i].fn(space, need, attempt, h[i].arg) == MMB_OOM_RETRY;
+  }
+  return retry;
+}
+
+mmbError mmb_space_add_oom_handler(mmbMemSpace *space, mmbOomHandler fn, void *arg) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!fn, __func__, "fn is NULL");
+  mmbError err = MMB_OK;
+  pthread_mutex_lock(&handlers_lock);
+  for (unsigned i = 0; i < space->n_oom; i++)
+    if (space->oom[i].fn == fn && space->oom[i].arg == arg) err = MMB_INVALID_ARG;
+  if (err == MMB_OK && space->n_oom == sizeof space->oom / sizeof *space->oom)
+    err = MMB_OUT_OF_MEMORY;
+  if (err == MMB_OK) {
+    space->oom[space->n_oom].fn = fn;
+    space->oom[space->n_oom].arg = arg;
+    space->n_oom++;
+  }
+  pthread_mutex_unlock(&handlers_lock);
+  if (err == MMB_INVALID_ARG) return mmb__fail(err, __func__, "that handler is already added");
+  if (err != MMB_OK) return mmb__fail(err, __func__, "%s has 8 handlers", space->info.name);
+  return MMB_OK;
+}
+
+mmbError mmb_space_remove_oom_handler(mmbMemSpace *space, mmbOomHandler fn, void *arg) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
+  MMB__ARG(!fn, __func__, "fn is NULL");
+  bool found = false;
+  pthread_mutex_lock(&handlers_lock);
+  for (unsigned i = 0; i < space->n_oom && !found; i++)
+    if (space->oom[i].fn == fn && space->oom[i].arg == arg) {
+      memmove(&space->oom[i], &space->oom[i + 1], (space->n_oom - i - 1) * sizeof *space->oom);
+      space->n_oom--;
+      found = true;
+    }
+  pthread_mutex_unlock(&handlers_lock);
+  MMB__ARG(!found, __func__, "that handler was not added");
+  return MMB_OK;
+}
+
 static mmbError check_space_config(const char *func, const mmbMemSpaceConfig *cfg) {
   MMB__ARG(cfg->numa_node < 0 || cfg->device < 0, func,
            "numa_node %d / device %d: indices are 0-based", cfg->numa_node, cfg->device);

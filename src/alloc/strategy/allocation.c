@@ -67,24 +67,66 @@ static mmbError allocation_failed(mmbMemInterface *iface, size_t n_bytes, mmbErr
                    mmb_error_string(err));
 }
 
+/* One try: from the region the options name, or from the strategy. */
+static mmbError try_allocate(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,
+                             mmbRegion *region, mmbAllocation **a) {
+  if (region) return mmb__region_allocate(region, iface, n, alignment, flags, a);
+  return iface->strategy->allocate(iface, n, alignment, flags, a);
+}
+
+/* The space's out-of-memory chain (mmb/cache.h), after a refusal: each step
+   may free room, and the allocation is tried again after it. A thread runs
+   one chain at a time: what a step allocates and is refused is refused. */
+static _Thread_local bool in_chain;
+
+static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,
+                          mmbRegion *region, mmbAllocation **a) {
+  if (in_chain) return MMB_OUT_OF_MEMORY;
+  in_chain = true;
+  mmbMemSpace *space = iface->space;
+  atomic_fetch_add_explicit(&space->oom_rounds, 1, memory_order_relaxed);
+  mmbError err = MMB_OUT_OF_MEMORY;
+  if (iface->strategy->trim) {   /* 1: what the interface caches */
+    mmb__deferred_sweep(iface, false);
+    mmb__region_cache_trim(iface);
+    iface->strategy->trim(iface, 0);
+    err = try_allocate(iface, n, alignment, flags, region, a);
+  }
+  for (int step = 0; err == MMB_OUT_OF_MEMORY && step < 2; step++)   /* 2, 3: the tile cache */
+    if (mmb__space_oom_hook(space, step)) err = try_allocate(iface, n, alignment, flags, region, a);
+  for (unsigned round = 0; err == MMB_OUT_OF_MEMORY && round < MMB_OOM_HANDLER_ROUNDS; round++) {
+    if (!mmb__space_oom_handlers(space, n, round)) break;   /* 4: every handler gave up */
+    err = try_allocate(iface, n, alignment, flags, region, a);
+  }
+  if (err == MMB_OUT_OF_MEMORY && iface->fallback && !region &&   /* 5: the fallback space */
+      mmb__object_is(iface->fallback, MMB__KIND_INTERFACE)) {   /* (unless a caller destroyed it) */
+    err = try_allocate(iface->fallback, n, alignment, flags, NULL, a);
+    if (err == MMB_OK) atomic_fetch_add_explicit(&space->fallback_bytes, n, memory_order_relaxed);
+  }
+  in_chain = false;
+  return err;
+}
+
 mmbError mmb__allocate(mmbMemInterface *iface, size_t n_bytes, const mmbAllocateOptions *opts,
                        mmbAllocation **out_allocation) {
   size_t alignment = 0;
   mmbError err = check_request(n_bytes, opts, &alignment);
   if (MMB__UNLIKELY(err != MMB_OK)) return err;
   unsigned flags = opts ? opts->flags : 0;
+  mmbRegion *region = opts ? opts->region : NULL;
   mmbAllocation *a;
   mmb__deferred_poll(iface);
-  if (opts && opts->region) {   /* the region's blocks are what the stats and trace see */
-    MMB__HANDLE(opts->region, MMB__KIND_REGION, "mmb_allocate_opts", "opts->region");
-    err = mmb__region_allocate(opts->region, iface, n_bytes, alignment, flags, &a);
+  if (region) MMB__HANDLE(region, MMB__KIND_REGION, "mmb_allocate_opts", "opts->region");
+  err = try_allocate(iface, n_bytes, alignment, flags, region, &a);
+  if (MMB__UNLIKELY(err == MMB_OUT_OF_MEMORY))
+    err = oom_chain(iface, n_bytes, alignment, flags, region, &a);
+  if (region) {   /* the region's blocks are what the stats and trace see */
     if (err != MMB_OK) return err;
     *out_allocation = mmb__handle_live(a);
     return MMB_OK;
   }
-  err = iface->strategy->allocate(iface, n_bytes, alignment, flags, &a);
   if (MMB__UNLIKELY(err != MMB_OK)) return allocation_failed(iface, n_bytes, err);
-  hand_out(iface, a, out_allocation);
+  hand_out(a->interface, a, out_allocation);
   return MMB_OK;
 }
 
@@ -104,6 +146,15 @@ void *mmb_allocation_ptr(const mmbAllocation *allocation) {
 size_t mmb_allocation_size(const mmbAllocation *allocation) {
   const mmbAllocation *a = mmb__handle_open(allocation);
   return a ? a->size : 0;
+}
+
+mmbError mmb_allocation_space(const mmbAllocation *allocation, mmbMemSpace **out_space) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!out_space, __func__, "out_space is NULL");
+  const mmbAllocation *a = mmb__handle_open(allocation);
+  MMB__ARG(!a, __func__, "%p is not a live allocation", (const void *)allocation);
+  *out_space = a->interface->space;
+  return MMB_OK;
 }
 
 mmbError mmb_allocation_get_interface(const mmbAllocation *allocation,

@@ -51,7 +51,24 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
   mmbMemInterfaceConfig c = cfg ? *cfg : space->interface_cfg;
   MMB__ARG(c.flags & ~MMB_INTERFACE_THREAD_SAFE, __func__, "unknown flags 0x%x", c.flags);
   MMB__ARG(c.copy_threads > 64, __func__, "copy_threads %u: at most 64", c.copy_threads);
+  if (c.fallback) {
+    MMB__HANDLE(c.fallback, MMB__KIND_SPACE, __func__, "cfg->fallback");
+    MMB__ARG(c.fallback == space, __func__, "the fallback is the interface's own space");
+  }
+  mmbMemInterface *fallback = NULL;
+  if (c.fallback) {   /* the same interface on the fallback space, with its default provider */
+    mmbMemInterfaceConfig fc = c;
+    fc.fallback = NULL;
+    fc.provider = MMB_PROVIDER_DEFAULT;
+    mmbError ferr = mmb_request_interface(c.fallback, &fc, &fallback);
+    if (ferr != MMB_OK) return ferr;
+  }
   mmbMemInterface *iface = mmb__object_new(MMB__KIND_INTERFACE, sizeof *iface);
+  if (!iface) {
+    if (fallback) MMB__MUST(mmb_interface_destroy(fallback));
+    return MMB_OUT_OF_MEMORY;
+  }
+  iface->fallback = fallback;
   if (!iface) return MMB_OUT_OF_MEMORY;
   iface->space = space;
   iface->flags = c.flags;
@@ -62,6 +79,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
   if (err == MMB_OK) err = provider_start(iface);
   if (err != MMB_OK) {
     mmb__object_free(iface);
+    if (fallback) MMB__MUST(mmb_interface_destroy(fallback));
     return err;
   }
   /* adaptive: held for a batch of list operations, so a waiter spins a
@@ -75,6 +93,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     pthread_mutex_destroy(&iface->lock);
     provider_stop(iface);
     mmb__object_free(iface);
+    if (fallback) MMB__MUST(mmb_interface_destroy(fallback));
     return err;
   }
   atomic_fetch_add(&space->n_users, 1);
@@ -114,6 +133,13 @@ mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   unsigned long long live = live_allocations(iface);
   mmb__iface_unlock(iface);
   if (live) return mmb__fail(MMB_BUSY, __func__, "%llu allocations still live", live);
+  if (iface->fallback && mmb__object_is(iface->fallback, MMB__KIND_INTERFACE)) {
+    /* what it served must be gone too (a caller may have destroyed it already) */
+    mmbError err = mmb_interface_destroy(iface->fallback);
+    if (err != MMB_OK)
+      return mmb__fail(err, __func__, "allocations served by the fallback space are live");
+    iface->fallback = NULL;
+  }
   mmb__interfaces_unlink(iface);
   interface_teardown(iface);
   return MMB_OK;
