@@ -54,15 +54,19 @@ PY
 done
 
 echo
-echo "== wide net, batch 64, 100 batches: streamed through 25% of its parameters against resident"
-pairs=()
+echo "== wide net, batch 64, 100 batches, in 25% of its parameters (mmb's tile cache; the hand"
+echo "   plan) against resident, interleaved"
+pairs=() hand=()
 for i in $(seq "$runs"); do
   wide=(--net wide --batch 64 --max-batches 100 --test-limit 640 --threads 1 --json)
-  "$bin" "${wide[@]}" --fast-limit 25% > "$out/streamed.$i.json"
-  "$bin" "${wide[@]}" --fast-limit 400% > "$out/resident.$i.json"
-  pairs+=("$out/streamed.$i.json" "$out/resident.$i.json")
+  "$bin" "${wide[@]}" --plan auto --fast-limit 25% > "$out/auto.$i.json"
+  "$bin" "${wide[@]}" --plan streamed --fast-limit 25% > "$out/streamed.$i.json"
+  "$bin" "${wide[@]}" --plan resident --fast-limit 400% > "$out/resident.$i.json"
+  pairs+=("$out/auto.$i.json" "$out/resident.$i.json")
+  hand+=("$out/streamed.$i.json" "$out/resident.$i.json")
 done
 python3 examples/cnn/compare.py "${pairs[@]}"
+python3 examples/cnn/compare.py "${hand[@]}"
 
 echo
 echo "== wide net, resident: training GFLOP/s against the best correct sgemm measured in the same run"

@@ -97,6 +97,7 @@ MMB_TEST(cache, a_dirty_copy_is_written_home_once_when_evicted) {
     OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l));
     OK(mmb_tile_release(l));
   }
+  OK(mmb_array_flush(a));   /* waits for the write-back the eviction started */
   cr_assert_eq(first(tile(a, 0)), -1.0, "written home on eviction");
   mmbCacheStats st = stats(fast);
   cr_assert(st.writebacks == 1 && st.writeback_bytes == TILE_BYTES && st.clean_drops == 0);

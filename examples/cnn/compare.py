@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Compares runs of build/bin/cnn from their --json lines: the wide net
-streamed through a small fast tier against the same batches all resident.
+through a small fast tier (--plan auto: mmb's tile cache; or streamed: the
+hand plan) against the same batches all resident.
 
-  compare.py STREAMED.json RESIDENT.json [STREAMED.json RESIDENT.json ...]
+  compare.py SMALL.json RESIDENT.json [SMALL.json RESIDENT.json ...]
 
 Each file holds one run's stdout; its last line is the JSON summary. With
 several pairs (interleaved runs), times are medians and the spread is
@@ -38,14 +39,21 @@ def main():
     spread = lambda v: f" (min {min(v):.2f}, max {max(v):.2f} over {len(v)} runs)" if len(v) > 1 else ""
     print(f"wide net, {s0['batches']} batches of {s0['batch']} ({s0['train_samples']} images), "
           f"{s0['threads']} thread(s):")
-    print(f"  streamed through {mib(s0['fast_budget_bytes']):.2f} MiB "
+    how = ("acquired from mmb's tile cache in" if s0.get("plan") == "auto"
+           else "streamed by the hand plan through")
+    print(f"  {how} {mib(s0['fast_budget_bytes']):.2f} MiB "
           f"({100.0 * s0['fast_budget_bytes'] / s0['params_bytes']:.0f}% of the "
           f"{mib(s0['params_bytes']):.1f} MiB of parameters; its high watermark "
           f"{mib(s0['fast_params_high_bytes']):.2f} MiB): "
           f"{statistics.median(s_ms):.2f} ms per batch{spread(s_ms)}")
     print(f"  all resident ({mib(r0['fast_params_high_bytes']):.1f} MiB in the fast tier):"
           f" {statistics.median(r_ms):.2f} ms per batch{spread(r_ms)}")
-    print(f"  streamed / resident: {statistics.median(ratios):.3f}{spread(ratios)}")
+    print(f"  {s0.get('plan', 'streamed')} / resident: {statistics.median(ratios):.3f}"
+          f"{spread(ratios)}")
+    if s0.get("plan") == "auto":
+        print(f"  the cache: {s0['cache_hits']} hits, {s0['cache_misses']} misses "
+              f"({mib(s0['cache_fetched_bytes']):.0f} MiB fetched), {s0['cache_writebacks']} "
+              f"write-backs")
     print(f"  same weights after the same batches: {'yes' if same else 'NO'} "
           f"(fnv1a {s0['weights_fnv1a']} and {r0['weights_fnv1a']}); provider trips after the "
           f"first batch: {max(r['provider_trips_after_first_batch'] for r in runs)}; RSS growth "

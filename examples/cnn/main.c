@@ -23,7 +23,7 @@
 #define CLASSES 10
 
 typedef struct cli {
-  const char *data, *net, *device, *trace, *save_weights;
+  const char *data, *net, *device, *trace, *save_weights, *plan;
   size_t epochs, batch, max_batches, test_limit, fast_limit;
   double fast_percent;   /* --fast-limit P%: of the parameters' bytes */
   double lr, momentum;
@@ -36,7 +36,7 @@ static const char usage[] =
     "usage: cnn [--data DIR] [--net seed|wide] [--epochs N] [--batch B] [--lr X]\n"
     "           [--momentum M] [--threads T] [--seed S] [--device cpu|gpu]\n"
     "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE]\n"
-    "           [--save-weights FILE] [--json]\n"
+    "           [--plan auto|resident|streamed] [--save-weights FILE] [--json]\n"
     "  --data DIR         IDX files of Fashion-MNIST (default data/fashion-mnist;\n"
     "                     scripts/fetch-fashion-mnist.sh puts them there)\n"
     "  --net seed|wide    seed: conv 3x3x4, pool, dense; wide: conv 3x3x32, pool,\n"
@@ -50,6 +50,11 @@ static const char usage[] =
     "                     suffixes, or P% of the parameters' bytes; default 8M when\n"
     "                     DRAM stands in for HBM, else all): parameters that do not\n"
     "                     fit stream through it in tiles\n"
+    "  --plan auto|resident|streamed  how parameters reach the fast tier: auto (the\n"
+    "                     default on a CPU with one rank): mmb's tile cache decides what\n"
+    "                     stays; resident: all of them moved there (they must fit);\n"
+    "                     streamed: the hand plan, resident if they fit, else the\n"
+    "                     largest streamed in tiles (the default on a GPU or with ranks)\n"
     "  --max-batches N    stop each epoch after N batches\n"
     "  --test-limit N     evaluate on the first N test images (default all)\n"
     "  --trace FILE       mmb's memory trace (Chrome JSON; tools/mmb-plot draws it)\n"
@@ -134,6 +139,8 @@ static int parse(int argc, char **argv, cli *c) {
     else if (!strcmp(a, "--save-weights")) c->save_weights = v;
     else if (!strcmp(a, "--net")) ok = !strcmp(v, "seed") || !strcmp(v, "wide"), c->net = v;
     else if (!strcmp(a, "--device")) ok = !strcmp(v, "cpu") || !strcmp(v, "gpu"), c->device = v;
+    else if (!strcmp(a, "--plan"))
+      ok = !strcmp(v, "auto") || !strcmp(v, "resident") || !strcmp(v, "streamed"), c->plan = v;
     else if (!strcmp(a, "--epochs")) ok = parse_u64(v, 1, 100000, &u), c->epochs = u;
     else if (!strcmp(a, "--batch")) ok = parse_u64(v, 1, 1u << 20, &u), c->batch = u;
     else if (!strcmp(a, "--max-batches")) ok = parse_u64(v, 1, SIZE_MAX, &u), c->max_batches = u;
@@ -203,6 +210,9 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
   const cnn_plan *plan = &rn->plan;
   const cnn_model *m = &rn->model;
   const cnn_dist *d = &rn->dist;
+  mmbCacheStats cs = {0};
+  if (plan->params_space && mmb_space_get_cache_stats(plan->params_space, &cs) != MMB_OK)
+    cs = (mmbCacheStats){0};
   printf("{\"net\": \"%s\", \"epochs\": %zu, \"batch\": %zu, \"lr\": %g, \"momentum\": %g, "
          "\"threads\": %d, \"device\": \"%s\", \"seed\": %llu, \"train_samples\": %zu, "
          "\"batches\": %zu, \"test_samples\": %zu, \"test_accuracy\": %.6f, "
@@ -214,7 +224,9 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          "\"rss_after_first_batch\": %zu, \"rss_end\": %zu, \"weights_fnv1a\": \"%016llx\", "
          "\"ranks\": %d, \"allreduces\": %zu, \"allreduce_seconds\": %.6f, "
          "\"allreduce_wait_seconds\": %.6f, \"blas_kernel\": \"%s\", \"gflops\": %.3f, "
-         "\"sgemm_gflops_best\": %.3f}\n",
+         "\"sgemm_gflops_best\": %.3f, \"plan\": \"%s\", \"cache_hits\": %llu, "
+         "\"cache_misses\": %llu, \"cache_fetched_bytes\": %llu, \"cache_writebacks\": %llu, "
+         "\"cache_budget_bytes\": %llu}\n",
          c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
          c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
          r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
@@ -223,7 +235,10 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          plan->n_streamed, high_of(plan->params_space), high_of(plan->acts_space),
          r->trips_after_first_batch, r->rss_after_first_batch, r->rss_end, checksum, d->ranks,
          d->reduces, d->reduce_seconds, d->wait_seconds, plan->gpu ? "" : rn->blas.kernel,
-         train_gflops(rn, r), plan->gpu ? 0.0 : rn->blas.sgemm_gflops);
+         train_gflops(rn, r), plan->gpu ? 0.0 : rn->blas.sgemm_gflops, c->plan,
+         (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+         (unsigned long long)cs.fetched_bytes, (unsigned long long)cs.writebacks,
+         (unsigned long long)cs.budget_bytes);
 }
 
 /* Every parameter's values, in order, as float32 (from the capacity tier:
@@ -422,8 +437,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cnn: the all-reduce queue: %s\n", mmb_error_string(e));
     return finish(&r, 1);
   }
-  cnn_plan_options po = {.gpu = !strcmp(r.c.device, "gpu"), .fast_limit = r.c.fast_limit,
-                         .threads = r.c.threads};
+  bool gpu = !strcmp(r.c.device, "gpu");
+  if (!r.c.plan) r.c.plan = gpu || r.dist.ranks > 1 ? "streamed" : "auto";
+  cnn_plan_options po = {.gpu = gpu, .fast_limit = r.c.fast_limit, .threads = r.c.threads,
+                         .mode = !strcmp(r.c.plan, "auto")       ? CNN_PLAN_AUTO
+                                 : !strcmp(r.c.plan, "resident") ? CNN_PLAN_RESIDENT
+                                                                 : CNN_PLAN_STREAMED};
+  if (po.mode == CNN_PLAN_AUTO && (gpu || r.dist.ranks > 1)) {
+    fprintf(stderr, "cnn: --plan auto runs on a CPU with one rank (the kernels and the "
+                    "all-reduces read the tiles where the hand plans put them)\n");
+    return finish(&r, 2);
+  }
   if (cnn_plan_create(&po, &r.plan, err, sizeof err) != MMB_OK) status = 1;
   else r.have_plan = true;
   if (!status && !r.plan.gpu && !cnn_blas_measure(&r.blas)) {   /* on the threads the plan set */

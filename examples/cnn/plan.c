@@ -111,7 +111,7 @@ static mmbError make_queues(const cnn_plan_options *o, cnn_plan *plan, char *err
 }
 
 mmbError cnn_plan_create(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
-  *plan = (cnn_plan){.gpu = o->gpu, .depth = o->depth ? o->depth : 1};
+  *plan = (cnn_plan){.mode = o->mode, .gpu = o->gpu, .depth = o->depth ? o->depth : 1};
   mmbError e = find_tiers(o, plan, err, err_len);
   if (e == MMB_OK) e = make_spaces(plan, err, err_len);
   if (e == MMB_OK) e = make_queues(o, plan, err, err_len);
@@ -230,8 +230,48 @@ mmbError cnn_plan_place(cnn_plan *plan, cnn_param *params, size_t n, char *err, 
   plan->n_streamed = 0;
   for (size_t i = 0; i < n; i++) params[i].streamed = false;
   mmbError e = make_params_space(plan, err, err_len);
+  if (e == MMB_OK && plan->mode == CNN_PLAN_AUTO) {   /* the cache's budget: the space's limit */
+    plan->resident_bytes = plan->stream_bytes = 0;
+    /* a walk pins three tiles and prefetches three: tiles of an eighth of
+       the budget at most leave the cache room to keep some (the hand plans'
+       tiles otherwise, so that every plan sums in the same order) */
+    size_t largest = 0, tile_bytes = 0;
+    for (size_t i = 0; i < n && e == MMB_OK && plan->budget; i++) {
+      size_t row = params[i].cols * sizeof(float), most = plan->budget / 8 / row;
+      if (params[i].tile_rows > most) e = retile(&params[i], most ? most : 1);
+      if (params[i].tile_rows * row > tile_bytes) {
+        tile_bytes = params[i].tile_rows * row;
+        largest = i;
+      }
+    }
+    /* the cache's budget: the tiles the space's pool can hold at once (a
+       tile of 1 MiB takes a 2 MiB segment of it) */
+    mmbTileIteratorOptions o = stream_options(plan, MMB_READ_WRITE);
+    o.depth = 14;
+    size_t sixteen;
+    if (e == MMB_OK && plan->budget && n &&
+        mmb_tile_iterator_footprint(params[largest].value, &o, &sixteen) == MMB_OK && sixteen) {
+      double payload = 16.0 * (double)tile_bytes / (double)sixteen;
+      size_t cache = (size_t)(plan->budget * payload), pinned = n_arrays(&params[largest]) * tile_bytes;
+      if (pinned > cache) {   /* a backward step pins a tile of each of its arrays */
+        snprintf(err, err_len, "a fast tier of %zu bytes for parameters caches %zu bytes of tiles, "
+                 "less than the %zu a step pins (one-row tiles of %s): raise --fast-limit",
+                 plan->budget, cache, pinned, params[largest].name);
+        return MMB_INVALID_ARG;
+      }
+      e = mmb_space_set_cache(plan->params_space,
+                              &(mmbCacheConfig){.budget_bytes = cache, .clean_share = 0.5});
+    }
+    return e == MMB_OK ? MMB_OK : fail(e, err, err_len, "cannot re-tile a parameter");
+  }
   if (e == MMB_OK && plan->budget) e = choose_streamed(plan, params, n, err, err_len);
   plan->streamed = plan->n_streamed > 0;
+  if (e == MMB_OK && plan->streamed && plan->mode == CNN_PLAN_RESIDENT) {
+    snprintf(err, err_len, "--plan resident: the parameters (%zu bytes with their gradients) do "
+             "not fit a fast tier of %zu bytes: raise --fast-limit, or use --plan auto",
+             plan->resident_bytes + plan->stream_bytes, plan->budget);
+    return MMB_INVALID_ARG;
+  }
   for (size_t i = 0; i < n && e == MMB_OK; i++) {
     if (params[i].streamed) continue;
     mmbArray *arrays[3] = {params[i].value, params[i].grad, params[i].velocity};
@@ -248,8 +288,13 @@ mmbError cnn_plan_unplace(cnn_plan *plan, cnn_param *params, size_t n) {
   for (size_t i = 0; i < n; i++) {
     mmbError e = cnn_tiles_release(&params[i]);
     if (e != MMB_OK) return e;
-    if (params[i].streamed) continue;
     mmbArray *arrays[3] = {params[i].value, params[i].grad, params[i].velocity};
+    if (plan->mode == CNN_PLAN_AUTO) {   /* the cached tiles home, written ones first */
+      for (size_t j = 0; j < 3 && arrays[j]; j++)
+        if ((e = mmb_array_evict(arrays[j], NULL)) != MMB_OK) return e;
+      continue;
+    }
+    if (params[i].streamed) continue;
     for (size_t j = 0; j < 3 && arrays[j]; j++) {
       e = mmb_array_migrate(arrays[j], plan->capacity_iface, MMB_READ_WRITE);
       if (e != MMB_OK) return e;
@@ -264,6 +309,13 @@ void cnn_plan_print(const cnn_plan *plan, const cnn_param *params, size_t n) {
   printf("memory plan: capacity tier %s; fast tier %s", plan->capacity_name, plan->fast_name);
   if (plan->budget) printf(", %.2f MiB of it for parameters\n", mib(plan->budget));
   else printf(", all of it for parameters\n");
+  if (plan->mode == CNN_PLAN_AUTO) {
+    printf("  auto: parameters stay in the capacity tier; each walk acquires its tiles from mmb's\n"
+           "  tile cache in the fast tier (the next one advised WILLNEED), and mmb decides what "
+           "stays\n");
+    printf("  activations: a region in the fast tier, reset every batch; batches uploaded ahead\n");
+    return;
+  }
   printf("  resident in the fast tier:");
   for (size_t i = 0, shown = 0; i < n; i++)
     if (!params[i].streamed) printf("%s %s", shown++ ? "," : "", params[i].name);
@@ -314,12 +366,64 @@ static mmbError check_current(const cnn_tiles *t) {
   return MMB_OK;
 }
 
+/* ---- auto: tiles acquired from the tile cache ------------------------------ */
+
+static mmbError tile_of(mmbArray *a, size_t i, mmbArrayTile **out) {
+  return mmb_tile_at(a, &(mmbIndex){2, {i, 0}}, out);
+}
+
+/* The current tiles acquired, the next ones (that are read) advised. */
+static mmbError auto_acquire(cnn_tiles *t) {
+  mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
+  mmbError e = MMB_OK;
+  for (size_t i = 0; i < t->n && i < 3 && e == MMB_OK; i++) {
+    mmbArrayTile *tile, *next;
+    e = tile_of(t->arrays[i], t->index, &tile);
+    if (e == MMB_OK) e = mmb_tile_acquire(tile, t->plan->params_space, t->access[i], cur[i]);
+    if (e == MMB_OK && t->index + 1 < t->count && (t->access[i] & MMB_READ) &&
+        (e = tile_of(t->arrays[i], t->index + 1, &next)) == MMB_OK)
+      e = mmb_tile_advise(next, t->plan->params_space, MMB_ADVICE_WILLNEED);
+  }
+  return e;
+}
+
+static mmbError auto_release(cnn_tiles *t) {
+  mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
+  mmbError first = MMB_OK;
+  for (size_t i = 0; i < t->n && i < 3; i++) {
+    if (!*cur[i]) continue;
+    mmbError e = mmb_tile_release(*cur[i]);
+    if (e != MMB_OK && first == MMB_OK) first = e;
+    *cur[i] = NULL;
+  }
+  return first;
+}
+
+static void auto_rows(cnn_tiles *t) {
+  if (!t->value) return;
+  t->r0 = t->value->lower[0];
+  t->r1 = t->value->upper[0];
+  t->ld = t->value->stride[0];
+}
+
+/* ---- the walks ------------------------------------------------------------- */
+
 mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t) {
   *t = (cnn_tiles){.plan = plan, .p = p};
   bool update = walk != CNN_WALK_VALUES;
   mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
   mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ,
                              walk == CNN_WALK_APPLY ? MMB_READ : MMB_WRITE, MMB_READ_WRITE};
+  if (plan->mode == CNN_PLAN_AUTO) {
+    for (size_t i = 0; i < 3 && arrays[i]; i++, t->n++) {
+      t->arrays[i] = arrays[i];
+      t->access[i] = access[i];
+    }
+    t->count = (p->rows + p->tile_rows - 1) / p->tile_rows;
+    mmbError e = auto_acquire(t);
+    auto_rows(t);
+    return e != MMB_OK ? e : check_current(t);
+  }
   mmbTileIterator **its = p->walks[walk];
   for (size_t i = 0; i < 3 && arrays[i]; i++) {
     mmbTileIteratorOptions o = stream_options(plan, access[i]);
@@ -333,6 +437,12 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
 }
 
 mmbError cnn_tiles_next(cnn_tiles *t) {
+  if (t->plan->mode == CNN_PLAN_AUTO) {
+    mmbError e = auto_release(t);
+    if (e == MMB_OK && ++t->index < t->count) e = auto_acquire(t);
+    auto_rows(t);
+    return e != MMB_OK ? e : check_current(t);
+  }
   mmbError first = t->p->streamed ? cnn_plan_handoff(t->plan) : MMB_OK;
   for (size_t i = 0; i < t->n; i++) {
     mmbError e = mmb_tile_iterator_next(t->it[i]);
@@ -343,8 +453,11 @@ mmbError cnn_tiles_next(cnn_tiles *t) {
 }
 
 mmbError cnn_tiles_end(cnn_tiles *t) {
+  mmbError e = MMB_OK;
+  if (!t->plan) return MMB_OK;   /* (never begun, or ended) */
+  if (t->plan->mode == CNN_PLAN_AUTO) e = auto_release(t);
   /* a walk stopped early hands its current tile back, on the GPU after the kernels */
-  mmbError e = t->value && t->p->streamed ? cnn_plan_handoff(t->plan) : MMB_OK;
+  else if (t->value && t->p->streamed) e = cnn_plan_handoff(t->plan);
   *t = (cnn_tiles){0};
   return e;
 }

@@ -7,6 +7,11 @@
      DRAM standing in for it) holds two spaces of the plan's own: one for
      the parameters, limited to the fast budget (--fast-limit), and one for
      the activations and each batch's input.
+   - auto (the default on a CPU with one rank): every parameter stays home
+     and a walk acquires each tile in the parameters' space from mmb's tile
+     cache, with the next one advised WILLNEED, and releases it after: the
+     cache, with the budget as its budget, decides what stays and writes
+     dirty tiles home when they go.
    - When every parameter array fits the budget, each is migrated to the
      fast tier once and stays ("resident"). Otherwise the largest ones stay
      home and their tiles stream through the budget with prefetching tile
@@ -41,7 +46,13 @@ typedef struct cnn_param {
   mmbRequest reduced, merged;
 } cnn_param;
 
+/* How parameters reach the compute tier: mmb's tile cache decides (auto);
+   every array moved there once (resident); or the hand plan (streamed:
+   resident when everything fits, else the largest stream). */
+typedef enum cnn_plan_mode { CNN_PLAN_AUTO, CNN_PLAN_RESIDENT, CNN_PLAN_STREAMED } cnn_plan_mode;
+
 typedef struct cnn_plan_options {
+  cnn_plan_mode mode;
   bool gpu;              /* compute on CUDA device 0 */
   size_t fast_limit;     /* bytes of the fast tier for parameters; 0: the default */
   size_t depth;          /* tiles prefetched ahead; 0: 1 (double buffering) */
@@ -50,6 +61,7 @@ typedef struct cnn_plan_options {
 
 typedef struct cnn_plan {
   const cnn_ops *ops;
+  cnn_plan_mode mode;
   bool gpu;
   size_t budget;                       /* the parameters' space limit */
   size_t depth;
@@ -102,8 +114,12 @@ mmbError cnn_plan_handoff(cnn_plan *plan);
 typedef struct cnn_tiles {
   cnn_plan *plan;
   cnn_param *p;
-  size_t n;                       /* iterators: 1, 2 or 3 */
+  size_t n;                       /* iterators (or, auto, arrays): 1, 2 or 3 */
   mmbTileIterator *it[3];
+  /* auto: the arrays walked, how, the current tile's index, the count */
+  mmbArray *arrays[3];
+  mmbAccessType access[3];
+  size_t index, count;
   mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
   size_t r0, r1;                  /* their rows */
   size_t ld;                      /* their row stride, in floats */

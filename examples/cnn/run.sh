@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make run`, the main job: fetches Fashion-MNIST when it is missing, trains
 # the seed net for one epoch, then the wide net (11 M parameters) for a few
-# hundred batches streamed through a fast tier of a quarter of its
-# parameters, against the same batches with everything resident.
+# hundred batches in a fast tier of a quarter of its parameters, with no
+# plan (mmb's tile cache decides what stays) and with the hand plan
+# (streamed), against the same batches with everything resident.
 #   BUILD=build examples/cnn/run.sh   (the Makefile passes its build folder)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,12 +17,17 @@ echo "== the seed net, one epoch (batch 10, lr 0.01)"
 "$bin" --net seed --epochs 1
 
 echo
-echo "== the wide net, streamed through a quarter of its parameters"
+echo "== the wide net in a quarter of its parameters, no plan: mmb's tile cache decides"
 wide=(--net wide --batch 32 --max-batches 200 --test-limit 1000 --json)
-"$bin" "${wide[@]}" --fast-limit 25% | tee "$out/streamed.json" | grep -v '^{'
+"$bin" "${wide[@]}" --fast-limit 25% | tee "$out/auto.json" | grep -v '^{'
+echo
+echo "== the same batches, the hand plan: the largest parameters streamed"
+"$bin" "${wide[@]}" --plan streamed --fast-limit 25% > "$out/streamed.json"
+grep -E '^(memory plan|  resident|  streamed|epoch)' "$out/streamed.json"
 echo
 echo "== the same batches, all resident"
-"$bin" "${wide[@]}" --fast-limit 400% > "$out/resident.json"
+"$bin" "${wide[@]}" --plan resident --fast-limit 400% > "$out/resident.json"
 grep -E '^(memory plan|  resident|epoch)' "$out/resident.json"
 echo
+python3 examples/cnn/compare.py "$out/auto.json" "$out/resident.json"
 python3 examples/cnn/compare.py "$out/streamed.json" "$out/resident.json"

@@ -9,7 +9,10 @@
  * the space's cache budget is full, the least recently used unpinned tile
  * goes: a clean one is dropped for free, a dirty one (acquired with
  * MMB_WRITE since it was last written home) is written home first, exactly
- * once. Hints change the order (mmb_tile_advise).
+ * once, on the space's own queue (so a miss does not wait for it). mmb's
+ * own calls on the tile wait for that write; code that reads an array's
+ * home through a pointer calls mmb_array_flush first, which waits for it
+ * too. Hints change the order (mmb_tile_advise).
  *
  * The coherence record stays exact: a cached copy is a duplicate of its
  * tile (mmb/tile.h), so while tiles of an array are cached, the array
@@ -46,10 +49,10 @@ typedef enum mmbAdvice {
 typedef struct mmbCacheConfig {
   /** Bytes the cached copies may hold at once; 0: the space's limit. */
   size_t budget_bytes;
-  /** The share of the budget kept clean: when dirty copies that are not
-      pinned hold more than (1 - clean_share) of it, the least recently used
-      of them are written home on a release, so that eviction mostly drops
-      clean copies. 0 writes nothing home ahead of need; 1 writes every
+  /** The share of the budget kept clean under pressure: when dirty copies
+      that are not pinned hold more than (1 - clean_share) of it and the
+      cache is full, the least recently used of them are written home on a
+      release, so that eviction mostly drops clean copies. 0 writes nothing home ahead of need; 1 writes every
       dirty copy home as soon as it is released. Default 0.5. */
   double clean_share;
 } mmbCacheConfig;
@@ -124,9 +127,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpac
                                                   mmbAdvice advice);
 
 /**
- * Writes every dirty cached copy of \p array's tiles home, in every space;
- * they stay cached, clean (a copy pinned with MMB_WRITE stays dirty: it may
- * still be written).
+ * Writes every dirty cached copy of \p array's tiles home, in every space,
+ * and waits for the writes already on their way (evictions, WONTNEED,
+ * ahead of need): the home then holds every write. The copies stay cached,
+ * clean (a copy pinned with MMB_WRITE stays dirty: it may still be written).
  * \return MMB_OK; MMB_INVALID_ARG; an error of a copy; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_flush(mmbArray *array);

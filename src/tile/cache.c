@@ -129,11 +129,12 @@ static void pin(cache_entry *e, bool write) {
   if (write) e->write_pins++;
 }
 
-/* The entry goes: its copy released (written home first when dirty). */
-static mmbError evict(const char *func, cache_entry *e, bool write_back) {
+/* The entry goes: its copy released (written home first when dirty; with
+   q, on q: the copy's bytes are freed once they are home). */
+static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueue *q) {
   space_cache *c = e->sc;
   bool writes = write_back && e->dirty;
-  mmbError err = mmb__tile_release_dup(func, e->copy, writes);
+  mmbError err = mmb__tile_release_dup(func, e->copy, writes, writes ? q : NULL);
   if (err != MMB_OK) return err;
   if (writes) {
     c->stats.writebacks++;
@@ -171,9 +172,20 @@ static size_t evictable(const space_cache *c, bool spare_willneed) {
   return n;
 }
 
+/* The cache's own queue (prefetches, write-backs), made on first use. */
+static mmbQueue *queue_of(space_cache *c) {
+  if (!c->queue &&
+      mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) != MMB_OK)
+    c->queue = NULL;
+  return c->queue;
+}
+
 /* Evicts until `need` more bytes fit the budget (or, with `any`, evicts one
-   more victim if there is one: the space itself had no room). false: no
-   room can be made (nothing was evicted then, unless `any`). */
+   more victim if there is one: the space itself had no room). Dirty
+   victims are written home on the cache's queue, so that a fetch does not
+   wait for them (a fetch the space refuses meanwhile waits for the queue
+   and tries again). MMB_OUT_OF_MEMORY: no room can be made (nothing was
+   evicted then, unless `any`). */
 static mmbError make_room(const char *func, space_cache *c, size_t need, bool spare_willneed,
                           bool any) {
   size_t budget = budget_of(c);
@@ -186,7 +198,7 @@ static mmbError make_room(const char *func, space_cache *c, size_t need, bool sp
     for (cache_entry *e = c->head, *next; e; e = next) {
       next = e->next;
       if (victim_rank(e, spare_willneed) != rank) continue;
-      mmbError err = evict(func, e, true);
+      mmbError err = evict(func, e, true, queue_of(c));
       if (err != MMB_OK) return err;
       if (any) return MMB_OK;
       if (c->used <= budget - need) return MMB_OK;
@@ -196,13 +208,17 @@ static mmbError make_room(const char *func, space_cache *c, size_t need, bool sp
 }
 
 /* Writes the least recently used dirty, unpinned copies home on the
-   cache's queue while dirty bytes exceed the budget's dirty share. */
-static void write_ahead(const char *func, space_cache *c) {
+   cache's queue while dirty bytes exceed the budget's dirty share, when
+   the cache is under pressure: the next miss of a copy like the one just
+   released would have to evict. (When everything fits, nothing is written
+   ahead: nothing will be evicted.) */
+static void write_ahead(const char *func, space_cache *c, size_t released) {
   size_t budget = budget_of(c);
+  if (c->used + released <= budget) return;
   double allowed = (1.0 - c->clean_share) * (double)budget;
   for (cache_entry *e = c->head; e && (double)c->dirty > allowed; e = e->next) {
     if (!e->dirty || e->pins) continue;
-    if (!c->queue && mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) != MMB_OK) return;
+    if (!queue_of(c)) return;
     if (mmb__tile_write_back(func, e->copy, c->queue) != MMB_OK) return;
     c->stats.writebacks++;
     c->stats.writeback_bytes += e->bytes;
@@ -240,12 +256,18 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
   cache_entry *e = mmb__calloc(1, sizeof *e);
   if (!e) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a cache entry");
   mmb__tile *copy;
-  /* the space may hold other data than the cache's: when it has no room,
-     evict one more copy and try again, while there is one */
+  /* the space may hold other data than the cache's, or copies on their way
+     home: when it has no room, wait for those, then evict one more copy and
+     try again, while there is one */
+  bool waited = false;
   while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
-                                            &copy)) ==
-             MMB_OUT_OF_MEMORY &&
-         make_room(func, c, bytes, spare_willneed, true) == MMB_OK) {
+                                       &copy)) == MMB_OUT_OF_MEMORY) {
+    if (!waited && c->queue) {
+      waited = true;
+      if ((err = mmb_queue_synchronize(c->queue)) != MMB_OK) break;
+      continue;
+    }
+    if (make_room(func, c, bytes, spare_willneed, true) != MMB_OK) break;
   }
   if (err != MMB_OK) {
     mmb__free(e);
@@ -371,7 +393,7 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
   }
   if (!--e->pins) e->sc->pinned -= e->bytes;
   if (e->write_pins > e->pins) e->write_pins = e->pins;
-  if (e->dirty && !e->pins) write_ahead(func, e->sc);
+  if (e->dirty && !e->pins) write_ahead(func, e->sc, e->bytes);
   cache_unlock();
   return MMB_OK;
 }
@@ -393,7 +415,7 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
   if (!e && advice == MMB_ADVICE_WILLNEED && c) {
     /* prefetch into room it can make without evicting what is pinned, KEEP or
        itself expected: otherwise the hint is not taken */
-    if (!c->queue && mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) != MMB_OK) {
+    if (!queue_of(c)) {
       cache_unlock();
       return MMB_OK;
     }
@@ -409,7 +431,7 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
     if (advice == MMB_ADVICE_WONTNEED) {
       unlink_entry(e);
       prepend(e);
-      if (e->dirty && !e->pins && (c->queue || mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &c->queue) == MMB_OK) &&
+      if (e->dirty && !e->pins && queue_of(c) &&
           mmb__tile_write_back(func, e->copy, c->queue) == MMB_OK) {
         c->stats.writebacks++;
         c->stats.writeback_bytes += e->bytes;
@@ -436,17 +458,19 @@ mmbError mmb_array_flush(mmbArray *array) {
   mmbError err = array_arg(func, array, &g);
   if (err != MMB_OK || !g) return err;
   cache_lock();
-  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++)
+  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
+    /* what was written home ahead of need, or by an eviction, has arrived
+       before this returns */
+    mmb__pending_wait(&g->slots[i].tile.pending);
     for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
-      /* what was written home ahead of need has arrived before this returns */
       mmb__pending_wait(&e->copy->pending);
-      mmb__pending_wait(&e->tile->pending);
       if (!e->dirty) continue;
       if ((err = mmb__tile_write_back(func, e->copy, NULL)) != MMB_OK) break;
       e->sc->stats.writebacks++;
       e->sc->stats.writeback_bytes += e->bytes;
       set_dirty(e, e->write_pins > 0);
     }
+  }
   cache_unlock();
   return err;
 }
@@ -461,7 +485,7 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
   if (!g) return MMB_OK;
   bool busy = false;
   cache_lock();
-  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++)
+  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
     for (cache_entry *e = g->slots[i].tile.cached, *next; e && err == MMB_OK; e = next) {
       next = e->next_of_tile;
       if (space && e->sc->space != space) continue;
@@ -469,8 +493,10 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
         busy = true;
         continue;
       }
-      err = evict(func, e, true);
+      err = evict(func, e, true, NULL);
     }
+    mmb__pending_wait(&g->slots[i].tile.pending);   /* write-backs of earlier evictions */
+  }
   cache_unlock();
   if (err == MMB_OK && busy)
     return mmb__fail(MMB_BUSY, func, "pinned copies stay cached (release them first)");
@@ -484,7 +510,7 @@ void mmb__cache_drop_array(mmbArray *array) {
   for (size_t i = 0; i < g->n_tiles; i++)
     for (cache_entry *e = g->slots[i].tile.cached, *next; e; e = next) {
       next = e->next_of_tile;
-      if (!e->pins) (void)evict("mmb_array_destroy", e, false);
+      if (!e->pins) (void)evict("mmb_array_destroy", e, false, NULL);
     }
   cache_unlock();
 }
@@ -577,7 +603,7 @@ bool mmb__cache_oom_step(mmbMemSpace *space, int step) {
       for (cache_entry *e = c->head, *next; e; e = next) {
         next = e->next;
         if (victim_rank(e, false) == rank && e->dirty == (step == 1) &&
-            evict("the out-of-memory chain", e, true) == MMB_OK)
+            evict("the out-of-memory chain", e, true, NULL) == MMB_OK)
           here = true;
       }
     mmbMemInterface *dups;

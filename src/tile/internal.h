@@ -79,7 +79,7 @@ mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *spa
                                 mmb__tile **out);
 mmbError mmb__tile_write_back(const char *func, mmb__tile *dup, mmbQueue *q);
 mmbError mmb__tile_refresh(const char *func, mmb__tile *dup);
-mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back);
+mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back, mmbQueue *q);
 /* True for a duplicate whose origin has been written since it was copied. */
 bool mmb__tile_dup_behind(const mmb__tile *dup);
 /* The tile cache: an array's unpinned copies dropped (mmb_array_destroy's

@@ -293,9 +293,9 @@ mmbError mmb__tile_refresh(const char *func, mmb__tile *d) {
   return err;
 }
 
-mmbError mmb__tile_release_dup(const char *func, mmb__tile *d, bool write_back) {
+mmbError mmb__tile_release_dup(const char *func, mmb__tile *d, bool write_back, mmbQueue *q) {
   mmb__merge_op op = {.type = MMB_MERGE_OVERWRITE};
-  return merge(func, &d->pub, &op, NULL, NULL, !write_back);
+  return merge(func, &d->pub, &op, q, NULL, !write_back);
 }
 
 mmbError mmb__tile_discard_async(mmbArrayTile *dup, mmbQueue *q) {

@@ -60,6 +60,9 @@ expect 2 "unknown option" -- --bogus 1
 expect 2 "needs a value" -- --data
 expect 2 "unexpected argument" -- stray
 expect 2 "raise --fast-limit" -- --net wide --fast-limit 64K "${data[@]}"
+expect 2 "raise --fast-limit" -- --net wide --plan streamed --fast-limit 64K "${data[@]}"
+expect 2 "bad value" -- --plan best "${data[@]}"
+expect 2 "do not fit" -- --net wide --plan resident --fast-limit 25% "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
 # OpenBLAS's kernel: a value the user set is kept; with CNN_BLAS_TRY=1 a
 # slow generic one (Prescott, SSE3) is replaced by the best the CPU allows,
@@ -119,8 +122,8 @@ else
 fi
 
 # The wide net streamed through a quarter of its parameters, a few batches.
-if "$cnn" "${data[@]}" --net wide --fast-limit 25% --batch 16 --max-batches 4 --test-limit 32 \
-     --json > "$tmp/wide" 2> "$tmp/err" &&
+if "$cnn" "${data[@]}" --net wide --plan streamed --fast-limit 25% --batch 16 --max-batches 4 \
+     --test-limit 32 --json > "$tmp/wide" 2> "$tmp/err" &&
    tail -1 "$tmp/wide" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -129,6 +132,29 @@ assert d["provider_trips_after_first_batch"] == 0, d'; then
   passed=$((passed + 1))
 else
   echo "FAIL: the wide net streamed:"; sed 's/^/    /' "$tmp/err"; tail -3 "$tmp/wide"
+  fails=$((fails + 1))
+fi
+
+# The same batches with no plan: mmb's tile cache in a quarter of the
+# parameters (the default), against all resident: the same weights, bit for
+# bit (the same tiles, summed in the same order), no provider trip after
+# the first batch, and the cache worked (misses, hits, write-backs).
+wide=(--net wide --batch 16 --max-batches 4 --test-limit 32 --json)
+if "$cnn" "${data[@]}" "${wide[@]}" --fast-limit 25% > "$tmp/auto" 2> "$tmp/err" &&
+   "$cnn" "${data[@]}" "${wide[@]}" --plan resident --fast-limit 400% > "$tmp/resident" \
+     2>> "$tmp/err" &&
+   python3 -c '
+import json, sys
+a, r = (json.loads(open(p).read().splitlines()[-1]) for p in sys.argv[1:])
+assert a["plan"] == "auto" and r["plan"] == "resident", (a["plan"], r["plan"])
+assert a["weights_fnv1a"] == r["weights_fnv1a"], (a["weights_fnv1a"], r["weights_fnv1a"])
+assert a["provider_trips_after_first_batch"] == 0, a
+assert a["cache_misses"] > 0 and a["cache_hits"] > 0 and a["cache_writebacks"] > 0, a
+assert a["cache_budget_bytes"] <= a["fast_budget_bytes"], a' "$tmp/auto" "$tmp/resident"; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: the wide net, auto against resident:"; sed 's/^/    /' "$tmp/err"
+  tail -1 "$tmp/auto"; tail -1 "$tmp/resident"
   fails=$((fails + 1))
 fi
 

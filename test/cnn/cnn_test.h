@@ -9,13 +9,19 @@
 #include <stdio.h>
 
 /* A plan on the host with `fast_limit` bytes for parameters. */
-static inline cnn_plan test_plan(size_t fast_limit) {
+/* A plan on the host: the hand plan (resident if everything fits, else
+   streamed), or another mode. */
+static inline cnn_plan test_plan_mode(size_t fast_limit, cnn_plan_mode mode) {
   cnn_plan plan;
   char err[256] = "";
-  mmbError e = cnn_plan_create(&(cnn_plan_options){.fast_limit = fast_limit, .threads = 1}, &plan,
-                               err, sizeof err);
+  mmbError e = cnn_plan_create(
+      &(cnn_plan_options){.mode = mode, .fast_limit = fast_limit, .threads = 1}, &plan, err,
+      sizeof err);
   cr_assert_eq(e, MMB_OK, "cnn_plan_create: %s", err);
   return plan;
+}
+static inline cnn_plan test_plan(size_t fast_limit) {
+  return test_plan_mode(fast_limit, CNN_PLAN_STREAMED);
 }
 
 static inline void be32(unsigned char *p, uint32_t v) {

@@ -15,18 +15,22 @@ typedef struct run_ {
   unsigned long long checksum;
 } run_;
 
+/* The plan `train` makes on the host (a test may set another). */
+static cnn_plan_mode plan_mode = CNN_PLAN_STREAMED;
+
 /* Trains `net` on the separable set with the plan's budget. */
 static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t epochs,
                   size_t batch, size_t n_train, float lr, float momentum, size_t tile_bytes,
                   size_t max_batches) {
   char err[256] = "";
   if (gpu) {
-    mmbError e = cnn_plan_create(&(cnn_plan_options){.gpu = true, .fast_limit = fast_limit},
+    mmbError e = cnn_plan_create(&(cnn_plan_options){.mode = CNN_PLAN_STREAMED, .gpu = true,
+                                                      .fast_limit = fast_limit},
                                  &r->plan, err, sizeof err);
     if (e == MMB_UNAVAILABLE) cr_skip_test("no CUDA device on this node: %s", err);
     cr_assert_eq(e, MMB_OK, "%s", err);
   } else {
-    r->plan = test_plan(fast_limit);
+    r->plan = test_plan_mode(fast_limit, plan_mode);
   }
   r->train = separable_set(n_train, 1, r->plan.capacity_iface);
   r->test = separable_set(500, 2, r->plan.capacity_iface);
@@ -86,6 +90,39 @@ static void streamed_equals_resident(float momentum) {
 MMB_TEST(train, streamed_and_resident_weights_are_identical) { streamed_equals_resident(0.0f); }
 
 MMB_TEST(train, streamed_and_resident_agree_with_momentum) { streamed_equals_resident(0.9f); }
+
+/* With no plan: the same 2.5 MiB as mmb's tile cache, which cannot hold the
+   2.25 MiB of weights beside their gradients (and velocities): tiles go
+   and come back, written ones home first. The same weights, bit for bit,
+   as resident; nothing reaches a provider after the first batch. */
+static void auto_equals_resident(float momentum) {
+  run_ a, r;
+  size_t tile = 64 * 288 * sizeof(float);
+  plan_mode = CNN_PLAN_AUTO;
+  train(&a, "wide", (size_t)5 << 19, false, 2, 8, 96, 0.05f, momentum, tile, 0);
+  plan_mode = CNN_PLAN_STREAMED;
+  train(&r, "wide", (size_t)64 << 20, false, 2, 8, 96, 0.05f, momentum, tile, 0);
+  cr_assert(!r.plan.streamed, "the large budget keeps everything resident");
+  cr_assert_eq(a.checksum, r.checksum, "weights differ: %016llx auto, %016llx resident",
+               a.checksum, r.checksum);
+  cr_assert_eq(a.result.final_loss, r.result.final_loss);
+  cr_assert_eq(a.result.trips_after_first_batch, 0, "%llu provider trips after the first batch",
+               a.result.trips_after_first_batch);
+  mmbCacheStats cs;
+  OK(mmb_space_get_cache_stats(a.plan.params_space, &cs));
+  cr_assert(cs.misses > 0 && cs.hits > 0 && cs.writebacks > 0 && cs.clean_drops + cs.writebacks > 0,
+            "the cache evicted and fetched again (%llu misses, %llu write-backs)",
+            (unsigned long long)cs.misses, (unsigned long long)cs.writebacks);
+  mmbStats st;
+  OK(mmb_space_get_stats(a.plan.params_space, &st));
+  cr_assert_leq(st.reserved_high, a.plan.budget, "the cache passed its space's limit");
+  finish(&a);
+  finish(&r);
+}
+
+MMB_TEST(train, auto_and_resident_weights_are_identical) { auto_equals_resident(0.0f); }
+
+MMB_TEST(train, auto_and_resident_agree_with_momentum) { auto_equals_resident(0.9f); }
 
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
