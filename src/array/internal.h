@@ -48,7 +48,7 @@ struct mmbArray {
   mmbAccessType access;
   /* coherence: every write mmb makes bumps version; whole-array writes also
      whole_version (so tile duplicates can tell). */
-  unsigned long long version, whole_version;
+  _Atomic unsigned long long version, whole_version;   /* (atomic: as a tile's) */
   /* duplicate arrays: the origin and its version when copied */
   mmbArray *origin;
   unsigned long long origin_seen;

@@ -22,7 +22,10 @@ struct mmb__tile {
   mmbMemInterface *iface;    /* of the current storage */
   mmbAllocation *storage;    /* owned storage; NULL: a view of the home */
   mmbAccessType access;      /* duplicates: how it was asked for */
-  unsigned long long version, seen_version, seen_whole;
+  /* version is atomic: a queue's task (libmmb_mpi's) may record a write
+     while the caller reads the tile's state */
+  _Atomic unsigned long long version;
+  unsigned long long seen_version, seen_whole;
   size_t n_dups;             /* live duplicates made from it */
   mmbAllocation *local;      /* a copy of pub in a device space */
   mmb__request *pending;     /* the last asynchronous operation on it */
