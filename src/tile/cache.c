@@ -18,8 +18,6 @@
    while this thread holds the lock (the acquire evicts for itself). */
 #include "tile/internal.h"
 
-#include <math.h>
-
 typedef struct mmb__cache_entry cache_entry;
 typedef struct space_cache space_cache;
 
@@ -129,6 +127,20 @@ static void pin(cache_entry *e, bool write) {
   if (write) e->write_pins++;
 }
 
+static void count_writeback(cache_entry *e) {
+  e->sc->stats.writebacks++;
+  e->sc->stats.writeback_bytes += e->bytes;
+}
+
+/* The copy's data written home (on q; NULL: now); it stays cached, clean. */
+static mmbError write_home(const char *func, cache_entry *e, mmbQueue *q) {
+  mmbError err = mmb__tile_write_back(func, e->copy, q);
+  if (err != MMB_OK) return err;
+  count_writeback(e);
+  set_dirty(e, false);
+  return MMB_OK;
+}
+
 /* The entry goes: its copy released (written home first when dirty; with
    q, on q: the copy's bytes are freed once they are home). */
 static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueue *q) {
@@ -136,12 +148,8 @@ static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueu
   bool writes = write_back && e->dirty;
   mmbError err = mmb__tile_release_dup(func, e->copy, writes, writes ? q : NULL);
   if (err != MMB_OK) return err;
-  if (writes) {
-    c->stats.writebacks++;
-    c->stats.writeback_bytes += e->bytes;
-  } else if (!e->dirty) {
-    c->stats.clean_drops++;
-  }
+  if (writes) count_writeback(e);
+  else if (!e->dirty) c->stats.clean_drops++;
   set_dirty(e, false);
   unlink_entry(e);
   cache_entry **link = &e->tile->cached;
@@ -218,11 +226,7 @@ static void write_ahead(const char *func, space_cache *c, size_t released) {
   double allowed = (1.0 - c->clean_share) * (double)budget;
   for (cache_entry *e = c->head; e && (double)c->dirty > allowed; e = e->next) {
     if (!e->dirty || e->pins) continue;
-    if (!queue_of(c)) return;
-    if (mmb__tile_write_back(func, e->copy, c->queue) != MMB_OK) return;
-    c->stats.writebacks++;
-    c->stats.writeback_bytes += e->bytes;
-    set_dirty(e, false);
+    if (!queue_of(c) || write_home(func, e, c->queue) != MMB_OK) return;
   }
 }
 
@@ -283,13 +287,27 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
     t->array->n_cached++;
     t->array->cache_drop = mmb__cache_drop_array;
   }
+  c->stats.misses++;
+  if (t->evicted_from == c->space) c->stats.refetches++;
   if (access & MMB_READ) c->stats.fetched_bytes += bytes;
   *out = e;
   return MMB_OK;
 }
 
+/* A local tile that exists is usable after the work pending on it (a
+   prefetch, a write): on q, ordered after it, with req a marker there; or
+   now, once it has run. */
+static mmbError ready(const char *func, mmbQueue *q, mmbRequest *req, mmb__request **pending) {
+  if (!q) {
+    mmb__pending_wait(pending);
+    return MMB_OK;
+  }
+  mmbError err = mmb__pending_order(func, q, *pending);
+  return err == MMB_OK && req ? mmb_queue_marker(q, req) : err;
+}
+
 /* The copy is fetched on q (NULL: now), and req completes once it is
-   there, or at once for a hit. */
+   there, or, for a hit, once what is pending on the local tile is. */
 static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space,
                         mmbAccessType access, mmbQueue *q, mmbRequest *req,
                         mmbArrayTile **out_local) {
@@ -307,11 +325,8 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     cache_unlock();
     return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
   }
-  bool marker = q && req;   /* a hit: req is a marker on q */
   if (t->pub.space == space) {   /* at home there: the tile itself */
-    if (q) err = mmb__pending_order(func, q, t->pending);
-    if (err == MMB_OK && marker) err = mmb_queue_marker(q, req);
-    if (err == MMB_OK) {
+    if ((err = ready(func, q, req, &t->pending)) == MMB_OK) {
       t->home_pins++;
       c->stats.hits++;
       *out_local = &t->pub;
@@ -329,11 +344,7 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     } else {
       c->stats.hits++;
     }
-    if (err == MMB_OK) {
-      if (q) err = mmb__pending_order(func, q, e->copy->pending);   /* a prefetch in flight */
-      else mmb__pending_wait(&e->copy->pending);
-    }
-    if (err == MMB_OK && marker) err = mmb_queue_marker(q, req);
+    if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);   /* a prefetch in flight */
     if (err != MMB_OK) {
       cache_unlock();
       return err;
@@ -341,7 +352,6 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     unlink_entry(e);
     append(e);
   } else {
-    bool again = t->evicted_from == space;
     if ((err = fetch(func, c, t, access, q, req, false, &e)) != MMB_OK) {
       mmb__view v = mmb__tile_view(t);
       size_t budget = budget_of(c), pinned = c->pinned;
@@ -351,8 +361,6 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
                          "%zu pinned)", space->info.name, mmb__view_bytes(&v), budget, pinned);
       return err;
     }
-    c->stats.misses++;
-    if (again) c->stats.refetches++;
   }
   if (e->advice == MMB_ADVICE_WILLNEED) e->advice = MMB_ADVICE_NORMAL;   /* it came */
   pin(e, access & MMB_WRITE);
@@ -419,24 +427,14 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
       cache_unlock();
       return MMB_OK;
     }
-    if (fetch(func, c, t, MMB_READ, c->queue, NULL, true, &e) == MMB_OK) {
-      c->stats.misses++;
-      if (t->evicted_from == space) c->stats.refetches++;
-    } else {
-      e = NULL;
-    }
+    if (fetch(func, c, t, MMB_READ, c->queue, NULL, true, &e) != MMB_OK) e = NULL;
   }
   if (e) {
     e->advice = advice;
     if (advice == MMB_ADVICE_WONTNEED) {
       unlink_entry(e);
       prepend(e);
-      if (e->dirty && !e->pins && queue_of(c) &&
-          mmb__tile_write_back(func, e->copy, c->queue) == MMB_OK) {
-        c->stats.writebacks++;
-        c->stats.writeback_bytes += e->bytes;
-        set_dirty(e, false);
-      }
+      if (e->dirty && !e->pins && queue_of(c)) (void)write_home(func, e, c->queue);
     }
   }
   cache_unlock();
@@ -465,10 +463,8 @@ mmbError mmb_array_flush(mmbArray *array) {
     for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
       mmb__pending_wait(&e->copy->pending);
       if (!e->dirty) continue;
-      if ((err = mmb__tile_write_back(func, e->copy, NULL)) != MMB_OK) break;
-      e->sc->stats.writebacks++;
-      e->sc->stats.writeback_bytes += e->bytes;
-      set_dirty(e, e->write_pins > 0);
+      if ((err = write_home(func, e, NULL)) != MMB_OK) break;
+      set_dirty(e, e->write_pins > 0);   /* still pinned for writing: it may be written */
     }
   }
   cache_unlock();
@@ -617,8 +613,6 @@ bool mmb__cache_oom_step(mmbMemSpace *space, int step) {
 }
 
 /* ---- life ------------------------------------------------------------------------ */
-
-bool mmb__cache_held(void) { return held; }
 
 void mmb__caches_finalize(void) {
   cache_lock();

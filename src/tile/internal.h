@@ -89,8 +89,6 @@ bool mmb__tile_dup_behind(const mmb__tile *dup);
    hook), everything forgotten (finalize). */
 void mmb__cache_drop_array(mmbArray *array);
 void mmb__caches_finalize(void);
-/* The calling thread holds the cache's lock (a fetch is allocating). */
-bool mmb__cache_held(void);
 /* The tile cache's steps of a space's out-of-memory chain (the hook the
    lifecycle sets: mmb__space_set_oom_hook). */
 bool mmb__cache_oom_step(mmbMemSpace *space, int step);
