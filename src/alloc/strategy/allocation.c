@@ -85,13 +85,8 @@ static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, un
   in_chain = true;
   mmbMemSpace *space = iface->space;
   atomic_fetch_add_explicit(&space->oom_rounds, 1, memory_order_relaxed);
-  mmbError err = MMB_OUT_OF_MEMORY;
-  if (iface->strategy->trim) {   /* 1: what the interface caches */
-    mmb__deferred_sweep(iface, false);
-    mmb__region_cache_trim(iface);
-    iface->strategy->trim(iface, 0);
-    err = try_allocate(iface, n, alignment, flags, region, a);
-  }
+  mmb__interface_give_back(iface, 0);   /* 1: what the interface caches */
+  mmbError err = try_allocate(iface, n, alignment, flags, region, a);
   for (int step = 0; err == MMB_OUT_OF_MEMORY && step < 2; step++)   /* 2, 3: the tile cache */
     if (mmb__space_oom_hook(space, step)) err = try_allocate(iface, n, alignment, flags, region, a);
   for (unsigned round = 0; err == MMB_OUT_OF_MEMORY && round < MMB_OOM_HANDLER_ROUNDS; round++) {

@@ -6,6 +6,12 @@
    have passed. */
 #include "alloc/strategy/strategy.h"
 
+void mmb__interface_give_back(mmbMemInterface *iface, size_t keep) {
+  mmb__deferred_sweep(iface, false);
+  mmb__region_cache_trim(iface);
+  if (iface->strategy->trim) iface->strategy->trim(iface, keep);
+}
+
 void mmb__allocation_release(mmbAllocation *a) {
   mmbMemInterface *iface = a->interface;
   if (a->flags & MMB__IN_REGION) {

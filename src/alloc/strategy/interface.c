@@ -174,9 +174,7 @@ mmbError mmb_interface_provider(const mmbMemInterface *interface, mmbProviderTyp
 mmbError mmb_interface_trim(mmbMemInterface *iface, size_t min_bytes_to_keep) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
-  mmb__deferred_sweep(iface, false);
-  mmb__region_cache_trim(iface);
-  if (iface->strategy->trim) iface->strategy->trim(iface, min_bytes_to_keep);
+  mmb__interface_give_back(iface, min_bytes_to_keep);
   return MMB_OK;
 }
 

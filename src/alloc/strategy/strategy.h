@@ -35,6 +35,10 @@ size_t mmb__pool_footprint(size_t bytes, size_t count);
 /* Counts a refused allocation on the interface and its spaces. */
 void mmb__count_failure(mmbMemInterface *iface);
 
+/* What an interface caches back to its provider, down to `keep` bytes:
+   frees whose fences have passed, a region's cached blocks, the strategy's
+   cache (mmb_interface_trim, the out-of-memory chain; deferred.c). */
+void mmb__interface_give_back(mmbMemInterface *iface, size_t keep);
 /* Gives a claimed handle's bytes back (strategy or region) and retires it
    (deferred.c). */
 void mmb__allocation_release(mmbAllocation *a);
