@@ -41,10 +41,13 @@ static void wait_for_work(thread_queue *t) {
 static void *worker(void *arg) {
   thread_queue *t = arg;
   for (;;) {
+    /* stop is set after the last push, so it is read before the stack: read
+       after, a push and the stop could both land between the two reads, and
+       that work would be lost with the queue */
+    bool stopping = atomic_load_explicit(&t->stop, memory_order_acquire);
     mmb__work *w = atomic_exchange_explicit(&t->stack, NULL, memory_order_acquire);
     if (!w) {
-      /* stop is set after the last push: with the stack empty, all is done */
-      if (atomic_load_explicit(&t->stop, memory_order_acquire)) return NULL;
+      if (stopping) return NULL;
       wait_for_work(t);
       continue;
     }

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { THREADS = 3, ROUNDS = 300, BYTES = 4096 };
+enum { THREADS = 3, ROUNDS = 300, BYTES = 4096, SHORT_LIVED = 200 };
 
 static mmbQueue *shared_q;
 static _Atomic long user_runs;
@@ -54,6 +54,15 @@ static void *run(void *p) {
   for (int i = 0; i < 20; i++) w->failed |= mmb_queue_submit(own, count, &user_runs, NULL);
   w->failed |= mmb_queue_destroy(NULL, &own) != MMB_OK;   /* with work pending */
   w->failed |= mmb_free(src) != MMB_OK || mmb_free(mid) != MMB_OK || mmb_free(dst) != MMB_OK;
+  /* queues destroyed right after their submissions: the worker may be
+     between its look at the stack and its look at the stop flag */
+  for (int i = 0; i < SHORT_LIVED && !w->failed; i++) {
+    mmbQueue *brief;
+    w->failed |= mmb_queue_create(NULL, &brief) != MMB_OK;
+    for (int k = 0; k <= i % 2 && !w->failed; k++)   /* one or two */
+      w->failed |= mmb_queue_submit(brief, count, &user_runs, NULL) != MMB_OK;
+    w->failed |= mmb_queue_destroy(NULL, &brief) != MMB_OK;
+  }
   return NULL;
 }
 
@@ -77,7 +86,7 @@ int main(void) {
     failed |= w[i].failed;
   }
   failed |= mmb_queue_destroy(NULL, &shared_q) != MMB_OK;
-  long want = (long)THREADS * (2 * ROUNDS + 20);
+  long want = (long)THREADS * (2 * ROUNDS + 20 + SHORT_LIVED / 2 * 3);
   failed |= atomic_load(&user_runs) != want;
   failed |= mmb_interface_destroy(pool) != MMB_OK;
   failed |= mmb_finalize() != MMB_OK;
