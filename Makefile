@@ -463,6 +463,7 @@ plot-check: $(BUILD)/bin/training_loop
 	  "space=DRAM (NUMA 0)" final_used=0
 	tools/mmb-plot $(BUILD)/training_loop.json $(BUILD)/training_loop.svg
 	@grep -q '<svg' $(BUILD)/training_loop.svg
+	python3 test/trace/test_belady.py
 
 # make docs: HTML and man pages (section 3) from the headers with Doxygen,
 # in build/docs (docs/Doxyfile); any warning fails it. docs/man-tidy.sh keeps
@@ -586,7 +587,7 @@ ifeq ($(MPI),1)
 	test/mpi/run.sh 2 $(BUILD)/bin/bench-mpi
 endif
 
-# make install PREFIX=~/x [LIBDIR=lib64]: headers, libmmb.a and .so, mmb-info and mmb-plot,
+# make install PREFIX=~/x [LIBDIR=lib64]: headers, libmmb.a and .so, mmb-info, mmb-plot, mmb-belady,
 # pkg-config (mmb.pc) and CMake (lib/cmake/mmb) files, man pages (and the
 # per-function ones when `make docs` made them), the examples' sources.
 MANDIR     ?= $(PREFIX)/share/man
@@ -607,7 +608,7 @@ install: $(STATIC) $(SHARED) $(TOOLS)
 	install -m 644 $(filter-out include/mmb/mpi.h,$(wildcard include/mmb/*.h)) $(D)/include/mmb/
 	install -m 644 $(STATIC) $(L)/
 	$(call INSTALL_SO,libmmb.so)
-	install -m 755 $(TOOLS) tools/mmb-plot $(D)/bin/
+	install -m 755 $(TOOLS) tools/mmb-plot tools/mmb-belady $(D)/bin/
 	sed $(PC_SED) -e 's|@LIBS_PRIVATE@|$(LIBS)|' mmb.pc.in > $(L)/pkgconfig/mmb.pc
 	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@HAVE_CUDA@|$(if $(filter 1,$(CUDA)),TRUE,FALSE)|' \
 	  -e 's|@HWLOC_LIBDIR@|$(HWLOC_LIBDIR)|' -e 's|@LIBDIR_UP@|$(LIBDIR_UP)|' \
@@ -646,7 +647,7 @@ uninstall:
 	rm -f $(L)/pkgconfig/mmb.pc $(L)/pkgconfig/mamba.pc $(L)/pkgconfig/mmb-mpi.pc
 	rm -f $(L)/cmake/mmb/mmbConfig.cmake $(L)/cmake/mmb/mmbConfigVersion.cmake
 	rm -f $(D)/include/mamba.mod $(D)/include/mamba_c.mod
-	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot
+	rm -f $(D)/bin/mmb-info $(D)/bin/mmb-plot $(D)/bin/mmb-belady
 	rm -f $(DESTDIR)$(MANDIR)/man1/mmb-info.1 $(DESTDIR)$(MANDIR)/man7/mmb.7
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard build/docs/man/man3/*.3)))
 	rm -rf $(D)/share/mmb

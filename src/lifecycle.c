@@ -59,7 +59,8 @@ static mmbError bring_up(const mmbOptions *opts) {
   install_providers();
   if ((err = mmb__engine_init()) == MMB_OK &&
       (err = mmb__spaces_init()) == MMB_OK &&
-      (err = mmb__spaces_discover()) == MMB_OK)
+      (err = mmb__spaces_discover()) == MMB_OK &&
+      (err = mmb__caches_init()) == MMB_OK)
     err = mmb__trace_init();
   if (err == MMB_OK) {
     mmb__space_set_release_hook(mmb__dup_interface_released);

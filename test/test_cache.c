@@ -6,6 +6,9 @@
 #include "arrays.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define N 64      /* an N x N array of doubles */
 #define T 16      /* in T x T tiles: 16 tiles of 2 KiB */
@@ -162,6 +165,72 @@ MMB_TEST(cache, pinned_copies_never_move_and_a_full_pin_is_refused_at_once) {
   OK(mmb_space_set_cache(fast, &(mmbCacheConfig){.budget_bytes = TILE_BYTES}));
   cr_assert_eq(stats(fast).used_bytes, TILE_BYTES, "evicted down to the new budget");
   OK(mmb_array_destroy(a));
+}
+
+/* Every acquire, release, eviction, write-back and prefetch is in the trace,
+   with the cache's occupancy (test/trace/check_trace.py reads it). */
+MMB_TEST(cache, the_trace_records_what_the_cache_does) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 2);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  OK(mmb_trace_start());
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ_WRITE, &l));   /* miss */
+  OK(mmb_tile_release(l));
+  for (int k = 0; k < 2; k++) {                                 /* miss, hit */
+    OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &l));
+    OK(mmb_tile_release(l));
+  }
+  for (size_t i = 2; i <= 3; i++) {   /* misses: tile 0 goes written home, then tile 1 */
+    OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ, &l));
+    OK(mmb_tile_release(l));
+  }
+  OK(mmb_tile_advise(tile(a, 0), fast, MMB_ADVICE_WILLNEED));   /* a prefetch: tile 2 goes */
+  OK(mmb_array_flush(a));
+  OK(mmb_trace_stop());
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/mmb-cache-trace-%d.json", (int)getpid());
+  OK(mmb_trace_dump(path));
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "python3 test/trace/check_trace.py %s cache_hit=1 cache_miss=4 "
+           "cache_release=5 cache_prefetch=1 cache_evict=3 cache_written=1 cache_writeback=0 "
+           "cache_track=fast final_cached=%zu", path, 2 * TILE_BYTES);
+  cr_assert_eq(system(cmd), 0, "the trace does not hold the cache's events");
+  unlink(path);
+  OK(mmb_array_destroy(a));
+}
+
+/* MMB_CACHE sets the budget and clean share of a layer's caches; a
+   program's mmb_space_set_cache still wins. */
+Test(cache, mmb_cache_sets_a_layers_caches) {
+  cr_assert_eq(setenv("MMB_CACHE", "DRAM:1M:clean=0.25", 1), 0);
+  mmb_test_setup();
+  mmbMemSpace *fast = fast_space();
+  mmbCacheConfig cfg;
+  OK(mmb_space_get_cache(fast, &cfg));
+  cr_assert(cfg.budget_bytes == 1u << 20 && cfg.clean_share == 0.25);
+  cr_assert_eq(stats(fast).budget_bytes, 1u << 20);
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &l));   /* the cache made: the same */
+  OK(mmb_tile_release(l));
+  cr_assert_eq(stats(fast).budget_bytes, 1u << 20);
+  budget_tiles(fast, 2);
+  cr_assert_eq(stats(fast).budget_bytes, 2 * TILE_BYTES);
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+  mmb_test_teardown();
+}
+
+Test(cache, a_malformed_mmb_cache_fails_init) {
+  const char *bad[] = {"DRAM", "DRAM:", "DRAM:0", "DRAM:4X", "SSD:1G", "DRAM:1G:clean=",
+                       "DRAM:1G:clean=1.5", "DRAM:1G:clean=-0.1", "DRAM:1G:dirty=0.5",
+                       "DRAM:1G,HBM"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cr_assert_eq(setenv("MMB_CACHE", bad[i], 1), 0);
+    FAILS(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}), MMB_INVALID_ARG);
+    cr_assert(!mmb_is_initialized(), "%s", bad[i]);
+  }
 }
 
 MMB_TEST(cache, advice_changes_the_victim) {

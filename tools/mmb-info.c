@@ -43,6 +43,22 @@ static bool distance(mmbMemSpace *const *spaces, size_t i, size_t j, unsigned *d
   return mmb_space_distance(spaces[i], spaces[j], d) == MMB_OK;
 }
 
+/* A space's tile cache settings (mmb/cache.h): its budget, whether that
+   is the space's limit (nothing set one), its clean share. */
+typedef struct cache_settings {
+  unsigned long long budget;
+  bool is_limit;
+  double clean_share;
+} cache_settings;
+
+static cache_settings cache_of(mmbMemSpace *space) {
+  mmbCacheConfig cfg = {0};
+  mmbCacheStats st = {0};
+  if (mmb_space_get_cache(space, &cfg) != MMB_OK || mmb_space_get_cache_stats(space, &st) != MMB_OK)
+    return (cache_settings){0, true, 0.5};
+  return (cache_settings){st.budget_bytes, cfg.budget_bytes == 0, cfg.clean_share};
+}
+
 static void print_text(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *spaces,
                        const node_facts *f) {
   printf("mmb %s: %zu memory spaces; CUDA provider %s, %d GPU%s", mmb_version(NULL, NULL, NULL),
@@ -64,6 +80,15 @@ static void print_text(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *s
     printf("%-3zu %-24s %-7s %-9s %-5s %-4s %-11s %-11s %-12s %-8s %s%s%s\n", i, s->name,
            mmb_layer_name(s->layer), mmb_context_name(s->context), numa, gpu, cap, lim, bw, lat,
            mmb_provider_name(s->default_provider), prov[0] ? "," : "", prov);
+  }
+  printf("tile caches (MMB_CACHE, mmb_space_set_cache):\n%-3s %-24s %-22s %s\n", "#", "space",
+         "budget", "clean share");
+  for (size_t i = 0; i < n; i++) {
+    cache_settings c = cache_of(spaces[i]);
+    char budget[32], shown[48];
+    human(c.budget, budget, sizeof budget);
+    snprintf(shown, sizeof shown, "%s%s", budget, c.is_limit ? " (the limit)" : "");
+    printf("%-3zu %-24s %-22s %.2f\n", i, info[i].name, shown, c.clean_share);
   }
   unsigned d;
   bool any = false;
@@ -118,7 +143,10 @@ static void print_json(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *s
       printf("%s\"%s\"", first ? "" : ", ", mmb_provider_name((mmbProviderType)t));
       first = false;
     }
-    printf("], \"distances\": [");
+    cache_settings c = cache_of(spaces[i]);
+    printf("], \"cache\": {\"budget_bytes\": %llu, \"budget_is_limit\": %s, "
+           "\"clean_share\": %g}, \"distances\": [", (unsigned long long)c.budget,
+           c.is_limit ? "true" : "false", c.clean_share);
     for (size_t j = 0; j < n; j++) {
       unsigned d;
       if (distance(spaces, i, j, &d)) printf("%s%u", j ? ", " : "", d);
@@ -137,7 +165,8 @@ static const char usage[] =
     "  --json     one JSON object, for scripts\n"
     "  --version  the version of the mmb library\n"
     "  MMB_LIMIT_<DRAM|HBM|NVDIMM|GDRAM>=size caps a layer; MMB_EMULATE=HBM:4G adds\n"
-    "  an emulated tier (man mmb).\n";
+    "  an emulated tier; MMB_CACHE=HBM:2G[:clean=0.5] sets the tile caches' budget\n"
+    "  in a layer's spaces (man mmb).\n";
 
 int main(int argc, char **argv) {
   bool json = false;

@@ -18,6 +18,11 @@
    while this thread holds the lock (the acquire evicts for itself). */
 #include "tile/internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 typedef struct mmb__cache_entry cache_entry;
 typedef struct space_cache space_cache;
 
@@ -46,6 +51,8 @@ struct space_cache {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static space_cache *caches;
+/* MMB_CACHE's settings, a new cache's in a space of the layer */
+static mmbCacheConfig layer_default[MMB_MEMLAYER_MAX];
 static _Thread_local bool held;   /* this thread holds the lock */
 
 static void cache_lock(void) {
@@ -68,7 +75,8 @@ static space_cache *cache_of(mmbMemSpace *space) {
   if (c) return c;
   if (!(c = mmb__calloc(1, sizeof *c))) return NULL;
   c->space = space;
-  c->clean_share = 0.5;
+  c->budget = layer_default[space->info.layer].budget_bytes;
+  c->clean_share = layer_default[space->info.layer].clean_share;
   c->next = caches;
   caches = c;
   return c;
@@ -127,6 +135,16 @@ static void pin(cache_entry *e, bool write) {
   if (write) e->write_pins++;
 }
 
+/* A cache event in the trace, with the cache's occupancy after it. */
+static void note(mmb__cache_event what, const space_cache *c, mmb__tile *t, size_t bytes,
+                 unsigned flags) {
+  static uint64_t last_id;   /* under the lock */
+  if (!mmb__trace_active()) return;
+  if (!t->cache_id) t->cache_id = ++last_id;
+  mmb__cache_levels after = {c->used, c->dirty, c->pinned, budget_of(c)};
+  mmb__trace_cache(what, c->space, t->cache_id, bytes, flags, &after);
+}
+
 static void count_writeback(cache_entry *e) {
   e->sc->stats.writebacks++;
   e->sc->stats.writeback_bytes += e->bytes;
@@ -138,6 +156,7 @@ static mmbError write_home(const char *func, cache_entry *e, mmbQueue *q) {
   if (err != MMB_OK) return err;
   count_writeback(e);
   set_dirty(e, false);
+  note(MMB__CACHE_WRITEBACK, e->sc, e->tile, e->bytes, 0);
   return MMB_OK;
 }
 
@@ -159,6 +178,7 @@ static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueu
   e->tile->evicted_from = c->space;
   mmbArray *a = e->tile->array;
   if (a) a->n_cached--;
+  note(MMB__CACHE_EVICT, c, e->tile, e->bytes, writes ? MMB__CACHE_FLAG_DONE : 0);
   mmb__free(e);
   return MMB_OK;
 }
@@ -335,12 +355,14 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     return err;
   }
   cache_entry *e = entry_in(t, c);
+  mmb__cache_event what = MMB__CACHE_HIT;
   if (e) {
     if (!e->dirty && mmb__tile_dup_behind(e->copy) && (access & MMB_READ)) {
       /* the tile was written since it was copied: bring the copy up to date */
       err = mmb__tile_refresh(func, e->copy);
       c->stats.misses++;
       c->stats.fetched_bytes += e->bytes;
+      what = MMB__CACHE_MISS;
     } else {
       c->stats.hits++;
     }
@@ -352,6 +374,7 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     unlink_entry(e);
     append(e);
   } else {
+    what = MMB__CACHE_MISS;
     if ((err = fetch(func, c, t, access, q, req, false, &e)) != MMB_OK) {
       mmb__view v = mmb__tile_view(t);
       size_t budget = budget_of(c), pinned = c->pinned;
@@ -365,6 +388,10 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
   if (e->advice == MMB_ADVICE_WILLNEED) e->advice = MMB_ADVICE_NORMAL;   /* it came */
   pin(e, access & MMB_WRITE);
   if (access & MMB_WRITE) set_dirty(e, true);
+  note(what, c, t, e->bytes,
+       (what == MMB__CACHE_MISS && (access & MMB_READ) ? MMB__CACHE_FLAG_DONE : 0) |
+       (access & MMB_READ ? MMB__CACHE_FLAG_READ : 0) |
+       (access & MMB_WRITE ? MMB__CACHE_FLAG_WRITE : 0));
   cache_unlock();
   *out_local = &e->copy->pub;
   return MMB_OK;
@@ -401,6 +428,7 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
   }
   if (!--e->pins) e->sc->pinned -= e->bytes;
   if (e->write_pins > e->pins) e->write_pins = e->pins;
+  note(MMB__CACHE_RELEASE, e->sc, e->tile, e->bytes, 0);
   if (e->dirty && !e->pins) write_ahead(func, e->sc, e->bytes);
   cache_unlock();
   return MMB_OK;
@@ -428,6 +456,7 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
       return MMB_OK;
     }
     if (fetch(func, c, t, MMB_READ, c->queue, NULL, true, &e) != MMB_OK) e = NULL;
+    else note(MMB__CACHE_PREFETCH, c, t, e->bytes, MMB__CACHE_FLAG_DONE);
   }
   if (e) {
     e->advice = advice;
@@ -547,8 +576,8 @@ mmbError mmb_space_get_cache(mmbMemSpace *space, mmbCacheConfig *out_config) {
   MMB__ARG(!out_config, func, "out_config is NULL");
   cache_lock();
   const space_cache *c = find_cache(space);
-  *out_config = (mmbCacheConfig){.budget_bytes = c ? c->budget : 0,
-                                 .clean_share = c ? c->clean_share : 0.5};
+  *out_config = c ? (mmbCacheConfig){.budget_bytes = c->budget, .clean_share = c->clean_share}
+                  : layer_default[space->info.layer];
   cache_unlock();
   return MMB_OK;
 }
@@ -574,7 +603,8 @@ mmbError mmb_space_get_cache_stats(const mmbMemSpace *space, mmbCacheStats *out)
         .oom_rounds = atomic_load(&space->oom_rounds),
         .handler_calls = atomic_load(&space->handler_calls),
         .fallback_bytes = atomic_load(&space->fallback_bytes)};
-    space_cache probe = {.space = (mmbMemSpace *)space};
+    space_cache probe = {.space = (mmbMemSpace *)space,
+                         .budget = layer_default[space->info.layer].budget_bytes};
     out->budget_bytes = budget_of(&probe);
   }
   cache_unlock();
@@ -613,6 +643,52 @@ bool mmb__cache_oom_step(mmbMemSpace *space, int step) {
 }
 
 /* ---- life ------------------------------------------------------------------------ */
+
+static mmbError cache_env_failed(const char *env, const char *why) {
+  mmb__log(MMB_LOG_ERROR, "MMB_CACHE='%s': %s (expected LAYER:SIZE[:clean=SHARE][,...], e.g. "
+           "HBM:2G or HBM:2G:clean=0.25,DRAM:8G; LAYER DRAM, HBM, NVDIMM or GDRAM)", env, why);
+  return MMB_INVALID_ARG;
+}
+
+/* MMB_CACHE=LAYER:SIZE[:clean=SHARE][,...]: the budget (and clean share) of
+   the tile caches of the layer's spaces, as mmb_space_set_cache would set
+   them; a program's own mmb_space_set_cache still wins. */
+mmbError mmb__caches_init(void) {
+  for (int l = 0; l < MMB_MEMLAYER_MAX; l++) layer_default[l] = (mmbCacheConfig){.clean_share = 0.5};
+  const char *env = getenv("MMB_CACHE");
+  if (!env || !*env) return MMB_OK;
+  char copy[256];
+  if (strlen(env) >= sizeof copy) return cache_env_failed(env, "too long");
+  snprintf(copy, sizeof copy, "%s", env);
+  char *save = NULL;
+  for (char *entry = strtok_r(copy, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
+    char *size = strchr(entry, ':'), *clean = NULL;
+    if (!size) return cache_env_failed(env, "an entry has no size");
+    *size++ = '\0';
+    if ((clean = strchr(size, ':'))) {
+      *clean++ = '\0';
+      if (strncmp(clean, "clean=", 6) != 0) return cache_env_failed(env, "unknown option after the size");
+      clean += 6;
+    }
+    int layer = -1;
+    for (int l = 0; l < MMB_MEMLAYER_MAX && layer < 0; l++)
+      if (!strcasecmp(entry, mmb_layer_name((mmbMemLayer)l))) layer = l;
+    if (layer < 0) return cache_env_failed(env, "unknown layer");
+    mmbCacheConfig cfg = {.clean_share = 0.5};
+    if (!mmb__parse_size(size, &cfg.budget_bytes) || !cfg.budget_bytes)
+      return cache_env_failed(env, "the size is not a size above 0");
+    if (clean) {
+      char *end;
+      cfg.clean_share = strtod(clean, &end);
+      if (end == clean || *end || !(cfg.clean_share >= 0.0 && cfg.clean_share <= 1.0))
+        return cache_env_failed(env, "clean= is not a share from 0 to 1");
+    }
+    layer_default[layer] = cfg;
+    mmb__log(MMB_LOG_INFO, "MMB_CACHE: tile caches in %s: budget %zu bytes, clean share %g",
+             mmb_layer_name((mmbMemLayer)layer), cfg.budget_bytes, cfg.clean_share);
+  }
+  return MMB_OK;
+}
 
 void mmb__caches_finalize(void) {
   cache_lock();

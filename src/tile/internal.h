@@ -34,6 +34,7 @@ struct mmb__tile {
   struct mmb__cache_entry *cached, *entry;
   unsigned home_pins;
   const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
+  uint64_t cache_id;                 /* its name in the trace's cache events; 0: none yet */
 };
 
 /* A grid tile is a handle too: each has the header of one just before it. */
@@ -89,6 +90,7 @@ bool mmb__tile_dup_behind(const mmb__tile *dup);
    hook), everything forgotten (finalize). */
 void mmb__cache_drop_array(mmbArray *array);
 void mmb__caches_finalize(void);
+mmbError mmb__caches_init(void);   /* reads MMB_CACHE */
 /* The tile cache's steps of a space's out-of-memory chain (the hook the
    lifecycle sets: mmb__space_set_oom_hook). */
 bool mmb__cache_oom_step(mmbMemSpace *space, int step);

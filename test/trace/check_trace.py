@@ -7,6 +7,11 @@ caller expects. Usage: check_trace.py FILE KEY=VALUE...
   space=NAME                            a counter track with this name exists
   final_used=N                          the last "used" counter of `space`
   stacks=1                              alloc events carry a backtrace
+  cache_hit=N cache_miss=N ...          exact counts of a tile cache's events
+                                        (hit miss prefetch release evict writeback)
+  cache_written=N                       evictions that wrote the copy home
+  cache_track=NAME final_cached=N       the counter track "cache NAME", and
+                                        its last "used" (bytes cached)
 Exit 0 when everything holds; otherwise a message and exit 1."""
 import json
 import sys
@@ -42,6 +47,22 @@ def main():
             errors.append(f"no counter track named {wants['space']!r}")
         elif "final_used" in wants and track[-1]["args"]["used"] != int(wants["final_used"]):
             errors.append(f"final used {track[-1]['args']['used']}, expected {wants['final_used']}")
+    for key, want in wants.items():
+        if key.startswith("cache_") and key not in ("cache_written", "cache_track"):
+            n = count(key, "i")
+            if n != int(want):
+                errors.append(f"{key}: {n}, expected {want}")
+    if "cache_written" in wants:
+        n = sum(1 for e in events if e.get("name") == "cache_evict" and e["args"]["written"])
+        if n != int(wants["cache_written"]):
+            errors.append(f"cache_written: {n}, expected {wants['cache_written']}")
+    if "cache_track" in wants:
+        name = "cache " + wants["cache_track"]
+        track = [e for e in events if e.get("ph") == "C" and e.get("name") == name]
+        if not track:
+            errors.append(f"no counter track named {name!r}")
+        elif "final_cached" in wants and track[-1]["args"]["used"] != int(wants["final_cached"]):
+            errors.append(f"final cached {track[-1]['args']['used']}, expected {wants['final_cached']}")
     if wants.get("stacks") == "1":
         allocs = [e for e in events if e.get("name") == "alloc"]
         if not allocs or not all(e["args"].get("stack") for e in allocs):

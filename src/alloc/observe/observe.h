@@ -31,6 +31,22 @@ void mmb__trace_record(mmb__trace_kind kind, mmbMemInterface *iface, const void 
 /* A duration event ("X"): name is a string literal, start from mmb__now_ns (core). */
 void mmb__trace_duration(const char *name, uint64_t start_ns, size_t bytes,
                          const mmbMemSpace *from, const mmbMemSpace *to);
+/* A tile cache's event (an instant, "cache_<event>"): what happened to
+   one tile's copy in a space, and the cache's occupancy right after, which
+   the dump draws as a counter track per space ("cache <space>"). tile is
+   the tile's cache id (never reused). Flags: DONE, a miss or a prefetch
+   fetched the data, an eviction wrote it home; READ and WRITE, the access
+   of the acquire a hit or a miss was. */
+typedef enum mmb__cache_event {
+  MMB__CACHE_HIT, MMB__CACHE_MISS, MMB__CACHE_PREFETCH, MMB__CACHE_RELEASE,
+  MMB__CACHE_EVICT, MMB__CACHE_WRITEBACK
+} mmb__cache_event;
+enum { MMB__CACHE_FLAG_DONE = 1, MMB__CACHE_FLAG_READ = 2, MMB__CACHE_FLAG_WRITE = 4 };
+typedef struct mmb__cache_levels {
+  size_t used, dirty, pinned, budget;
+} mmb__cache_levels;
+void mmb__trace_cache(mmb__cache_event event, const mmbMemSpace *space, uint64_t tile,
+                      size_t bytes, unsigned flags, const mmb__cache_levels *after);
 mmbError mmb__trace_init(void);      /* MMB_TRACE, MMB_TRACE_CAPACITY, MMB_TRACE_BACKTRACE */
 void mmb__trace_finalize(void);      /* dumps to MMB_TRACE */
 

@@ -34,17 +34,19 @@ typedef struct trace_space {
 
 typedef struct trace_event {
   uint64_t ts, dur;
-  uint64_t size;
+  uint64_t size, key;                /* cache events: key is the tile */
   const void *ptr, *iface;
   const char *name;                 /* durations */
   uint32_t tid;
   uint8_t kind, n_levels, n_frames;
+  uint8_t event, flag;                /* cache events */
   int16_t level[MAX_LEVELS];        /* trace_space indices; durations: from, to */
+  /* cache events: used, dirty, pinned; reserved[0] the budget */
   size_t used[MAX_LEVELS], reserved[MAX_LEVELS];
   void *frames[MAX_FRAMES];
 } trace_event;
 
-enum { KIND_DURATION = 16 };
+enum { KIND_DURATION = 16, KIND_CACHE = 17 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_event *ring;              /* guarded by lock, like everything below */
@@ -118,6 +120,22 @@ void mmb__trace_duration(const char *name, uint64_t start, size_t bytes, const m
                        .tid = thread_id(), .kind = KIND_DURATION, .n_levels = 2,
                        .level = {(int16_t)(from ? space_index(from) : -1),
                                  (int16_t)(to ? space_index(to) : -1)}};
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void mmb__trace_cache(mmb__cache_event event, const mmbMemSpace *space, uint64_t tile,
+                      size_t bytes, unsigned flags, const mmb__cache_levels *after) {
+  uint64_t now = mmb__now_ns();
+  pthread_mutex_lock(&lock);
+  int i = ring ? space_index(space) : -1;
+  if (i >= 0) {
+    trace_event *e = next_slot();
+    *e = (trace_event){.ts = now, .size = bytes, .key = tile, .tid = thread_id(),
+                       .kind = KIND_CACHE, .event = (uint8_t)event, .flag = (uint8_t)flags,
+                       .level = {(int16_t)i},
+                       .used = {after->used, after->dirty, after->pinned},
+                       .reserved = {after->budget}};
   }
   pthread_mutex_unlock(&lock);
 }
@@ -222,7 +240,37 @@ static void put_stack(FILE *f, const trace_event *e) {
 
 static const char *const kind_names[] = {"alloc", "free", "provider_alloc", "provider_free"};
 
+static const char *const cache_names[] = {"cache_hit",     "cache_miss",  "cache_prefetch",
+                                           "cache_release", "cache_evict", "cache_writeback"};
+static const char *const cache_flags[] = {NULL, "fetched", "fetched", NULL, "written", NULL};
+
+/* A cache event: the instant, then the space's cache occupancy after it. */
+static void put_cache(FILE *f, const trace_event *e, int pid) {
+  const char *space = spaces[e->level[0]].name;
+  fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"mmb.cache\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
+          "\"pid\":%d,\"tid\":%u,\"args\":{\"space\":", cache_names[e->event], us(e->ts), pid,
+          e->tid);
+  put_string(f, space);
+  fprintf(f, ",\"tile\":%" PRIu64 ",\"bytes\":%" PRIu64, e->key, e->size);
+  if (cache_flags[e->event])
+    fprintf(f, ",\"%s\":%s", cache_flags[e->event], e->flag & MMB__CACHE_FLAG_DONE ? "true" : "false");
+  if (e->event == MMB__CACHE_HIT || e->event == MMB__CACHE_MISS)
+    fprintf(f, ",\"read\":%s,\"write\":%s", e->flag & MMB__CACHE_FLAG_READ ? "true" : "false",
+            e->flag & MMB__CACHE_FLAG_WRITE ? "true" : "false");
+  char track[sizeof spaces[0].name + 8];
+  snprintf(track, sizeof track, "cache %s", space);
+  fprintf(f, "}},\n{\"name\":");
+  put_string(f, track);
+  fprintf(f, ",\"cat\":\"mmb.cache\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{"
+          "\"used\":%zu,\"dirty\":%zu,\"pinned\":%zu,\"budget\":%zu}}", us(e->ts), pid,
+          e->used[0], e->used[1], e->used[2], e->reserved[0]);
+}
+
 static void put_event(FILE *f, const trace_event *e, int pid) {
+  if (e->kind == KIND_CACHE) {
+    put_cache(f, e, pid);
+    return;
+  }
   if (e->kind == KIND_DURATION) {
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"mmb\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
             "\"pid\":%d,\"tid\":%u,\"args\":{\"bytes\":%" PRIu64, e->name, us(e->ts),
