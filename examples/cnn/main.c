@@ -29,14 +29,14 @@ typedef struct cli {
   double lr, momentum;
   int threads;
   unsigned long long seed;
-  bool json;
+  bool json, no_hints;
 } cli;
 
 static const char usage[] =
     "usage: cnn [--data DIR] [--net seed|wide] [--epochs N] [--batch B] [--lr X]\n"
     "           [--momentum M] [--threads T] [--seed S] [--device cpu|gpu]\n"
     "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE]\n"
-    "           [--plan auto|resident|streamed] [--save-weights FILE] [--json]\n"
+    "           [--plan auto|resident|streamed] [--no-hints] [--save-weights FILE] [--json]\n"
     "  --data DIR         IDX files of Fashion-MNIST (default data/fashion-mnist;\n"
     "                     scripts/fetch-fashion-mnist.sh puts them there)\n"
     "  --net seed|wide    seed: conv 3x3x4, pool, dense; wide: conv 3x3x32, pool,\n"
@@ -55,6 +55,7 @@ static const char usage[] =
     "                     stays; resident: all of them moved there (they must fit);\n"
     "                     streamed: the hand plan, resident if they fit, else the\n"
     "                     largest streamed in tiles (the default on a GPU or with ranks)\n"
+    "  --no-hints         auto: no WILLNEED advice for the next tile (plain LRU)\n"
     "  --max-batches N    stop each epoch after N batches\n"
     "  --test-limit N     evaluate on the first N test images (default all)\n"
     "  --trace FILE       mmb's memory trace (Chrome JSON; tools/mmb-plot draws it)\n"
@@ -127,6 +128,10 @@ static int parse(int argc, char **argv, cli *c) {
     }
     if (!strcmp(a, "--json")) {
       c->json = true;
+      continue;
+    }
+    if (!strcmp(a, "--no-hints")) {
+      c->no_hints = true;
       continue;
     }
     if (strncmp(a, "--", 2) != 0) return bad("unexpected argument '%s'%s", a, "");
@@ -226,7 +231,7 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          "\"allreduce_wait_seconds\": %.6f, \"blas_kernel\": \"%s\", \"gflops\": %.3f, "
          "\"sgemm_gflops_best\": %.3f, \"plan\": \"%s\", \"cache_hits\": %llu, "
          "\"cache_misses\": %llu, \"cache_fetched_bytes\": %llu, \"cache_writebacks\": %llu, "
-         "\"cache_budget_bytes\": %llu}\n",
+         "\"cache_budget_bytes\": %llu, \"hints\": %s, \"cache_writeback_bytes\": %llu}\n",
          c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
          c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
          r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
@@ -238,7 +243,8 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          train_gflops(rn, r), plan->gpu ? 0.0 : rn->blas.sgemm_gflops, c->plan,
          (unsigned long long)cs.hits, (unsigned long long)cs.misses,
          (unsigned long long)cs.fetched_bytes, (unsigned long long)cs.writebacks,
-         (unsigned long long)cs.budget_bytes);
+         (unsigned long long)cs.budget_bytes, plan->hints ? "true" : "false",
+         (unsigned long long)cs.writeback_bytes);
 }
 
 /* Every parameter's values, in order, as float32 (from the capacity tier:
@@ -440,6 +446,7 @@ int main(int argc, char **argv) {
   bool gpu = !strcmp(r.c.device, "gpu");
   if (!r.c.plan) r.c.plan = gpu || r.dist.ranks > 1 ? "streamed" : "auto";
   cnn_plan_options po = {.gpu = gpu, .fast_limit = r.c.fast_limit, .threads = r.c.threads,
+                         .no_hints = r.c.no_hints,
                          .mode = !strcmp(r.c.plan, "auto")       ? CNN_PLAN_AUTO
                                  : !strcmp(r.c.plan, "resident") ? CNN_PLAN_RESIDENT
                                                                  : CNN_PLAN_STREAMED};

@@ -111,7 +111,8 @@ static mmbError make_queues(const cnn_plan_options *o, cnn_plan *plan, char *err
 }
 
 mmbError cnn_plan_create(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
-  *plan = (cnn_plan){.mode = o->mode, .gpu = o->gpu, .depth = o->depth ? o->depth : 1};
+  *plan = (cnn_plan){.mode = o->mode, .gpu = o->gpu, .hints = !o->no_hints,
+                     .depth = o->depth ? o->depth : 1};
   mmbError e = find_tiers(o, plan, err, err_len);
   if (e == MMB_OK) e = make_spaces(plan, err, err_len);
   if (e == MMB_OK) e = make_queues(o, plan, err, err_len);
@@ -380,7 +381,7 @@ static mmbError auto_acquire(cnn_tiles *t) {
     mmbArrayTile *tile, *next;
     e = tile_of(t->arrays[i], t->index, &tile);
     if (e == MMB_OK) e = mmb_tile_acquire(tile, t->plan->params_space, t->access[i], cur[i]);
-    if (e == MMB_OK && t->index + 1 < t->count && (t->access[i] & MMB_READ) &&
+    if (e == MMB_OK && t->plan->hints && t->index + 1 < t->count && (t->access[i] & MMB_READ) &&
         (e = tile_of(t->arrays[i], t->index + 1, &next)) == MMB_OK)
       e = mmb_tile_advise(next, t->plan->params_space, MMB_ADVICE_WILLNEED);
   }

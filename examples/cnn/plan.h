@@ -57,12 +57,13 @@ typedef struct cnn_plan_options {
   size_t fast_limit;     /* bytes of the fast tier for parameters; 0: the default */
   size_t depth;          /* tiles prefetched ahead; 0: 1 (double buffering) */
   int threads;           /* OpenBLAS threads (cpu) */
+  bool no_hints;         /* auto: the next tile is not advised WILLNEED */
 } cnn_plan_options;
 
 typedef struct cnn_plan {
   const cnn_ops *ops;
   cnn_plan_mode mode;
-  bool gpu;
+  bool gpu, hints;
   size_t budget;                       /* the parameters' space limit */
   size_t depth;
   mmbMemSpace *capacity, *fast;        /* the tiers (discovered spaces) */
