@@ -215,6 +215,44 @@ Test(node, a_throttle_reaches_the_spaces_requested_from_the_tier) {
   mmb_test_teardown();
 }
 
+/* A throttled tier is one link: two copies at once share its rate, so
+   they take as long as one copy of both (not as long as one). */
+Test(node, copies_at_once_share_a_throttled_link) {
+  cr_assert_eq(setenv("MMB_EMULATE", "HBM:64M:bw=100M", 1), 0);
+  mmb_test_setup();
+  mmbMemSpace *hbm, *dram;
+  mmbMemInterface *fast = interface_on(MMB_HBM, 0, &hbm);
+  mmbMemInterface *home = interface_on(MMB_DRAM, 0, &dram);
+  enum { COPIES = 2, BYTES = 4u << 20 };
+  mmbAllocation *d[COPIES], *s[COPIES];
+  mmbQueue *q[COPIES];
+  mmbRequest r[COPIES] = {{0}};
+  for (int i = 0; i < COPIES; i++) {
+    OK(mmb_allocate(BYTES, fast, &d[i]));
+    OK(mmb_allocate(BYTES, home, &s[i]));
+    memset(mmb_allocation_ptr(s[i]), i + 1, BYTES);
+    OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q[i]));
+  }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < COPIES; i++) OK(mmb_copy_async(d[i], s[i], q[i], &r[i]));
+  for (int i = 0; i < COPIES; i++) OK(mmb_wait(&r[i]));
+  double ms = ms_since(&t0);
+  /* 8 MiB at 100 MiB/s: at least 80 ms, however many copies carry them */
+  cr_assert_geq(ms, 78.0, "two 4 MiB copies at once at bw=100M took %.2f ms", ms);
+  for (int i = 0; i < COPIES; i++) {
+    cr_assert_eq(((unsigned char *)mmb_allocation_ptr(d[i]))[BYTES - 1], i + 1);
+    OK(mmb_queue_destroy(NULL, &q[i]));
+    OK(mmb_free(d[i]));
+    OK(mmb_free(s[i]));
+  }
+  OK(mmb_interface_destroy(fast));
+  OK(mmb_interface_destroy(home));
+  OK(mmb_space_release(hbm));
+  OK(mmb_space_release(dram));
+  mmb_test_teardown();
+}
+
 static void emulate_refused(const char *value) {
   cr_assert_eq(setenv("MMB_EMULATE", value, 1), 0);
   FAILS(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}), MMB_INVALID_ARG);

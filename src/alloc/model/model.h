@@ -35,6 +35,7 @@ struct mmbMemSpace {
   mmb__space_counters c;
   _Atomic size_t n_users;   /* interfaces and requested spaces drawing on it */
   size_t throttle;          /* MMB_EMULATE's bw=: bytes/s copies to or from it may take; 0 none */
+  _Atomic uint64_t link_free_ns;   /* throttled: when its link has carried what it was given */
   mmbMemSpace *next;        /* discovered list, or the requested list */
   /* mmb_register_memory: the space is the library's (release does nothing),
      made from reg_cfg (reg_cfg.name points at reg_name), and interfaces asked

@@ -5,6 +5,7 @@
 
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 typedef mmb__copy_side side;
 
@@ -85,24 +86,39 @@ static bool stream_reaches(const mmb__copy_engine *on, mmbMemInterface *di, mmbM
   return !(dh && sh) && (dh || on->reaches(on->state, di)) && (sh || on->reaches(on->state, si));
 }
 
-/* MMB_EMULATE's bw=: the slower throttled side's bytes per second, 0 for
-   none. A space requested from a throttled one (a limited child of the
-   emulated HBM, or of DRAM with DRAM:bw=) is held to its rate. */
-static size_t space_throttle(const mmbMemSpace *space) {
-  for (const mmbMemSpace *s = space; s; s = s->parent)
-    if (s->throttle) return s->throttle;
-  return 0;
+/* MMB_EMULATE's bw=: the throttled space a copy goes through (the slower
+   side's), NULL for none. A space requested from a throttled one (a
+   limited child of the emulated HBM, or of DRAM with DRAM:bw=) is held to
+   its rate. */
+static mmbMemSpace *space_throttle(mmbMemSpace *space) {
+  for (mmbMemSpace *s = space; s; s = s->parent)
+    if (s->throttle) return s;
+  return NULL;
 }
-static size_t throttle_of(const mmbMemInterface *di, const mmbMemInterface *si) {
-  size_t d = di ? space_throttle(di->space) : 0, s = si ? space_throttle(si->space) : 0;
-  return d && s ? mmb__min(d, s) : d ? d : s;
+static mmbMemSpace *throttle_of(const mmbMemInterface *di, const mmbMemInterface *si) {
+  mmbMemSpace *d = di ? space_throttle(di->space) : NULL, *s = si ? space_throttle(si->space) : NULL;
+  return d && s ? (d->throttle <= s->throttle ? d : s) : d ? d : s;
 }
 
-/* Makes a copy of `bytes` begun at `start` (ns) last as long as it would at
-   `rate` bytes per second. */
-static void pace(uint64_t start, size_t bytes, size_t rate) {
-  uint64_t want = start + (uint64_t)((double)bytes * 1e9 / (double)rate), now = mmb__now_ns();
+/* A throttled space is one link, as a bus is: the copies to and from it
+   share its rate, in turn. A copy of `bytes` begun at `start` (ns) books
+   the link's next free span of bytes / rate and ends no sooner than that
+   span does (so two copies at once take twice as long, not half). */
+static void pace(mmbMemSpace *link, uint64_t start, size_t bytes) {
+  uint64_t span = (uint64_t)((double)bytes * 1e9 / (double)link->throttle), want;
+  uint64_t free_at = atomic_load_explicit(&link->link_free_ns, memory_order_relaxed);
+  do {
+    want = (free_at > start ? free_at : start) + span;
+  } while (!atomic_compare_exchange_weak_explicit(&link->link_free_ns, &free_at, want,
+                                                  memory_order_relaxed, memory_order_relaxed));
+  uint64_t now = mmb__now_ns();
   if (now >= want) return;
+  /* the default timer slack (50 us) would add more than a tile's span */
+  static _Thread_local bool tight;
+  if (!tight) {
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);   /* a hint: without it, coarser */
+    tight = true;
+  }
   uint64_t left = want - now;
   struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u)};
   while (nanosleep(&ts, &ts) != 0) {}
@@ -116,15 +132,15 @@ static unsigned copy_threads(const mmbMemInterface *di, const mmbMemInterface *s
 }
 
 static void copy_host(char *dst, const size_t *ds, const char *src, const size_t *ss, size_t ndims,
-                      const size_t *dims, size_t rate, const mmbMemInterface *di,
+                      const size_t *dims, mmbMemSpace *link, const mmbMemInterface *di,
                       const mmbMemInterface *si) {
-  uint64_t start = rate ? mmb__now_ns() : 0;
+  uint64_t start = link ? mmb__now_ns() : 0;
   int numa = di ? di->space->info.numa_node : -1;
   mmb__engine_copy(dst, ds, src, ss, ndims, dims, copy_threads(di, si), numa);
-  if (rate) {
+  if (link) {
     size_t bytes = 1;
     for (size_t k = 0; k < ndims; k++) bytes *= dims[k];
-    pace(start, bytes, rate);
+    pace(link, start, bytes);
   }
 }
 
