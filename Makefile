@@ -109,7 +109,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn install clean deps install-check plot-check cnn-check gpu-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache install clean deps install-check plot-check cnn-check gpu-check \
         layers-check fuzz analyze fortran fortran-check mpi mpi-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
@@ -568,6 +568,11 @@ data:
 # The CNN against PyTorch, and streamed against resident (bench/cnn.sh).
 bench-cnn: $(BUILD)/bin/cnn
 	BUILD=$(BUILD) bench/cnn.sh
+
+# The wide net through mmb's tile cache against resident, the hand plan and
+# Belady's MIN, with the capacity tier throttled (bench/cache.sh).
+bench-cache: $(BUILD)/bin/cnn
+	BUILD=$(BUILD) bench/cache.sh
 
 # Everything mmb does on a CUDA device, with one summary (scripts/gpu-check.sh):
 # without a device it says so and exits 0.
