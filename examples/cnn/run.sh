@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # `make run`, the main job: fetches Fashion-MNIST when it is missing, trains
-# the seed net for one epoch, then the wide net (11 M parameters) for a few
-# hundred batches in a fast tier of a quarter of its parameters, with no
+# the seed net for one epoch, then the wide net (11 M parameters) for 100
+# batches of 64 in a fast tier of a quarter of its parameters, with no
 # plan (mmb's tile cache decides what stays) and with the hand plan
-# (streamed), against the same batches with everything resident.
+# (streamed), against the same batches with everything resident. The
+# capacity tier (DRAM) is throttled to 5 GiB/s (MMB_EMULATE=DRAM:bw=5G,
+# RATE= another), so the copies the cache saves or makes cost what they
+# would from a slow tier.
 #   BUILD=build examples/cnn/run.sh   (the Makefile passes its build folder)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,8 +20,11 @@ echo "== the seed net, one epoch (batch 10, lr 0.01)"
 "$bin" --net seed --epochs 1
 
 echo
-echo "== the wide net in a quarter of its parameters, no plan: mmb's tile cache decides"
-wide=(--net wide --batch 32 --max-batches 200 --test-limit 1000 --json)
+rate="${RATE:-5G}"
+export MMB_EMULATE="DRAM:bw=$rate"
+echo "== the wide net in a quarter of its parameters, capacity tier at $rate/s, no plan:"
+echo "   mmb's tile cache decides"
+wide=(--net wide --batch 64 --max-batches 100 --test-limit 1000 --json)
 "$bin" "${wide[@]}" --fast-limit 25% | tee "$out/auto.json" | grep -v '^{'
 echo
 echo "== the same batches, the hand plan: the largest parameters streamed"
