@@ -358,7 +358,7 @@ $(BUILD)/obj/test/%.o: test/%.c $(FLAGS_FILE) | $(DEPS_TEST)
 	$(CC) $(BASE) $(INTERNAL) -c $< -o $@
 
 STRESS := $(BUILD)/test/stress-threads $(BUILD)/test/stress-queues $(BUILD)/test/stress-reuse \
-          $(BUILD)/test/stress-copies \
+          $(BUILD)/test/stress-copies $(BUILD)/test/stress-cache \
           $(BUILD)/test/stress-streams
 $(STRESS): $(BUILD)/test/stress-%: test/stress/%.c $(STATIC)
 	@mkdir -p $(@D)
