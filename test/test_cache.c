@@ -6,6 +6,9 @@
 #include "arrays.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -389,6 +392,63 @@ static void *work(void *arg) {
     if (mmb_tile_release(l) != MMB_OK) w->failures++;
   }
   return NULL;
+}
+
+/* A thread that waits for its prefetch to arrive does not hold the cache
+   up: another thread's hit meanwhile returns at once. The capacity tier is
+   throttled so that the prefetch takes 250 ms. */
+typedef struct slow_prefetch {
+  mmbMemSpace *fast;
+  mmbArrayTile *tile;
+  _Atomic int stage;   /* 1: advised, acquiring; 2: acquired */
+} slow_prefetch;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void *acquire_prefetched(void *arg) {
+  slow_prefetch *s = arg;
+  mmbArrayTile *l;
+  OK(mmb_tile_advise(s->tile, s->fast, MMB_ADVICE_WILLNEED));
+  atomic_store(&s->stage, 1);
+  OK(mmb_tile_acquire(s->tile, s->fast, MMB_READ, &l));   /* waits for the prefetch */
+  atomic_store(&s->stage, 2);
+  OK(mmb_tile_release(l));
+  return NULL;
+}
+
+Test(cache, a_wait_for_a_prefetch_does_not_hold_other_threads_up) {
+  cr_assert_eq(setenv("MMB_EMULATE", "DRAM:bw=512K", 1), 0);
+  mmb_test_setup();
+  mmbMemSpace *fast = fast_space();
+  mmbDimensions d = dims2(256, 256);   /* tiles of 128 x 128 doubles: 128 KiB */
+  mmbArray *a = test_array(test_interface(MMB_PROVIDER_SYSTEM, 0), &d, MMB_ROWMAJOR, 0);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}));
+  mmbArrayTile *x, *y, *l;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &x));
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 1}}, &y));
+  OK(mmb_tile_acquire(y, fast, MMB_READ, &l));   /* y cached: the next acquire is a hit */
+  OK(mmb_tile_release(l));
+  slow_prefetch s = {.fast = fast, .tile = x};
+  pthread_t th;
+  pthread_create(&th, NULL, acquire_prefetched, &s);
+  while (atomic_load(&s.stage) == 0) sched_yield();
+  struct timespec pause = {0, 20 * 1000 * 1000};
+  nanosleep(&pause, NULL);   /* the other thread is waiting for x by now */
+  double t0 = now_ms();
+  OK(mmb_tile_acquire(y, fast, MMB_READ, &l));
+  double ms = now_ms() - t0;
+  int stage = atomic_load(&s.stage);
+  OK(mmb_tile_release(l));
+  pthread_join(th, NULL);
+  cr_assert_eq(stage, 1, "the prefetch was done before the hit: the test proves nothing");
+  cr_assert_lt(ms, 125.0, "a hit waited %.1f ms for another thread's prefetch", ms);
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(fast));
+  mmb_test_teardown();
 }
 
 MMB_TEST(cache, two_threads_acquire_and_release_at_once) {

@@ -12,10 +12,13 @@
    recently used first, while they hold more than the budget's dirty share,
    so that eviction mostly drops clean copies.
 
-   One lock guards every cache. It is held while a copy moves, so a fetch
-   and an eviction of two threads do not interleave; an allocation a fetch
-   makes may run the space's out-of-memory chain, which skips the cache
-   while this thread holds the lock (the acquire evicts for itself). */
+   One lock guards every cache. It is held while a copy this thread makes
+   moves (a synchronous fetch or refresh), so a fetch and an eviction of two
+   threads do not interleave; an allocation a fetch makes may run the
+   space's out-of-memory chain, which skips the cache while this thread
+   holds the lock (the acquire evicts for itself). An acquire that finds
+   its copy still arriving (a prefetch) pins it and waits with the lock let
+   go, so other threads' hits and releases do not wait for that copy. */
 #include "tile/internal.h"
 
 #include <stdio.h>
@@ -314,16 +317,28 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
   return MMB_OK;
 }
 
-/* A local tile that exists is usable after the work pending on it (a
-   prefetch, a write): on q, ordered after it, with req a marker there; or
-   now, once it has run. */
+/* A local tile that exists is usable on q after the work pending on it (a
+   prefetch, a write): q's next work is ordered after it, with req a marker
+   there. (Without a queue: wait_later.) */
 static mmbError ready(const char *func, mmbQueue *q, mmbRequest *req, mmb__request **pending) {
-  if (!q) {
-    mmb__pending_wait(pending);
-    return MMB_OK;
-  }
   mmbError err = mmb__pending_order(func, q, *pending);
   return err == MMB_OK && req ? mmb_queue_marker(q, req) : err;
+}
+
+/* What an acquire without a queue waits for once it has let the lock go:
+   the work pending on the local tile (a prefetch, a write-back), held by a
+   reference; NULL for none. Its local tile is pinned by then, so it stays;
+   other threads' acquires and releases go on meanwhile. */
+static mmb__request *wait_later(mmb__request *pending) {
+  if (!pending || mmb__request_done(pending)) return NULL;
+  mmb__request_ref(pending);
+  return pending;
+}
+
+static void wait_now(mmb__request *r) {
+  if (!r) return;
+  (void)mmb__request_wait(r);   /* its error is its submitter's (a prefetch: not taken) */
+  mmb__request_unref(r);
 }
 
 /* The copy is fetched on q (NULL: now), and req completes once it is
@@ -345,13 +360,17 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     cache_unlock();
     return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
   }
+  mmb__request *later = NULL;
   if (t->pub.space == space) {   /* at home there: the tile itself */
-    if ((err = ready(func, q, req, &t->pending)) == MMB_OK) {
+    if (!q) later = wait_later(t->pending);
+    else err = ready(func, q, req, &t->pending);
+    if (err == MMB_OK) {
       t->home_pins++;
       c->stats.hits++;
       *out_local = &t->pub;
     }
     cache_unlock();
+    wait_now(later);
     return err;
   }
   cache_entry *e = entry_in(t, c);
@@ -366,7 +385,8 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
     } else {
       c->stats.hits++;
     }
-    if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);   /* a prefetch in flight */
+    if (err == MMB_OK && !q) later = wait_later(e->copy->pending);   /* a prefetch in flight */
+    else if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);
     if (err != MMB_OK) {
       cache_unlock();
       return err;
@@ -393,6 +413,7 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
        (access & MMB_READ ? MMB__CACHE_FLAG_READ : 0) |
        (access & MMB_WRITE ? MMB__CACHE_FLAG_WRITE : 0));
   cache_unlock();
+  wait_now(later);
   *out_local = &e->copy->pub;
   return MMB_OK;
 }
