@@ -57,7 +57,7 @@ endif
 # The CUDA parts: the cuda provider and the CUDA-stream queue backend.
 CUDA_SRC := $(wildcard providers/cuda/*.c) src/queue/cuda_stream.c
 LIB_SRC  := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c src/*/*/*.c)) $(wildcard providers/system/*.c) \
-            $(wildcard providers/pinned/*.c) $(wildcard providers/fault/*.c)
+            $(wildcard providers/pinned/*.c) $(wildcard providers/file/*.c) $(wildcard providers/fault/*.c)
 ifeq ($(CUDA),1)
   LIB_SRC += $(CUDA_SRC)
 endif
@@ -490,7 +490,7 @@ FUZZ_FLAGS   := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
                 -Iinclude -Isrc -Iproviders -DMMB_BUILDING_LIBRARY
 FUZZ_LIB_SRC := src/lifecycle.c $(filter-out $(CUDA_SRC),$(wildcard src/*/*.c src/*/*/*.c)) \
                 $(wildcard providers/system/*.c) $(wildcard providers/pinned/*.c) \
-                $(wildcard providers/fault/*.c)
+                $(wildcard providers/file/*.c) $(wildcard providers/fault/*.c)
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_TARGETS := $(FUZZ_DIR)/fuzz-args $(FUZZ_DIR)/fuzz-ops
 FUZZ_DEPS_OK := $(FUZZ_DIR)/.deps-ok

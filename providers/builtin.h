@@ -9,6 +9,7 @@
 
 extern const mmbProviderOps mmb__system_provider;   /* providers/system */
 extern const mmbProviderOps mmb__pinned_provider;   /* providers/pinned */
+extern const mmbProviderOps mmb__file_provider;     /* providers/file */
 #if MMB_HAVE_CUDA
 extern const mmbProviderOps mmb__cuda_provider;     /* providers/cuda */
 extern const mmb__cuda_runtime mmb__cuda_runtime_impl;

@@ -22,6 +22,7 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static void install_providers(void) {
   mmb__provider_install(MMB_PROVIDER_SYSTEM, &mmb__system_provider);
   mmb__provider_install(MMB_PROVIDER_PINNED, &mmb__pinned_provider);
+  mmb__provider_install(MMB_PROVIDER_FILE, &mmb__file_provider);
 #if MMB_HAVE_CUDA
   mmb__os_set_cuda(&mmb__cuda_runtime_impl);
   mmb__provider_install(MMB_PROVIDER_CUDA, &mmb__cuda_provider);

@@ -96,6 +96,18 @@ static void scenario(void) {
     OK(mmb_interface_destroy(iface));
   }
   if (limited) OK(mmb_space_release(limited));
+  mmbMemSpace *disk = NULL;   /* the storage tier's file provider */
+  TOLERATED(mmb_request_space(MMB_STORAGE, MMB_CPU, NULL, &disk));
+  for (size_t p = 0; disk && p < 2; p++) {
+    mmbMemInterface *iface = NULL;
+    mmbMemInterfaceConfig cfg = {.strategy = p ? MMB_STRATEGY_POOL : MMB_STRATEGY_BASIC};
+    err = mmb_request_interface(disk, &cfg, &iface);
+    TOLERATED(err);
+    if (err != MMB_OK) continue;
+    use_interface(iface);
+    OK(mmb_interface_destroy(iface));
+  }
+  if (disk) OK(mmb_space_release(disk));
   mmbStats st;
   OK(mmb_space_get_stats(dram, &st));
   cr_assert_eq(st.reserved_current, 0);

@@ -19,7 +19,7 @@ static void human(size_t bytes, char *buf, size_t len) {
 
 static void providers(unsigned mask, char *buf, size_t len) {
   buf[0] = '\0';
-  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
+  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_FILE; t++) {
     if (!(mask & (1u << t))) continue;
     if (buf[0]) strncat(buf, ",", len - strlen(buf) - 1);
     strncat(buf, mmb_provider_name((mmbProviderType)t), len - strlen(buf) - 1);
@@ -138,7 +138,7 @@ static void print_json(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *s
            s->capacity, s->limit, s->bandwidth, s->latency, s->emulated ? "true" : "false",
            mmb_provider_name(s->default_provider));
     bool first = true;
-    for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
+    for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_FILE; t++) {
       if (!(s->providers & (1u << t))) continue;
       printf("%s\"%s\"", first ? "" : ", ", mmb_provider_name((mmbProviderType)t));
       first = false;
@@ -164,7 +164,7 @@ static const char usage[] =
     "  and whether there are GPUs (if not, why).\n"
     "  --json     one JSON object, for scripts\n"
     "  --version  the version of the mmb library\n"
-    "  MMB_LIMIT_<DRAM|HBM|NVDIMM|GDRAM>=size caps a layer; MMB_EMULATE=HBM:4G adds\n"
+    "  MMB_LIMIT_<DRAM|HBM|NVDIMM|GDRAM|STORAGE>=size caps a layer; MMB_EMULATE=HBM:4G adds\n"
     "  an emulated tier; MMB_CACHE=HBM:2G[:clean=0.5] sets the tile caches' budget\n"
     "  in a layer's spaces (man mmb).\n";
 

@@ -75,6 +75,7 @@ typedef enum mmbMemLayer {
   MMB_HBM,           /**< high-bandwidth memory attached to the host (MCDRAM, HBM NUMA nodes) */
   MMB_NVDIMM,        /**< persistent/non-volatile memory exposed as a NUMA node */
   MMB_GDRAM,         /**< memory of a GPU */
+  MMB_STORAGE,       /**< files on a disk, mapped: a tier past memory (providers/file) */
   MMB_MEMLAYER_MAX
 } mmbMemLayer;
 
@@ -91,6 +92,7 @@ typedef enum mmbProviderType {
   MMB_PROVIDER_SYSTEM,   /**< host memory, bound to the space's NUMA node with hwloc */
   MMB_PROVIDER_PINNED,   /**< page-locked host memory (cudaHostAlloc, or mmap + mlock) */
   MMB_PROVIDER_CUDA,     /**< CUDA device memory (cudaMalloc) */
+  MMB_PROVIDER_FILE,     /**< files under MMB_STORAGE_DIR, mapped (the MMB_STORAGE layer) */
   MMB_PROVIDER_USER = 16 /**< first value handed out by mmb_provider_register */
 } mmbProviderType;
 

@@ -43,6 +43,17 @@ void mmb__os_bind_thread(pthread_t thread, int numa_os);
    (sysfs, not the CPUID leaf a VM may inflate); 0 unknown. */
 size_t mmb__os_llc_bytes(void);
 
+/* ---- the storage tier's files (storage.c) -------------------------------
+   The directory: MMB_STORAGE_DIR (unusable: MMB_INVALID_ARG at init); else
+   TMPDIR, /var/tmp or /tmp, the first writable; NULL when none is. */
+mmbError mmb__os_storage_init(void);
+const char *mmb__os_storage_dir(void);
+size_t mmb__os_storage_free(void);   /* bytes the directory's file system has free */
+/* A file of `bytes` reserved blocks that has no name: MMB_OUT_OF_MEMORY when
+   the disk is full, MMB_IO when no file can be made, MMB_UNAVAILABLE without
+   a directory. The caller maps it and closes it. */
+mmbError mmb__os_storage_file(size_t bytes, int *out_fd);
+
 /* ---- the CUDA runtime, reached without CUDA headers ---------------------
    providers/cuda fills the table; the lifecycle installs it at init (none
    without CUDA). Pinned memory, discovery and queues use it through here. */

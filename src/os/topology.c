@@ -19,7 +19,12 @@ mmbError mmb__os_init(void) {
   }
   numa_nodes = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
   if (numa_nodes > MMB__MAX_NUMA_NODES) numa_nodes = MMB__MAX_NUMA_NODES;
-  return MMB_OK;
+  mmbError err = mmb__os_storage_init();
+  if (err != MMB_OK) {
+    hwloc_topology_destroy(topology);
+    topology = NULL;
+  }
+  return err;
 }
 
 void mmb__os_finalize(void) {

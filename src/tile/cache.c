@@ -667,7 +667,7 @@ bool mmb__cache_oom_step(mmbMemSpace *space, int step) {
 
 static mmbError cache_env_failed(const char *env, const char *why) {
   mmb__log(MMB_LOG_ERROR, "MMB_CACHE='%s': %s (expected LAYER:SIZE[:clean=SHARE][,...], e.g. "
-           "HBM:2G or HBM:2G:clean=0.25,DRAM:8G; LAYER DRAM, HBM, NVDIMM or GDRAM)", env, why);
+           "HBM:2G or HBM:2G:clean=0.25,DRAM:8G; LAYER DRAM, HBM, NVDIMM, GDRAM or STORAGE)", env, why);
   return MMB_INVALID_ARG;
 }
 

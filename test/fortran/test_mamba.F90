@@ -165,6 +165,7 @@ contains
     call ensure(mmb_error_name(MMB_TIMEOUT) == 'MMB_TIMEOUT', 'MMB_TIMEOUT')
     call ensure(index(mmb_error_string(MMB_OUT_OF_MEMORY), 'out of memory') == 1, 'error strings')
     call ensure(mmb_layer_name(MMB_HBM) == 'HBM' .and. mmb_layer_name(MMB_GDRAM) == 'GDRAM', 'layer names')
+    call ensure(mmb_layer_name(MMB_STORAGE) == 'STORAGE', 'the storage layer')
     call ensure(mmb_context_name(MMB_GPU_CUDA) == 'GPU_CUDA', 'context names')
     call ensure(mmb_provider_name(MMB_PROVIDER_PINNED) == 'pinned', 'provider names')
     v = mmb_version(major, minor, patch)

@@ -28,7 +28,7 @@ static int classify_by_name(const mmb__numa_node *node) {
 static unsigned providers_serving(const mmbSpaceInfo *info) {
   unsigned providers = 0;
   mmbMemSpace probe = {.info = *info};
-  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_CUDA; t++) {
+  for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_FILE; t++) {
     const mmbProviderOps *ops = mmb__provider_lookup((mmbProviderType)t);
     if (ops && mmb__provider_serves(ops, (mmbProviderType)t, &probe)) providers |= 1u << t;
   }
@@ -180,11 +180,25 @@ static mmbError add_emulated(const char *env, mmbMemSpace *const *dram_of_node, 
   return MMB_OK;
 }
 
+/* The storage tier: files in a directory of a disk (src/os/storage.c),
+   the free space of its file system as its capacity. */
+static mmbError add_storage_space(void) {
+  const char *dir = mmb__os_storage_dir();
+  size_t free_bytes = mmb__os_storage_free();
+  if (!dir || !free_bytes) return MMB_OK;
+  mmbSpaceInfo info = {.layer = MMB_STORAGE, .context = MMB_CPU, .numa_node = -1, .device = -1,
+                       .capacity = free_bytes, .default_provider = MMB_PROVIDER_FILE};
+  snprintf(info.name, sizeof info.name, "STORAGE (%.36s)", dir);
+  mmb__log(MMB_LOG_DEBUG, "space %s: %zu bytes free", info.name, free_bytes);
+  return add(&info, NULL, NULL);
+}
+
 mmbError mmb__spaces_discover(void) {
   int nodes = mmb__os_numa_count();
   mmbMemSpace *dram_of_node[MMB__MAX_NUMA_NODES] = {0};
   mmbError err = add_numa_spaces(nodes, dram_of_node);
   const char *emulate = getenv("MMB_EMULATE");
   if (err == MMB_OK && emulate && *emulate) err = add_emulated(emulate, dram_of_node, nodes);
-  return err == MMB_OK ? add_cuda_spaces(nodes, dram_of_node) : err;
+  if (err == MMB_OK) err = add_cuda_spaces(nodes, dram_of_node);
+  return err == MMB_OK ? add_storage_space() : err;
 }

@@ -36,6 +36,7 @@ const char *mmb_provider_name(mmbProviderType type) {
     case MMB_PROVIDER_SYSTEM: return "system";
     case MMB_PROVIDER_PINNED: return "pinned";
     case MMB_PROVIDER_CUDA: return "cuda";
+    case MMB_PROVIDER_FILE: return "file";
     default: return "unknown";
   }
 }

@@ -21,7 +21,8 @@ _Atomic uint64_t mmb__note_epoch = 1;   /* a zeroed note is stale */
    each is also on the requested list. Under requested_lock. */
 static mmbMemSpace *registered[MMB_MEMLAYER_MAX][2];
 
-static const char *const layer_names[MMB_MEMLAYER_MAX] = {"DRAM", "HBM", "NVDIMM", "GDRAM"};
+static const char *const layer_names[MMB_MEMLAYER_MAX] = {"DRAM", "HBM", "NVDIMM", "GDRAM",
+                                                              "STORAGE"};
 
 const char *mmb_layer_name(mmbMemLayer layer) {
   return (unsigned)layer < MMB_MEMLAYER_MAX ? layer_names[layer] : "unknown";
