@@ -69,7 +69,7 @@ STATIC := $(BUILD)/lib/libmmb.a
 SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
 EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose \
-            $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn
+            $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn $(BUILD)/bin/ooc-gemm
 BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
 TESTS    := $(BUILD)/test/mmb-tests
 # What each part needs, installed on first use (scripts/install-deps.sh SET)
@@ -109,7 +109,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache install clean deps install-check plot-check cnn-check gpu-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-ooc install clean deps install-check plot-check cnn-check ooc-check gpu-check \
         layers-check fuzz analyze fortran fortran-check mpi mpi-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
@@ -150,7 +150,7 @@ $(BUILD)/bin/mmb-info: tools/mmb-info.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
-$(filter-out $(BUILD)/bin/cnn,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARED) | $(DEPS_EXAMPLES)
+$(filter-out $(BUILD)/bin/cnn $(BUILD)/bin/ooc-gemm,$(EXAMPLES)): $(BUILD)/bin/%: examples/%.c $(SHARED) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $< -o $@ $(APP_LINK)
 
@@ -195,6 +195,14 @@ $(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED) $(if $(C
 	@mkdir -p $(@D)
 	$(CNN_CC) $(SAN) $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) -o $@ $(if $(CNN_MPI),-lmmb_mpi) \
 	  $(APP_LINK) $(CNN_LIBS)
+
+# The out-of-core GEMM (examples/ooc_gemm): OpenBLAS on each tile product,
+# its kernel chosen and measured as the CNN's (examples/cnn/blas.c).
+$(BUILD)/bin/ooc-gemm: examples/ooc_gemm/main.c examples/cnn/blas.c $(SHARED) | $(DEPS_EXAMPLES)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) \
+	  -Iexamples/cnn $< examples/cnn/blas.c -o $@ $(APP_LINK) \
+	  $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
 
 # The CNN's tests: its code over the public API, Criterion, no network.
 CNN_TEST_SRC := $(wildcard test/cnn/*.c)
@@ -373,7 +381,7 @@ test: $(STRESS) $(BUILD)/bin/cnn layers-check
 	test/cnn/cli.sh $(BUILD)/bin/cnn
 	$(MAKE) --no-print-directory mpi-check
 else
-test: $(TESTS) $(STRESS) install-check plot-check cnn-check layers-check
+test: $(TESTS) $(STRESS) install-check plot-check cnn-check ooc-check layers-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
 	@# (makes of their own: they look for gfortran and mpicc after install-deps put them there)
@@ -394,6 +402,10 @@ layers-check: $(LIB_OBJ)
 cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
 	$(CNN_TESTS) --jobs 2
 	test/cnn/cli.sh $(BUILD)/bin/cnn
+
+# The out-of-core GEMM as a user runs it, on both capacity tiers (test/ooc/cli.sh).
+ooc-check: $(BUILD)/bin/ooc-gemm
+	test/ooc/cli.sh $(BUILD)/bin/ooc-gemm
 
 # Outside programs build against the staged install: with pkg-config
 # (shared, and --static), and with CMake's find_package(mmb) (mmb::mmb and
@@ -524,7 +536,7 @@ ANALYZE_BASE  := --analyze -Xclang -analyzer-output=text -Xclang -analyzer-werro
 ANALYZE_MPI    = $(if $(filter 1,$(MPI)),$(shell $(MPICC) --showme:compile 2>/dev/null))
 ANALYZE_LIB   := $(LIB_SRC) $(if $(filter 1,$(MPI)),mpi/mmb_mpi.c)
 ANALYZE_CNN   := $(wildcard examples/cnn/*.c)
-ANALYZE_APPS  := tools/mmb-info.c $(wildcard examples/*.c fuzz/*.c) \
+ANALYZE_APPS  := tools/mmb-info.c $(wildcard examples/*.c examples/ooc_gemm/*.c fuzz/*.c) \
                  $(if $(filter 1,$(FORTRAN)),$(wildcard fortran/*.c)) \
                  $(filter-out $(if $(filter 1,$(MPI)),,bench/mpi.c),$(wildcard bench/*.c))
 ANALYZE_STAMPS := $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB) $(ANALYZE_CNN) $(ANALYZE_APPS)))
@@ -539,7 +551,8 @@ $(call ANALYZE_OK,$(ANALYZE_LIB)): ANALYZE_MORE = -DMMB_BUILDING_LIBRARY $(HWLOC
 $(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
   $(CNN_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1)
 $(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
-  $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include))
+  $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include)) \
+  $(if $(filter examples/ooc_gemm/%,$<),-Iexamples/cnn)
 $(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % | $(ANALYZE_DEPS)
 	@mkdir -p $(@D)
 	$(ANALYZE_CC) $(ANALYZE_BASE) $(ANALYZE_MORE) $(ANALYZE_MPI) -MMD -MP -MF $(@:.ok=.d) -MT $@ \
@@ -573,6 +586,11 @@ bench-cnn: $(BUILD)/bin/cnn
 # Belady's MIN, with the capacity tier throttled (bench/cache.sh).
 bench-cache: $(BUILD)/bin/cnn
 	BUILD=$(BUILD) bench/cache.sh
+
+# The out-of-core SGEMM against the I/O lower bound, in-core OpenBLAS and the
+# storage tier's measured bandwidth (bench/ooc.sh).
+bench-ooc: $(BUILD)/bin/ooc-gemm
+	BUILD=$(BUILD) bench/ooc.sh
 
 # Everything mmb does on a CUDA device, with one summary (scripts/gpu-check.sh):
 # without a device it says so and exits 0.

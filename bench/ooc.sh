@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make bench-ooc: the out-of-core SGEMM (build/bin/ooc-gemm) against its
+# limits, measured in the same run:
+#   1. the storage tier's own bandwidth: large sequential writes and reads
+#      with O_DIRECT (past the page cache) in its directory;
+#   2. for each SIZE:BUDGET of CASES, C = A B homed in DRAM, in DRAM
+#      throttled to 5 GiB/s (MMB_EMULATE=DRAM:bw=5G), and in the storage
+#      tier: the bytes mmb moved against the I/O lower bound, and GFLOP/s
+#      against OpenBLAS on the same matrices all in DRAM (timed by the same
+#      process, same threads, just before).
+#   CASES="4096:16M 8192:64M" THREADS=1 BUILD=build bench/ooc.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${BUILD:-build}/bin/ooc-gemm"
+out="${BUILD:-build}/bench-ooc"
+threads="${THREADS:-1}"
+mkdir -p "$out"
+lscpu | grep -E '^(Model name|CPU family|Model):' | sed 's/  */ /g' | paste -sd ',' || true
+dir="${MMB_STORAGE_DIR:-${TMPDIR:-/var/tmp}}"
+
+echo
+echo "== the storage tier's directory $dir: sequential O_DIRECT bandwidth (1 GiB, 8 MiB requests)"
+python3 - "$dir" > "$out/disk.txt" <<'PY'
+import mmap, os, sys, time
+d = sys.argv[1]
+size, chunk = 1 << 30, 8 << 20
+buf = mmap.mmap(-1, chunk)          # page aligned, as O_DIRECT wants
+buf.write(os.urandom(chunk))
+path = os.path.join(d, f"mmb-bench-ooc-{os.getpid()}")
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o600)
+os.unlink(path)
+t = time.perf_counter()
+for off in range(0, size, chunk):
+    os.pwritev(fd, [buf], off)
+os.fsync(fd)
+w = size / (time.perf_counter() - t)
+t = time.perf_counter()
+for off in range(0, size, chunk):
+    os.preadv(fd, [buf], off)
+r = size / (time.perf_counter() - t)
+os.close(fd)
+print(f"write {w / 2**30:.2f} GiB/s, read {r / 2**30:.2f} GiB/s")
+print(f"{w} {r}")
+PY
+head -1 "$out/disk.txt" | sed 's/^/  /'
+
+for case in ${CASES:-4096:16M 8192:64M}; do
+  size="${case%%:*}" budget="${case##*:}"
+  echo
+  echo "== C = A B, $size^3, fast tier $budget, $threads thread(s)"
+  args=(--m "$size" --n "$size" --k "$size" --tile 256 --fast-limit "$budget" --threads "$threads" --json)
+  "$bin" "${args[@]}" | tail -1 > "$out/dram.$size.json"
+  MMB_EMULATE=DRAM:bw=5G "$bin" "${args[@]}" | tail -1 > "$out/dram5g.$size.json"
+  "$bin" "${args[@]}" --capacity storage | tail -1 > "$out/storage.$size.json"
+  python3 - "$out" "$size" <<'PY'
+import json, sys
+out, size = sys.argv[1], sys.argv[2]
+disk_w, disk_r = map(float, open(f"{out}/disk.txt").read().split("\n")[1].split())
+for name, label in (("dram", "capacity DRAM"), ("dram5g", "capacity DRAM at 5 GiB/s"),
+                    ("storage", "capacity storage")):
+    d = json.load(open(f"{out}/{name}.{size}.json"))
+    ratio = d["bytes_moved"] / d["io_lower_bound_bytes"] if d["io_lower_bound_bytes"] else float("nan")
+    line = (f"  {label:26} {d['gflops']:7.1f} GFLOP/s = {d['gflops'] / d['incore_gflops']:.2f}x in core "
+            f"({d['incore_gflops']:.1f}); moved {d['bytes_moved'] / 2**20:8.1f} MiB = {ratio:.2f}x "
+            f"the I/O lower bound ({d['io_lower_bound_bytes'] / 2**20:.1f} MiB)")
+    if name == "storage":
+        # the flops per byte the schedule has, against what the disk can feed
+        intensity = 2 * d["m"] * d["n"] * d["k"] / d["bytes_moved"]
+        feed = intensity * min(disk_w, disk_r) / 1e9
+        line += (f"\n  {'':26} the disk could feed {feed:.1f} GFLOP/s at this traffic; "
+                 f"{'the BLAS' if feed > d['incore_gflops'] else 'the disk'} is the limit")
+    print(line)
+PY
+done

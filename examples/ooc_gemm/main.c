@@ -1,0 +1,361 @@
+/* ooc-gemm: C = A B in single precision, out of core. The three matrices
+   live in a capacity tier (DRAM, or the storage tier: files on disk) and
+   are computed tile by tile in a fast tier of --fast-limit bytes, through
+   mmb's tile cache, with OpenBLAS's cblas_sgemm on each tile product.
+
+     build/bin/ooc-gemm --m 4096 --n 4096 --k 4096 --fast-limit 64M --check
+     build/bin/ooc-gemm --m 8192 --n 8192 --k 8192 --capacity storage --json
+
+   The schedule is the one that attains the I/O lower bound: a block of C
+   as large as the budget allows (bm x bn tiles) stays in the fast tier while
+   thin panels of A (bm tiles down, one across) and B (one down, bn across)
+   stream through it, the next panels prefetched (MMB_ADVICE_WILLNEED) while
+   the current ones compute, the used ones let go first (WONTNEED). C is
+   written once, never read (its first panel product overwrites it); A is
+   read once per column of blocks and B once per row. The bytes mmb moved
+   (fetched and written home, from the cache's statistics) are printed
+   beside the lower bound of Smith, Lowery, Langou and van de Geijn
+   (arXiv:1702.02017): any schedule moves at least 2mnk / sqrt(M) - 2M words
+   with M words of fast memory.
+
+   The same product with everything in DRAM (cblas_sgemm on the whole
+   matrices, same threads) is timed in the same run: incore_gflops. */
+#include <mmb/mmb.h>
+
+#include "blas.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void openblas_set_num_threads(int);
+
+typedef struct options {
+  size_t m, n, k, tile, fast_limit;
+  const char *capacity;
+  int threads;
+  bool check, json;
+} options;
+
+static const char usage[] =
+    "usage: ooc-gemm [--m M] [--n N] [--k K] [--tile T] [--fast-limit SIZE]\n"
+    "                [--capacity dram|storage] [--threads T] [--check] [--json]\n"
+    "  C = A B, single precision, A M x K and B K x N (default 2048 each), homed in\n"
+    "  the capacity tier (dram, the default, or storage: files under MMB_STORAGE_DIR)\n"
+    "  and computed in T x T tiles (default 256) in a fast tier of SIZE bytes\n"
+    "  (default 16M; K, M, G suffixes) through mmb's tile cache.\n"
+    "  --threads T  OpenBLAS threads (default 1)\n"
+    "  --check      compare a sample of C with a double-precision reference\n"
+    "  --json       last line: one JSON object with the results\n";
+
+static bool parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v <= 0) return false;
+  double unit = 1;
+  if (*end == 'K' || *end == 'k') unit = 1024.0, end++;
+  else if (*end == 'M' || *end == 'm') unit = 1048576.0, end++;
+  else if (*end == 'G' || *end == 'g') unit = 1073741824.0, end++;
+  if (*end || v * unit >= 1e18) return false;
+  *out = (size_t)(v * unit);
+  return *out > 0;
+}
+
+static int parse(int argc, char **argv, options *o) {
+  *o = (options){.m = 2048, .n = 2048, .k = 2048, .tile = 256, .fast_limit = 16u << 20,
+                 .capacity = "dram", .threads = 1};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--check")) { o->check = true; continue; }
+    if (!strcmp(a, "--json")) { o->json = true; continue; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); exit(0); }
+    if (i + 1 >= argc) return fprintf(stderr, "ooc-gemm: %s needs a value\n%s", a, usage), 2;
+    const char *v = argv[++i];
+    size_t *dim = !strcmp(a, "--m") ? &o->m : !strcmp(a, "--n") ? &o->n : !strcmp(a, "--k") ? &o->k
+                : !strcmp(a, "--tile") ? &o->tile : NULL;
+    bool ok;
+    if (dim) ok = parse_size(v, dim) && *dim < (1u << 20);
+    else if (!strcmp(a, "--fast-limit")) ok = parse_size(v, &o->fast_limit);
+    else if (!strcmp(a, "--capacity"))
+      ok = !strcmp(v, "dram") || !strcmp(v, "storage"), o->capacity = v;
+    else if (!strcmp(a, "--threads")) ok = (o->threads = atoi(v)) >= 1 && o->threads <= 1024;
+    else return fprintf(stderr, "ooc-gemm: unknown option '%s'\n%s", a, usage), 2;
+    if (!ok) return fprintf(stderr, "ooc-gemm: %s '%s' is not valid\n%s", a, v, usage), 2;
+  }
+  return 0;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+#define TRY(call)                                                                \
+  do {                                                                           \
+    mmbError e_ = (call);                                                        \
+    if (e_ != MMB_OK) {                                                          \
+      fprintf(stderr, "ooc-gemm: %s: %s\n", #call, mmb_error_string(e_));        \
+      return e_;                                                                 \
+    }                                                                            \
+  } while (0)
+
+/* A rows x cols float matrix homed in iface, tiled tr x tc. */
+static mmbError matrix(mmbMemInterface *iface, size_t rows, size_t cols, size_t tr, size_t tc,
+                       mmbArray **out) {
+  mmbLayout *l;
+  TRY(mmb_layout_create_regular_nd(sizeof(float), 2, MMB_ROWMAJOR, (mmbLayoutPadding){0}, &l));
+  mmbError e = mmb_array_create(&(mmbDimensions){2, {rows, cols}}, l, iface, MMB_READ_WRITE, out);
+  mmbError e2 = mmb_layout_destroy(l);
+  if (e == MMB_OK) e = mmb_array_tile(*out, &(mmbDimensions){2, {tr, tc}});
+  return e != MMB_OK ? e : e2;
+}
+
+/* Deterministic values in [-1, 1): the same in the out-of-core matrices and
+   the in-core copies. */
+static float value(size_t i, size_t j, unsigned salt) {
+  uint32_t x = (uint32_t)(i * 2654435761u) ^ (uint32_t)(j * 40503u) ^ (salt * 2246822519u);
+  x ^= x >> 15;
+  x *= 2246822519u;
+  x ^= x >> 13;
+  return (float)(x & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+static void fill(mmbArray *a, size_t rows, size_t cols, unsigned salt, float *copy) {
+  float *p = mmb_array_ptr(a);
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < cols; j++) p[i * cols + j] = copy[i * cols + j] = value(i, j, salt);
+}
+
+static mmbArrayTile *tile_at(mmbArray *a, size_t i, size_t j) {
+  mmbArrayTile *t = NULL;
+  return mmb_tile_at(a, &(mmbIndex){2, {i, j}}, &t) == MMB_OK ? t : NULL;
+}
+
+typedef struct gemm {
+  options o;
+  mmbArray *a, *b, *c;
+  size_t ktile;        /* the panels' width: A's tiles are tile x ktile, B's ktile x tile */
+  size_t mt, nt, kt;   /* tiles down A and C, across B and C, across A and down B */
+  size_t bm, bn;       /* C's block: bm x bn tiles */
+  mmbMemSpace *fast;
+  mmbArrayTile **la, **lb, **lc;
+} gemm;
+
+static mmbError advise_panels(gemm *g, size_t bi, size_t bj, size_t kk, mmbAdvice advice) {
+  size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
+  size_t j1 = bj + g->bn < g->nt ? bj + g->bn : g->nt;
+  for (size_t i = bi; i < i1; i++) TRY(mmb_tile_advise(tile_at(g->a, i, kk), g->fast, advice));
+  for (size_t j = bj; j < j1; j++) TRY(mmb_tile_advise(tile_at(g->b, kk, j), g->fast, advice));
+  return MMB_OK;
+}
+
+/* One block of C: its tiles acquired for writing, every panel of A and B
+   through it, then let go (written home behind). */
+static mmbError block(gemm *g, size_t bi, size_t bj) {
+  size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
+  size_t j1 = bj + g->bn < g->nt ? bj + g->bn : g->nt;
+  size_t bw = j1 - bj;
+  /* C's tiles first: room made for them now never evicts a panel on its way */
+  for (size_t i = bi; i < i1; i++)
+    for (size_t j = bj; j < j1; j++)
+      TRY(mmb_tile_acquire(tile_at(g->c, i, j), g->fast, MMB_WRITE, &g->lc[(i - bi) * bw + (j - bj)]));
+  for (size_t kk = 0; kk < g->kt; kk++) {
+    for (size_t i = bi; i < i1; i++)
+      TRY(mmb_tile_acquire(tile_at(g->a, i, kk), g->fast, MMB_READ, &g->la[i - bi]));
+    for (size_t j = bj; j < j1; j++)
+      TRY(mmb_tile_acquire(tile_at(g->b, kk, j), g->fast, MMB_READ, &g->lb[j - bj]));
+    if (kk + 1 < g->kt) TRY(advise_panels(g, bi, bj, kk + 1, MMB_ADVICE_WILLNEED));
+    for (size_t i = bi; i < i1; i++)
+      for (size_t j = bj; j < j1; j++) {
+        mmbArrayTile **c = &g->lc[(i - bi) * bw + (j - bj)];
+        const mmbArrayTile *ta = g->la[i - bi], *tb = g->lb[j - bj];
+        int rows = (int)(ta->upper[0] - ta->lower[0]), depth = (int)(ta->upper[1] - ta->lower[1]);
+        int cols = (int)(tb->upper[1] - tb->lower[1]);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, depth, 1.0f,
+                    ta->ptr, (int)ta->stride[0], tb->ptr, (int)tb->stride[0], kk ? 1.0f : 0.0f,
+                    (*c)->ptr, (int)(*c)->stride[0]);
+      }
+    for (size_t i = bi; i < i1; i++) TRY(mmb_tile_release(g->la[i - bi]));
+    for (size_t j = bj; j < j1; j++) TRY(mmb_tile_release(g->lb[j - bj]));
+    TRY(advise_panels(g, bi, bj, kk, MMB_ADVICE_WONTNEED));
+  }
+  for (size_t i = bi; i < i1; i++)
+    for (size_t j = bj; j < j1; j++) {
+      TRY(mmb_tile_release(g->lc[(i - bi) * bw + (j - bj)]));
+      TRY(mmb_tile_advise(tile_at(g->c, i, j), g->fast, MMB_ADVICE_WONTNEED));
+    }
+  return MMB_OK;
+}
+
+/* The block of C (bm x bn tiles) that moves the fewest bytes and fits the
+   budget with a panel of A and of B (bm and bn thin tiles) and the next
+   two prefetched: A is read once per column of blocks, B once per row.
+   Whole blocks count: 16 tiles in blocks of 7 is 3 blocks, as 6 is. */
+static bool block_for(gemm *g, size_t budget, size_t c_bytes, size_t panel_bytes) {
+  double best = 0;
+  g->bm = g->bn = 0;
+  for (size_t bm = 1; bm <= g->mt; bm++)
+    for (size_t bn = 1; bn <= g->nt; bn++) {
+      if (bm * bn * c_bytes + 2 * (bm + bn) * panel_bytes > budget) break;
+      double a_reads = (double)((g->nt + bn - 1) / bn), b_reads = (double)((g->mt + bm - 1) / bm);
+      double bytes = a_reads * (double)g->o.m * (double)g->o.k +
+                     b_reads * (double)g->o.k * (double)g->o.n;
+      if (!g->bm || bytes < best || (bytes == best && bm * bn < g->bm * g->bn)) {
+        best = bytes;
+        g->bm = bm;
+        g->bn = bn;
+      }
+    }
+  return g->bm > 0;
+}
+
+static double max_rel_error(const gemm *g, const float *a, const float *b) {
+  const float *c = mmb_array_ptr(g->c);
+  size_t m = g->o.m, n = g->o.n, k = g->o.k;
+  double worst = 0;
+  for (size_t s = 0; s < 4096; s++) {   /* a sample, corners included */
+    size_t i = s == 0 ? 0 : s == 1 ? m - 1 : (s * 7919u) % m;
+    size_t j = s == 0 ? 0 : s == 1 ? n - 1 : (s * 104729u) % n;
+    double ref = 0, mag = 0;
+    for (size_t p = 0; p < k; p++) {
+      ref += (double)a[i * k + p] * (double)b[p * n + j];
+      mag += fabs((double)a[i * k + p] * (double)b[p * n + j]);
+    }
+    double err = fabs((double)c[i * n + j] - ref) / (mag > 0 ? mag : 1);
+    if (err > worst) worst = err;
+  }
+  return worst;
+}
+
+/* The product in core (timed), then out of core through the cache
+   (timed), and what each did. */
+static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_bytes) {
+  gemm g = *gp;
+  const options *o = &g.o;
+  fill(g.a, o->m, o->k, 1, a);
+  fill(g.b, o->k, o->n, 2, b);
+  openblas_set_num_threads(o->threads);
+
+  /* in core: the same product on the same threads, everything in DRAM */
+  double t0 = now();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)o->m, (int)o->n, (int)o->k, 1.0f,
+              a, (int)o->k, b, (int)o->n, 0.0f, c, (int)o->n);
+  double incore = now() - t0;
+
+  mmbCacheStats before;
+  TRY(mmb_space_get_cache_stats(g.fast, &before));
+  t0 = now();
+  for (size_t bi = 0; bi < g.mt; bi += g.bm)
+    for (size_t bj = 0; bj < g.nt; bj += g.bn) TRY(block(&g, bi, bj));
+  TRY(mmb_array_flush(g.c));   /* every tile of C home */
+  double seconds = now() - t0;
+  mmbCacheStats st;
+  TRY(mmb_space_get_cache_stats(g.fast, &st));
+  double flops = 2.0 * (double)o->m * (double)o->n * (double)o->k;
+  unsigned long long moved = (st.fetched_bytes - before.fetched_bytes) +
+                             (st.writeback_bytes - before.writeback_bytes);
+  double words = (double)o->fast_limit / sizeof(float);
+  double bound = fmax(0.0, flops / sqrt(words) - 2.0 * words) * sizeof(float);   /* 2mnk/sqrt(M) - 2M */
+  double err = o->check ? max_rel_error(&g, a, b) : -1.0;
+
+  cnn_blas blas = {0};
+  snprintf(blas.kernel, sizeof blas.kernel, "?");
+  (void)cnn_blas_measure(&blas);
+  printf("C = A B: %zu x %zu x %zu, tiles of %zu (panels %zu thin), fast tier %.1f MiB (C blocks "
+         "of %zu x %zu tiles), capacity %s\n", o->m, o->n, o->k, o->tile, g.ktile,
+         o->fast_limit / 1048576.0, g.bm, g.bn, o->capacity);
+  printf("  out of core %.3f s, %.1f GFLOP/s; in core (all in DRAM) %.3f s, %.1f GFLOP/s: %.2fx\n",
+         seconds, flops / seconds * 1e-9, incore, flops / incore * 1e-9, incore / seconds);
+  printf("  moved %.1f MiB; I/O lower bound %.1f MiB: %.2fx the bound\n", moved / 1048576.0,
+         bound / 1048576.0, bound > 0 ? moved / bound : 0.0);
+  if (o->check)
+    printf("  max relative error %.2e over a sample of C (k eps = %.2e)\n", err, o->k * 5.96e-8);
+  printf("  OpenBLAS kernel %s, %d thread(s)\n", blas.kernel, o->threads);
+  if (o->json)
+    printf("{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"tile\": %zu, \"fast_budget_bytes\": %zu, "
+           "\"fast_space_bytes\": %zu, \"block_tiles\": [%zu, %zu], \"capacity\": \"%s\", \"threads\": %d, "
+           "\"seconds\": %.6f, \"gflops\": %.6g, \"incore_seconds\": %.6f, \"incore_gflops\": %.6g, "
+           "\"bytes_moved\": %llu, \"io_lower_bound_bytes\": %.0f, \"max_rel_error\": %.3e, "
+           "\"blas_kernel\": \"%s\"}\n",
+           o->m, o->n, o->k, o->tile, o->fast_limit, space_bytes, g.bm, g.bn, o->capacity, o->threads,
+           seconds, flops / seconds * 1e-9, incore, flops / incore * 1e-9, moved, bound, err,
+           blas.kernel);
+  return MMB_OK;
+}
+
+static mmbError run(const options *o) {
+  mmbMemSpace *capacity, *fast_parent;
+  bool storage = !strcmp(o->capacity, "storage");
+  TRY(mmb_request_space(storage ? MMB_STORAGE : MMB_DRAM, MMB_CPU, NULL, &capacity));
+  TRY(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &fast_parent));
+  mmbMemInterface *home;
+  TRY(mmb_request_interface(capacity, NULL, &home));
+  /* panels a quarter of a tile thin: their room goes to C's block instead */
+  size_t ktile = o->tile / 4 >= 16 ? o->tile / 4 : o->tile;
+  gemm g = {.o = *o, .ktile = ktile, .mt = (o->m + o->tile - 1) / o->tile,
+            .nt = (o->n + o->tile - 1) / o->tile, .kt = (o->k + ktile - 1) / ktile};
+  TRY(matrix(home, o->m, o->k, o->tile, g.ktile, &g.a));
+  TRY(matrix(home, o->k, o->n, g.ktile, o->tile, &g.b));
+  TRY(matrix(home, o->m, o->n, o->tile, o->tile, &g.c));
+  size_t tile_bytes = o->tile * o->tile * sizeof(float);
+  if (!block_for(&g, o->fast_limit, tile_bytes, tile_bytes * g.ktile / o->tile)) {
+    fprintf(stderr, "ooc-gemm: a fast tier of %zu bytes cannot hold a tile of C (%zu bytes) "
+            "with its panels of A and B and the next two: raise --fast-limit or lower "
+            "--tile\n", o->fast_limit, tile_bytes);
+    return MMB_INVALID_ARG;
+  }
+  /* The fast tier: a space holding the budget's tiles as mmb's pool carves
+     them (its segments), the cache's budget the tiles' bytes themselves. */
+  size_t held = g.bm * g.bn + 2 * (g.bm + g.bn), space_bytes;
+  mmbTileIteratorOptions fo = {.queue = NULL, .depth = held > 2 ? held - 2 : 1,
+                               .access = MMB_READ_WRITE};
+  mmbQueue *probe_q;
+  TRY(mmb_queue_create(NULL, &probe_q));
+  fo.queue = probe_q;
+  fo.space = fast_parent;
+  TRY(mmb_tile_iterator_footprint(g.c, &fo, &space_bytes));   /* C has the largest tiles */
+  TRY(mmb_queue_destroy(NULL, &probe_q));
+  TRY(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = space_bytes,
+                                                                 .name = "fast tier"}, &g.fast));
+  TRY(mmb_space_set_cache(g.fast, &(mmbCacheConfig){.budget_bytes = o->fast_limit,
+                                                   .clean_share = 0.5}));
+  float *a = calloc(o->m * o->k, sizeof *a), *b = calloc(o->k * o->n, sizeof *b);
+  float *c = calloc(o->m * o->n, sizeof *c);
+  g.la = calloc(g.bm, sizeof *g.la);
+  g.lb = calloc(g.bn, sizeof *g.lb);
+  g.lc = calloc(g.bm * g.bn, sizeof *g.lc);
+  mmbError err = a && b && c && g.la && g.lb && g.lc ? multiply(&g, a, b, c, space_bytes)
+                                                     : MMB_OUT_OF_MEMORY;
+  free(a);
+  free(b);
+  free(c);
+  free(g.la);
+  free(g.lb);
+  free(g.lc);
+  if (err != MMB_OK) return err;
+  TRY(mmb_array_destroy(g.a));
+  TRY(mmb_array_destroy(g.b));
+  TRY(mmb_array_destroy(g.c));
+  TRY(mmb_interface_destroy(home));
+  TRY(mmb_space_release(g.fast));
+  TRY(mmb_space_release(fast_parent));
+  TRY(mmb_space_release(capacity));
+  return MMB_OK;
+}
+
+int main(int argc, char **argv) {
+  cnn_blas_start(argc, argv);
+  options o;
+  int bad = parse(argc, argv, &o);
+  if (bad) return bad;
+  if (mmb_init(NULL) != MMB_OK) return 1;
+  mmbError e = run(&o);
+  mmbError f = mmb_finalize();
+  return e != MMB_OK ? 1 : f != MMB_OK;
+}
