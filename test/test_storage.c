@@ -172,6 +172,26 @@ Test(storage, a_limit_refuses_what_does_not_fit) {
   mmb_test_teardown();
 }
 
+/* mmb_register_memory makes the storage space a code asks for a limited one. */
+MMB_TEST(storage, a_registered_storage_space_has_its_limit) {
+  OK(mmb_register_memory(MMB_STORAGE, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1u << 20}, NULL));
+  mmbMemSpace *s;
+  OK(mmb_request_space(MMB_STORAGE, MMB_CPU, NULL, &s));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(s, NULL, &iface));
+  mmbAllocation *a = NULL, *b;
+  FAILS(mmb_allocate(2u << 20, iface, &a), MMB_OUT_OF_MEMORY);
+  OK(mmb_allocate(512u << 10, iface, &b));
+  mmbMemInterface *got;
+  OK(mmb_allocation_get_interface(b, &got));
+  mmbProviderType p;
+  OK(mmb_interface_get_provider(got, &p));
+  cr_assert_eq(p, MMB_PROVIDER_FILE);
+  OK(mmb_free(b));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(s));
+}
+
 Test(storage, an_unusable_storage_dir_fails_init) {
   const char *bad[] = {"", "/nonexistent-mmb-dir", "/etc/hostname"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
