@@ -48,7 +48,7 @@ for case in ${CASES:-4096:16M 8192:64M}; do
   size="${case%%:*}" budget="${case##*:}"
   echo
   echo "== C = A B, $size^3, fast tier $budget, $threads thread(s)"
-  args=(--m "$size" --n "$size" --k "$size" --tile 256 --fast-limit "$budget" --threads "$threads" --json)
+  args=(--m "$size" --n "$size" --k "$size" --fast-limit "$budget" --threads "$threads" --json)
   "$bin" "${args[@]}" | tail -1 > "$out/dram.$size.json"
   MMB_EMULATE=DRAM:bw=5G "$bin" "${args[@]}" | tail -1 > "$out/dram5g.$size.json"
   "$bin" "${args[@]}" --capacity storage | tail -1 > "$out/storage.$size.json"

@@ -46,7 +46,8 @@ static const char usage[] =
     "                [--capacity dram|storage] [--threads T] [--check] [--json]\n"
     "  C = A B, single precision, A M x K and B K x N (default 2048 each), homed in\n"
     "  the capacity tier (dram, the default, or storage: files under MMB_STORAGE_DIR)\n"
-    "  and computed in T x T tiles (default 256) in a fast tier of SIZE bytes\n"
+    "  and computed in T x T tiles (default: the largest that leaves blocks of C of\n"
+    "  at least 6 x 6 tiles) in a fast tier of SIZE bytes\n"
     "  (default 16M; K, M, G suffixes) through mmb's tile cache.\n"
     "  --threads T  OpenBLAS threads (default 1)\n"
     "  --check      compare a sample of C with a double-precision reference\n"
@@ -67,7 +68,7 @@ static bool parse_size(const char *s, size_t *out) {
 }
 
 static int parse(int argc, char **argv, options *o) {
-  *o = (options){.m = 2048, .n = 2048, .k = 2048, .tile = 256, .fast_limit = 16u << 20,
+  *o = (options){.m = 2048, .n = 2048, .k = 2048, .tile = 0, .fast_limit = 16u << 20,
                  .capacity = "dram", .threads = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -79,7 +80,7 @@ static int parse(int argc, char **argv, options *o) {
     size_t *dim = !strcmp(a, "--m") ? &o->m : !strcmp(a, "--n") ? &o->n : !strcmp(a, "--k") ? &o->k
                 : !strcmp(a, "--tile") ? &o->tile : NULL;
     bool ok;
-    if (dim) ok = parse_size(v, dim) && *dim < (1u << 20);
+    if (dim) ok = parse_size(v, dim) && *dim < (1u << 20) && (dim != &o->tile || *dim >= 4);
     else if (!strcmp(a, "--fast-limit")) ok = parse_size(v, &o->fast_limit);
     else if (!strcmp(a, "--capacity"))
       ok = !strcmp(v, "dram") || !strcmp(v, "storage"), o->capacity = v;
@@ -289,7 +290,26 @@ static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_by
   return MMB_OK;
 }
 
-static mmbError run(const options *o) {
+static size_t ktile_of(size_t tile) { return tile / 4 >= 16 ? tile / 4 : tile; }
+
+/* The largest tile, from 1024 down, whose best block of C is at least 6 x 6
+   tiles (or all of C): large tiles for OpenBLAS, small enough that whole
+   blocks do not waste the budget. */
+static size_t auto_tile(const options *o) {
+  for (size_t t = 1024; t > 32; t /= 2) {
+    gemm g = {.o = *o, .mt = (o->m + t - 1) / t, .nt = (o->n + t - 1) / t};
+    size_t bytes = t * t * sizeof(float);
+    if (block_for(&g, o->fast_limit, bytes, bytes * ktile_of(t) / t) &&
+        ((g.bm >= 6 || g.bm == g.mt) && (g.bn >= 6 || g.bn == g.nt)))
+      return t;
+  }
+  return 32;
+}
+
+static mmbError run(const options *given) {
+  options chosen = *given;
+  if (!chosen.tile) chosen.tile = auto_tile(given);
+  const options *o = &chosen;
   mmbMemSpace *capacity, *fast_parent;
   bool storage = !strcmp(o->capacity, "storage");
   TRY(mmb_request_space(storage ? MMB_STORAGE : MMB_DRAM, MMB_CPU, NULL, &capacity));
@@ -297,7 +317,7 @@ static mmbError run(const options *o) {
   mmbMemInterface *home;
   TRY(mmb_request_interface(capacity, NULL, &home));
   /* panels a quarter of a tile thin: their room goes to C's block instead */
-  size_t ktile = o->tile / 4 >= 16 ? o->tile / 4 : o->tile;
+  size_t ktile = ktile_of(o->tile);
   gemm g = {.o = *o, .ktile = ktile, .mt = (o->m + o->tile - 1) / o->tile,
             .nt = (o->n + o->tile - 1) / o->tile, .kt = (o->k + ktile - 1) / ktile};
   TRY(matrix(home, o->m, o->k, o->tile, g.ktile, &g.a));
