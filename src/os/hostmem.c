@@ -55,26 +55,42 @@ mmbError mmb_host_bind(void *ptr, size_t size, int numa_node) {
   return bind_pages(ptr, round_to_page(size), numa_node) ? MMB_OK : MMB_UNSUPPORTED;
 }
 
+mmbError mmb__os_map_aligned(size_t size, size_t alignment, int fd, void **out_ptr) {
+  size_t page = mmb_host_page_size(), len = round_to_page(size);
+  size_t slack = alignment > page ? alignment - page : 0;
+  if (len < size || len > SIZE_MAX - slack) return MMB_OUT_OF_MEMORY;
+  /* with a file, the room is reserved first and the file mapped over its
+     aligned part */
+  char *raw = mmap(NULL, len + slack, fd < 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    mmb__log(MMB_LOG_DEBUG, "mmap of %zu bytes failed: %s", len + slack, strerror(errno));
+    return MMB_OUT_OF_MEMORY;
+  }
+  char *p = slack ? (char *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1)) : raw;
+  if (fd >= 0 &&
+      mmap(p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    mmb__log(MMB_LOG_DEBUG, "mapping %zu bytes of a file failed: %s", len, strerror(errno));
+    munmap(raw, len + slack);
+    return MMB_OUT_OF_MEMORY;
+  }
+  if (p > raw) munmap(raw, (size_t)(p - raw));   /* trim to the alignment: the head, the tail */
+  size_t tail = (size_t)(raw + len + slack - (p + len));
+  if (tail) munmap(p + len, tail);
+  *out_ptr = p;
+  return MMB_OK;
+}
+
 mmbError mmb_host_map(size_t size, size_t alignment, int numa_node, void **out_ptr) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!out_ptr || !size, __func__, "NULL out_ptr or zero size");
   MMB__ARG(!mmb__is_pow2(alignment) || alignment > MMB_MAX_ALIGNMENT, __func__,
            "alignment %zu is not a power of two up to MMB_MAX_ALIGNMENT", alignment);
   MMB__ARG(size > SIZE_MAX - MMB_MAX_ALIGNMENT, __func__, "%zu bytes cannot be mapped", size);
-  size_t page = mmb_host_page_size(), len = round_to_page(size);
-  size_t slack = alignment > page ? alignment - page : 0;
-  char *raw = mmap(NULL, len + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    mmb__log(MMB_LOG_DEBUG, "mmap of %zu bytes failed: %s", len + slack, strerror(errno));
-    return MMB_OUT_OF_MEMORY;
-  }
-  char *p = raw;
-  if (slack) {   /* trim to the alignment: unmap the head and the tail */
-    p = (char *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
-    if (p > raw) munmap(raw, (size_t)(p - raw));
-    size_t tail = (size_t)(raw + len + slack - (p + len));
-    if (tail) munmap(p + len, tail);
-  }
+  char *p;
+  mmbError err = mmb__os_map_aligned(size, alignment, -1, (void **)&p);
+  if (err != MMB_OK) return err;
+  size_t len = round_to_page(size);
   if (len >= HUGE_PAGE_ADVICE_BYTES) madvise(p, len, MADV_HUGEPAGE);
   if (numa_node >= 0 && mmb__os_numa_count() > 1) bind_pages(p, len, numa_node);   /* best effort */
   *out_ptr = p;

@@ -43,6 +43,12 @@ void mmb__os_bind_thread(pthread_t thread, int numa_os);
    (sysfs, not the CPUID leaf a VM may inflate); 0 unknown. */
 size_t mmb__os_llc_bytes(void);
 
+/* size bytes (whole pages) at a power-of-two alignment, mapped read-write:
+   anonymous and private (fd < 0), or the first bytes of fd, shared (the
+   caller may close fd then). MMB_OUT_OF_MEMORY when the OS refuses.
+   mmb_host_map and the file provider map through it (hostmem.c). */
+mmbError mmb__os_map_aligned(size_t size, size_t alignment, int fd, void **out_ptr);
+
 /* ---- the storage tier's files (storage.c) -------------------------------
    The directory: MMB_STORAGE_DIR (unusable: MMB_INVALID_ARG at init); else
    TMPDIR, /var/tmp or /tmp, the first writable; NULL when none is. */

@@ -20,8 +20,9 @@ static char dir[4096];   /* "" : no storage tier */
 /* Whether a nameless file can be made in path (and so mapped there). */
 static bool usable(const char *path, char *why, size_t len) {
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(why, len, "not a directory (%s)", stat(path, &st) != 0 ? strerror(errno) : "a file");
+  bool exists = stat(path, &st) == 0;
+  if (!exists || !S_ISDIR(st.st_mode)) {
+    snprintf(why, len, "not a directory (%s)", exists ? "a file" : strerror(errno));
     return false;
   }
   if (access(path, W_OK | X_OK) != 0) {
