@@ -63,7 +63,7 @@ static void close_one(under_test *u) {
            close_one(&u), once_ = NULL)
 
 MMB_TEST(contract, blocks_of_every_size_and_alignment_zeroed_on_request) {
-  size_t sizes[] = {1, 63, 4096, 65536, 3u << 20};
+  size_t sizes[] = {1, 63, 4095, 4096, 65536, 100000, 3u << 20};
   size_t aligns[] = {0, 64, 4096, 1u << 16, 2u << 20};
   EACH(u, 0) {
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
@@ -74,10 +74,13 @@ MMB_TEST(contract, blocks_of_every_size_and_alignment_zeroed_on_request) {
         unsigned char *p = mmb_allocation_ptr(a);
         cr_assert_not_null(p, "%s", u.c->name);
         if (aligns[j]) cr_assert_eq((uintptr_t)p % aligns[j], 0, "%s: alignment %zu", u.c->name, aligns[j]);
-        for (size_t k = 0; k < sizes[i]; k += 997) cr_assert_eq(p[k], 0, "%s: not zeroed", u.c->name);
+        for (size_t k = 0; k < sizes[i]; k += 511) cr_assert_eq(p[k], 0, "%s: not zeroed", u.c->name);
         memset(p, (int)(i + j), sizes[i]);
         cr_assert_eq(p[sizes[i] - 1], (unsigned char)(i + j));
         cr_assert_eq(mmb_allocation_size(a), sizes[i]);
+        mmbMemSpace *where;
+        OK(mmb_allocation_space(a, &where));
+        cr_assert_eq(where, u.space, "%s", u.c->name);
         OK(mmb_free(a));
       }
   }
@@ -140,6 +143,7 @@ MMB_TEST(contract, arrays_and_tiles_move_to_dram_and_back) {
     mmbArrayTile *t, *dup;
     OK(mmb_tile_at(a, &(mmbIndex){2, {2, 2}}, &t));
     OK(mmb_tile_duplicate(t, u.dram, MMB_READ_WRITE, NULL, &dup));
+    cr_assert_eq(dup->space, u.dram, "%s", u.c->name);
     cr_assert_eq(MMB_TILE_AT_2D(dup, double, 40, 39), 40.0 * 40 + 39, "%s", u.c->name);
     MMB_TILE_AT_2D(dup, double, 40, 39) = -1.0;
     OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));

@@ -1,7 +1,7 @@
-/* The storage tier: the MMB_STORAGE space and its file provider. Blocks of
-   every size and alignment, zeroed when asked; pools, arrays, tiles
-   (duplicate, merge, migrate), async copies and the tile cache on it; a
-   limit that refuses; MMB_STORAGE_DIR's misuse; and nothing left behind:
+/* The storage tier: the MMB_STORAGE space and its file provider (which
+   also runs the provider contract, test_contract.c). The space's
+   discovery, the tile cache over it, a limit that refuses,
+   mmb_register_memory, MMB_STORAGE_DIR's misuse, and nothing left behind:
    no file, no descriptor, even after kill -9. */
 #include "arrays.h"
 
@@ -65,60 +65,19 @@ MMB_TEST(storage, the_storage_space_is_discovered) {
   OK(mmb_space_release(s));
 }
 
-MMB_TEST(storage, blocks_of_every_size_and_alignment) {
-  mmbMemSpace *s = storage();
-  mmbMemInterface *iface = on(s, MMB_STRATEGY_BASIC);
-  size_t sizes[] = {1, 4095, 4096, 100000, 3u << 20};
-  size_t aligns[] = {0, 64, 4096, 1u << 16, 2u << 20};
-  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-    for (size_t j = 0; j < sizeof aligns / sizeof *aligns; j++) {
-      mmbAllocation *a;
-      OK(mmb_allocate_opts(sizes[i], iface,
-                           &(mmbAllocateOptions){.alignment = aligns[j], .flags = MMB_ALLOC_ZERO},
-                           &a));
-      unsigned char *p = mmb_allocation_ptr(a);
-      if (aligns[j]) cr_assert_eq((uintptr_t)p % aligns[j], 0, "%zu-byte alignment", aligns[j]);
-      for (size_t k = 0; k < sizes[i]; k += 511) cr_assert_eq(p[k], 0);
-      memset(p, 0x5a, sizes[i]);
-      cr_assert_eq(p[sizes[i] - 1], 0x5a);
-      mmbMemSpace *where;
-      OK(mmb_allocation_space(a, &where));
-      cr_assert_eq(where, s);
-      OK(mmb_free(a));
-    }
-  mmbStats st;
-  OK(mmb_space_get_stats(s, &st));
-  cr_assert_eq(st.used_current, 0);
-  OK(mmb_interface_destroy(iface));
-  OK(mmb_space_release(s));
-}
-
-/* Arrays homed in storage: a tile duplicated into DRAM, written, merged
-   back; migrated there and home again; an async copy; the tile cache
-   fetching from storage and writing home there. */
-MMB_TEST(storage, arrays_tiles_copies_and_the_cache_work_there) {
+/* The tile cache fetching from an array homed in storage and writing
+   home there (blocks, copies, tiles and async copies on the file provider:
+   test_contract.c). */
+MMB_TEST(storage, the_cache_fetches_from_storage_and_writes_home_there) {
   mmbMemSpace *s = storage(), *dram;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
-  mmbMemInterface *pool = on(s, MMB_STRATEGY_POOL), *host = on(dram, MMB_STRATEGY_BASIC);
+  mmbMemInterface *pool = on(s, MMB_STRATEGY_POOL);
   mmbDimensions d = dims2(64, 64);
   mmbArray *a = test_array(pool, &d, MMB_ROWMAJOR, 0);
   double *home = mmb_array_ptr(a);
   for (size_t i = 0; i < 64 * 64; i++) home[i] = (double)i;
   OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));
-  mmbArrayTile *t, *dup;
-  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 2}}, &t));
-  OK(mmb_tile_duplicate(t, dram, MMB_READ_WRITE, NULL, &dup));
-  cr_assert_eq(dup->space, dram);
-  MMB_TILE_AT_2D(dup, double, 16, 32) = -1.0;
-  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
-  cr_assert_eq(home[16 * 64 + 32], -1.0);
-  OK(mmb_tile_migrate(t, dram, MMB_READ_WRITE, NULL));
-  cr_assert_eq(MMB_TILE_AT_2D(t, double, 16, 32), -1.0);
-  MMB_TILE_AT_2D(t, double, 17, 33) = -2.0;
-  OK(mmb_tile_migrate(t, s, MMB_READ_WRITE, NULL));   /* home again */
-  cr_assert_eq(home[17 * 64 + 33], -2.0);
-  /* the cache: a tile of the storage-homed array acquired in DRAM */
-  mmbArrayTile *l;
+  mmbArrayTile *t, *l;
   OK(mmb_tile_at(a, &(mmbIndex){2, {3, 3}}, &t));
   OK(mmb_tile_acquire(t, dram, MMB_READ_WRITE, &l));
   cr_assert_eq(l->space, dram);
@@ -127,23 +86,8 @@ MMB_TEST(storage, arrays_tiles_copies_and_the_cache_work_there) {
   OK(mmb_tile_release(l));
   OK(mmb_array_flush(a));
   cr_assert_eq(home[48 * 64 + 48], -3.0);
-  /* an async copy from DRAM into storage */
-  mmbAllocation *src, *dst;
-  OK(mmb_allocate(1u << 20, host, &src));
-  OK(mmb_allocate(1u << 20, pool, &dst));
-  memset(mmb_allocation_ptr(src), 7, 1u << 20);
-  mmbQueue *q;
-  OK(mmb_queue_create(NULL, &q));
-  mmbRequest r = {0};
-  OK(mmb_copy_async(dst, src, q, &r));
-  OK(mmb_wait(&r));
-  cr_assert_eq(((unsigned char *)mmb_allocation_ptr(dst))[(1u << 20) - 1], 7);
-  OK(mmb_queue_destroy(NULL, &q));
-  OK(mmb_free(src));
-  OK(mmb_free(dst));
   OK(mmb_array_destroy(a));
   OK(mmb_interface_destroy(pool));
-  OK(mmb_interface_destroy(host));
   OK(mmb_space_release(dram));
   OK(mmb_space_release(s));
 }
