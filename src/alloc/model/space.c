@@ -200,24 +200,30 @@ bool mmb__space_oom_handlers(mmbMemSpace *space, size_t need, unsigned attempt) 
   return retry;
 }
 
+/* The handler's place in the space's list, or -1 (handlers_lock held). */
+static int handler_at(const mmbMemSpace *space, mmbOomHandler fn, void *arg) {
+  for (unsigned i = 0; i < space->n_oom; i++)
+    if (space->oom[i].fn == fn && space->oom[i].arg == arg) return (int)i;
+  return -1;
+}
+
 mmbError mmb_space_add_oom_handler(mmbMemSpace *space, mmbOomHandler fn, void *arg) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   MMB__ARG(!fn, __func__, "fn is NULL");
+  const unsigned room = sizeof space->oom / sizeof *space->oom;
   mmbError err = MMB_OK;
   pthread_mutex_lock(&handlers_lock);
-  for (unsigned i = 0; i < space->n_oom; i++)
-    if (space->oom[i].fn == fn && space->oom[i].arg == arg) err = MMB_INVALID_ARG;
-  if (err == MMB_OK && space->n_oom == sizeof space->oom / sizeof *space->oom)
-    err = MMB_OUT_OF_MEMORY;
-  if (err == MMB_OK) {
+  if (handler_at(space, fn, arg) >= 0) err = MMB_INVALID_ARG;
+  else if (space->n_oom == room) err = MMB_OUT_OF_MEMORY;
+  else {
     space->oom[space->n_oom].fn = fn;
     space->oom[space->n_oom].arg = arg;
     space->n_oom++;
   }
   pthread_mutex_unlock(&handlers_lock);
   if (err == MMB_INVALID_ARG) return mmb__fail(err, __func__, "that handler is already added");
-  if (err != MMB_OK) return mmb__fail(err, __func__, "%s has 8 handlers", space->info.name);
+  if (err != MMB_OK) return mmb__fail(err, __func__, "%s has %u handlers", space->info.name, room);
   return MMB_OK;
 }
 
@@ -225,16 +231,14 @@ mmbError mmb_space_remove_oom_handler(mmbMemSpace *space, mmbOomHandler fn, void
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   MMB__ARG(!fn, __func__, "fn is NULL");
-  bool found = false;
   pthread_mutex_lock(&handlers_lock);
-  for (unsigned i = 0; i < space->n_oom && !found; i++)
-    if (space->oom[i].fn == fn && space->oom[i].arg == arg) {
-      memmove(&space->oom[i], &space->oom[i + 1], (space->n_oom - i - 1) * sizeof *space->oom);
-      space->n_oom--;
-      found = true;
-    }
+  int i = handler_at(space, fn, arg);
+  if (i >= 0) {
+    memmove(&space->oom[i], &space->oom[i + 1], (space->n_oom - (unsigned)i - 1) * sizeof *space->oom);
+    space->n_oom--;
+  }
   pthread_mutex_unlock(&handlers_lock);
-  MMB__ARG(!found, __func__, "that handler was not added");
+  MMB__ARG(i < 0, __func__, "that handler was not added");
   return MMB_OK;
 }
 
