@@ -5,15 +5,17 @@
 #      with O_DIRECT (past the page cache) in its directory;
 #   2. for each SIZE:BUDGET of CASES, C = A B homed in DRAM, in DRAM
 #      throttled to 5 GiB/s (MMB_EMULATE=DRAM:bw=5G), and in the storage
-#      tier: the bytes mmb moved against the I/O lower bound, and GFLOP/s
-#      against OpenBLAS on the same matrices all in DRAM (timed by the same
-#      process, same threads, just before).
-#   CASES="4096:16M 8192:64M" THREADS=1 BUILD=build bench/ooc.sh
+#      tier, RUNS of each interleaved: the bytes mmb moved against the I/O
+#      lower bound, and GFLOP/s against OpenBLAS on the same matrices all in
+#      DRAM (timed by the same process, same threads, just before, every
+#      page of both touched first); medians, with min and max.
+#   CASES="4096:16M 8192:64M" RUNS=3 THREADS=1 BUILD=build bench/ooc.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${BUILD:-build}/bin/ooc-gemm"
 out="${BUILD:-build}/bench-ooc"
 threads="${THREADS:-1}"
+runs="${RUNS:-3}"
 mkdir -p "$out"
 lscpu | grep -E '^(Model name|CPU family|Model):' | sed 's/  */ /g' | paste -sd ',' || true
 dir="${MMB_STORAGE_DIR:-${TMPDIR:-/var/tmp}}"
@@ -47,22 +49,28 @@ head -1 "$out/disk.txt" | sed 's/^/  /'
 for case in ${CASES:-4096:16M 8192:64M}; do
   size="${case%%:*}" budget="${case##*:}"
   echo
-  echo "== C = A B, $size^3, fast tier $budget, $threads thread(s)"
+  echo "== C = A B, $size^3, fast tier $budget, $threads thread(s), $runs runs interleaved"
   args=(--m "$size" --n "$size" --k "$size" --fast-limit "$budget" --threads "$threads" --json)
-  "$bin" "${args[@]}" | tail -1 > "$out/dram.$size.json"
-  MMB_EMULATE=DRAM:bw=5G "$bin" "${args[@]}" | tail -1 > "$out/dram5g.$size.json"
-  "$bin" "${args[@]}" --capacity storage | tail -1 > "$out/storage.$size.json"
-  python3 - "$out" "$size" <<'PY'
-import json, sys
-out, size = sys.argv[1], sys.argv[2]
+  for i in $(seq "$runs"); do
+    "$bin" "${args[@]}" | tail -1 > "$out/dram.$size.$i.json"
+    MMB_EMULATE=DRAM:bw=5G "$bin" "${args[@]}" | tail -1 > "$out/dram5g.$size.$i.json"
+    "$bin" "${args[@]}" --capacity storage | tail -1 > "$out/storage.$size.$i.json"
+  done
+  python3 - "$out" "$size" "$runs" <<'PY'
+import json, statistics, sys
+out, size, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 disk_w, disk_r = map(float, open(f"{out}/disk.txt").read().split("\n")[1].split())
 for name, label in (("dram", "capacity DRAM"), ("dram5g", "capacity DRAM at 5 GiB/s"),
                     ("storage", "capacity storage")):
-    d = json.load(open(f"{out}/{name}.{size}.json"))
+    rs = [json.load(open(f"{out}/{name}.{size}.{i}.json")) for i in range(1, runs + 1)]
+    r = [x["gflops"] / x["incore_gflops"] for x in rs]
+    d = rs[0]   # the traffic is the same in every run
     ratio = d["bytes_moved"] / d["io_lower_bound_bytes"] if d["io_lower_bound_bytes"] else float("nan")
-    line = (f"  {label:26} {d['gflops']:7.1f} GFLOP/s = {d['gflops'] / d['incore_gflops']:.2f}x in core "
-            f"({d['incore_gflops']:.1f}); moved {d['bytes_moved'] / 2**20:8.1f} MiB = {ratio:.2f}x "
-            f"the I/O lower bound ({d['io_lower_bound_bytes'] / 2**20:.1f} MiB)")
+    line = (f"  {label:26} {statistics.median(x['gflops'] for x in rs):7.1f} GFLOP/s = "
+            f"{statistics.median(r):.2f}x in core (min {min(r):.2f}, max {max(r):.2f}; in core "
+            f"{statistics.median(x['incore_gflops'] for x in rs):.1f}); moved "
+            f"{d['bytes_moved'] / 2**20:.1f} MiB = {ratio:.2f}x the I/O lower bound "
+            f"({d['io_lower_bound_bytes'] / 2**20:.1f} MiB)")
     if name == "storage":
         # the flops per byte the schedule has, against what the disk can feed
         intensity = 2 * d["m"] * d["n"] * d["k"] / d["bytes_moved"]
