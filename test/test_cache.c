@@ -451,6 +451,45 @@ Test(cache, a_wait_for_a_prefetch_does_not_hold_other_threads_up) {
   mmb_test_teardown();
 }
 
+/* A space fuller than its cache knows (other data in it, a pool's holes):
+   the fetch evicts a dirty copy, whose room comes back only once its slow
+   write-back is done. The fetch waits for it: going on to evict every
+   other copy at once, it would give up with MMB_OUT_OF_MEMORY. */
+Test(cache, a_fetch_waits_for_the_write_back_of_its_victim) {
+  cr_assert_eq(setenv("MMB_EMULATE", "DRAM:bw=4M", 1), 0);
+  mmb_test_setup();
+  size_t tile_bytes = 128 * 128 * sizeof(double);   /* a write-back takes 31 ms */
+  mmbMemSpace *fast;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 4 * tile_bytes,
+                                                                .name = "fast"}, &fast));
+  mmbMemInterface *other;
+  mmbAllocation *block;
+  OK(mmb_request_interface(fast, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_BASIC}, &other));
+  OK(mmb_allocate(tile_bytes, other, &block));   /* a quarter of the space, not the cache's */
+  mmbDimensions d = dims2(256, 256);
+  mmbArray *a = test_array(test_interface(MMB_PROVIDER_SYSTEM, 0), &d, MMB_ROWMAJOR, 0);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}));
+  mmbArrayTile *t[4], *l;
+  for (size_t i = 0; i < 4; i++) OK(mmb_tile_at(a, &(mmbIndex){2, {i / 2, i % 2}}, &t[i]));
+  OK(mmb_tile_advise(t[0], fast, MMB_ADVICE_WILLNEED));   /* the cache's queue is made */
+  for (size_t i = 0; i < 3; i++) {   /* three dirty copies fill what is left */
+    OK(mmb_tile_acquire(t[i], fast, MMB_WRITE, &l));
+    MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -1.0 - (double)i;
+    OK(mmb_tile_release(l));
+  }
+  OK(mmb_tile_acquire(t[3], fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  mmbCacheStats st = stats(fast);
+  cr_assert_eq(st.writebacks, 1, "%llu copies evicted for one", (unsigned long long)st.writebacks);
+  OK(mmb_array_flush(a));
+  for (size_t i = 0; i < 3; i++) cr_assert_eq(first(t[i]), -1.0 - (double)i);
+  OK(mmb_array_destroy(a));
+  OK(mmb_free(block));
+  OK(mmb_interface_destroy(other));
+  OK(mmb_space_release(fast));
+  mmb_test_teardown();
+}
+
 MMB_TEST(cache, two_threads_acquire_and_release_at_once) {
   mmbMemSpace *fast = fast_space();
   budget_tiles(fast, 5);   /* less than the 8 tiles they use: evictions race with acquires */

@@ -285,7 +285,10 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
   mmb__tile *copy;
   /* the space may hold other data than the cache's, or copies on their way
      home: when it has no room, wait for those, then evict one more copy and
-     try again, while there is one */
+     try again, while there is one. A dirty victim's bytes come back only
+     once its write-back is done: each eviction is waited for before the
+     next, or a fetch would evict everything and give up in a space that
+     its write-backs were about to free. */
   bool waited = false;
   while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
                                        &copy)) == MMB_OUT_OF_MEMORY) {
@@ -295,6 +298,7 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
       continue;
     }
     if (make_room(func, c, bytes, spare_willneed, true) != MMB_OK) break;
+    waited = false;
   }
   if (err != MMB_OK) {
     mmb__free(e);
