@@ -14,6 +14,38 @@ static mmbError alloc_floats(cnn_pass *p, size_t n, float **out) {
   return mmb_region_alloc(p->region, n * sizeof(float), ALIGN, (void **)out);
 }
 
+static size_t aligned(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* What forward keeps for backward: in p->keep when set, at the offset its
+   layout for keep->rows samples gives whatever this chunk's size; else in
+   the region. */
+static mmbError keep(cnn_pass *p, size_t bytes, void **out) {
+  cnn_keep *k = p->keep;
+  if (!k) return mmb_region_alloc(p->region, bytes, ALIGN, out);
+  size_t at = aligned(bytes / p->batch * k->rows);
+  if (p->batch > k->rows || at > k->size - k->used) return MMB_OUT_OF_MEMORY;
+  *out = k->base + k->used;
+  k->used += at;
+  return MMB_OK;
+}
+
+static mmbError keep_floats(cnn_pass *p, size_t n, float **out) {
+  return keep(p, n * sizeof(float), (void **)out);
+}
+
+/* A layer's output: where the pass asks, else kept (it is the next layer's
+   kept input, or ReLU's, in place). */
+static mmbError output(cnn_pass *p, size_t n, float **y) {
+  if (!p->y_into) return keep_floats(p, n, y);
+  *y = p->y_into;
+  return MMB_OK;
+}
+
+/* A later chunk of a batch adds to the gradients the earlier ones left. */
+static cnn_walk backward_walk(const cnn_pass *p) {
+  return p->row0 ? CNN_WALK_ACCUMULATE : CNN_WALK_BACKWARD;
+}
+
 static mmbError walk_end(cnn_tiles *t, mmbError err) {
   mmbError e = cnn_tiles_end(t);
   return err != MMB_OK ? err : e;
@@ -52,9 +84,9 @@ static mmbError bias_forward(cnn_pass *p, cnn_param *b, float *y, size_t plane) 
 
 static mmbError bias_backward(cnn_pass *p, cnn_param *b, const float *dy, size_t plane) {
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, b, CNN_WALK_BACKWARD, &t);
+  mmbError err = cnn_tiles_begin(p->plan, b, backward_walk(p), &t);
   if (err == MMB_OK) {
-    p->ops->sum_bias(p->ops->ctx, dy, p->batch, b->rows, plane, t.grad->ptr);
+    p->ops->sum_bias(p->ops->ctx, dy, p->batch, b->rows, plane, p->row0 > 0, t.grad->ptr);
     err = gradient_done(p, &t, 1);
   }
   return backward_end(p, &t, err);
@@ -81,14 +113,14 @@ static mmbError dense_backward(cnn_pass *p, cnn_layer *l, const float *dy, float
   cnn_param *w = l->weight;
   size_t in = w->cols, out = w->rows;
   cnn_tiles t;
-  mmbError err = cnn_tiles_begin(p->plan, w, CNN_WALK_BACKWARD, &t);
+  mmbError err = cnn_tiles_begin(p->plan, w, backward_walk(p), &t);
   for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
     size_t r = t.r1 - t.r0;
     if (dx)
       o->gemm(o->ctx, false, false, p->batch, in, r, 1.0f, dy + t.r0, out, t.value->ptr, t.ld,
               first ? 0.0f : 1.0f, dx, in);
-    o->gemm(o->ctx, true, false, r, in, p->batch, 1.0f, dy + t.r0, out, l->x, in, 0.0f,
-            t.grad->ptr, t.ld);
+    o->gemm(o->ctx, true, false, r, in, p->batch, 1.0f, dy + t.r0, out, l->x, in,
+            p->row0 ? 1.0f : 0.0f, t.grad->ptr, t.ld);
     if ((err = gradient_done(p, &t, in)) != MMB_OK) break;
   }
   if ((err = backward_end(p, &t, err)) != MMB_OK) return err;
@@ -113,7 +145,7 @@ static mmbError conv_forward(cnn_pass *p, cnn_layer *l, const float *x) {
   cnn_window win = conv_window(l, p->batch);
   size_t taps = w->cols, plane = l->out.h * l->out.w;
   float *col;
-  mmbError err = alloc_floats(p, p->batch * taps * plane, &col);
+  mmbError err = keep_floats(p, p->batch * taps * plane, &col);
   if (err != MMB_OK) return err;
   o->im2col(o->ctx, x, &win, col);
   l->x = col;
@@ -136,7 +168,7 @@ static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float 
   mmbError err = dx ? alloc_floats(p, p->batch * taps * plane, &dcol) : MMB_OK;
   if (err != MMB_OK) return err;
   cnn_tiles t;
-  err = cnn_tiles_begin(p->plan, w, CNN_WALK_BACKWARD, &t);
+  err = cnn_tiles_begin(p->plan, w, backward_walk(p), &t);
   for (bool first = true; err == MMB_OK && t.value; first = false, err = cnn_tiles_next(&t)) {
     size_t r = t.r1 - t.r0;
     for (size_t n = 0; n < p->batch; n++) {
@@ -145,7 +177,7 @@ static mmbError conv_backward(cnn_pass *p, cnn_layer *l, const float *dy, float 
         o->gemm(o->ctx, true, false, taps, plane, r, 1.0f, t.value->ptr, t.ld, dy_n, plane,
                 first ? 0.0f : 1.0f, dcol + n * taps * plane, plane);
       o->gemm(o->ctx, false, true, r, taps, plane, 1.0f, dy_n, plane, l->x + n * taps * plane,
-              plane, n ? 1.0f : 0.0f, t.grad->ptr, t.ld);
+              plane, p->row0 + n ? 1.0f : 0.0f, t.grad->ptr, t.ld);
     }
     if ((err = gradient_done(p, &t, taps)) != MMB_OK) break;
   }
@@ -190,6 +222,29 @@ int cnn_layer_init(cnn_layer *l, cnn_layer_kind kind, cnn_shape in, size_t k, si
   return -1;
 }
 
+size_t cnn_layer_kept_bytes(const cnn_layer *l, size_t rows, bool last) {
+  size_t out = rows * cnn_shape_size(l->out), y = last ? 0 : aligned(out * sizeof(float));
+  size_t taps = l->k * l->k * l->in.c, plane = l->out.h * l->out.w;
+  switch (l->kind) {
+    case CNN_CONV: return aligned(rows * taps * plane * sizeof(float)) + y;   /* im2col */
+    case CNN_MAXPOOL: return aligned(out) + y;   /* where each maximum was, a byte each */
+    case CNN_DENSE: return y;                    /* its input is the layer before's output */
+    case CNN_RELU: break;                        /* in place */
+  }
+  return 0;
+}
+
+static uintptr_t moved(uintptr_t ptr, uintptr_t from, uintptr_t to, size_t size) {
+  return ptr - from < size ? ptr - from + to : ptr;
+}
+
+void cnn_layer_rebase(cnn_layer *l, const void *from, void *to, size_t size) {
+  uintptr_t f = (uintptr_t)from, t = (uintptr_t)to;
+  l->x = (const float *)moved((uintptr_t)l->x, f, t, size);
+  l->y = (float *)moved((uintptr_t)l->y, f, t, size);
+  l->arg = (uint8_t *)moved((uintptr_t)l->arg, f, t, size);
+}
+
 mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y) {
   const cnn_ops *o = p->ops;
   size_t n_in = p->batch * cnn_shape_size(l->in), n_out = p->batch * cnn_shape_size(l->out);
@@ -197,7 +252,7 @@ mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y)
   if (l->kind == CNN_RELU) {
     l->y = (float *)x;   /* in place: the layer before keeps its input, not its output */
     o->relu(o->ctx, x, n_in, l->y);
-  } else if ((err = alloc_floats(p, n_out, &l->y)) == MMB_OK) {
+  } else if ((err = output(p, n_out, &l->y)) == MMB_OK) {
     switch (l->kind) {
       case CNN_CONV: err = conv_forward(p, l, x); break;
       case CNN_DENSE:
@@ -206,7 +261,7 @@ mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y)
         break;
       case CNN_MAXPOOL: {
         cnn_window w = pool_window(l, p->batch);
-        if ((err = mmb_region_alloc(p->region, n_out, ALIGN, (void **)&l->arg)) == MMB_OK)
+        if ((err = keep(p, n_out, (void **)&l->arg)) == MMB_OK)
           o->maxpool(o->ctx, x, &w, l->y, l->arg);
         break;
       }

@@ -1,8 +1,9 @@
 /* The layers: 2-D convolution (im2col + sgemm), ReLU, max-pooling and dense,
    each with a forward and a backward pass, plus the softmax cross-entropy
-   loss. Activations are NCHW, one batch at a time. Forward allocates its
-   outputs in the pass's region and keeps what backward needs; backward
-   allocates in the pass's (child) region. Weighted layers visit their
+   loss. Activations are NCHW, one batch (or one chunk of a batch's
+   samples) at a time. Forward allocates its outputs in the pass's region
+   and keeps what backward needs (in p->keep when the pass gives one);
+   backward allocates in the pass's (child) region. Weighted layers visit their
    weights tile by tile through the memory plan (cnn_tiles), so a layer does
    not know whether its weights are resident or streamed. */
 #ifndef CNN_LAYERS_H
@@ -24,6 +25,14 @@ typedef struct cnn_sgd {
   float lr, momentum;
 } cnn_sgd;
 
+/* A buffer that takes what forward keeps for backward, laid out for `rows`
+   samples whatever the pass's batch: every chunk of a batch finds its
+   activations at the same offsets (offload.h). */
+typedef struct cnn_keep {
+  unsigned char *base;
+  size_t used, size, rows;
+} cnn_keep;
+
 /* One batch going through the layers. */
 typedef struct cnn_pass {
   cnn_plan *plan;
@@ -36,6 +45,11 @@ typedef struct cnn_pass {
                             global batch when it is split across ranks */
   struct cnn_dist *dist; /* data-parallel (dist.h): each gradient is all-reduced
                             as soon as backward has it; cnn_param_apply updates */
+  /* A batch in chunks of samples (offload.h); all zero for a whole batch: */
+  size_t row0;           /* the chunk's first sample: backward adds the weight
+                            gradients to the earlier chunks' */
+  cnn_keep *keep;        /* forward keeps what backward needs here, not in the region */
+  float *y_into;         /* forward writes the layer's output here, not in the region */
 } cnn_pass;
 
 typedef struct cnn_layer {
@@ -54,7 +68,16 @@ typedef struct cnn_layer {
 int cnn_layer_init(cnn_layer *l, cnn_layer_kind kind, cnn_shape in, size_t k, size_t out_features,
                    char *err, size_t err_len);
 
-/* y = layer(x), allocated in p->region. ReLU works in place (*y == x). */
+/* Bytes a layer's forward keeps for backward (p->keep) for `rows`
+   samples; `last`: its output goes to p->y_into and is not kept. */
+size_t cnn_layer_kept_bytes(const cnn_layer *l, size_t rows, bool last);
+
+/* Points what the layer kept at the same offsets in another copy of the
+   keep buffer: from `from` to `to`, both `size` bytes. */
+void cnn_layer_rebase(cnn_layer *l, const void *from, void *to, size_t size);
+
+/* y = layer(x), allocated in p->region (kept activations in p->keep when
+   set; y at p->y_into when set). ReLU works in place (*y == x). */
 mmbError cnn_layer_forward(cnn_layer *l, cnn_pass *p, const float *x, float **y);
 
 /* From dy (the gradient of the layer's output), the parameters' gradients

@@ -24,7 +24,7 @@
 
 typedef struct cli {
   const char *data, *net, *device, *trace, *save_weights, *plan;
-  size_t epochs, batch, max_batches, test_limit, fast_limit;
+  size_t epochs, batch, max_batches, test_limit, fast_limit, offload;
   double fast_percent;   /* --fast-limit P%: of the parameters' bytes */
   double lr, momentum;
   int threads;
@@ -36,7 +36,8 @@ static const char usage[] =
     "usage: cnn [--data DIR] [--net seed|wide] [--epochs N] [--batch B] [--lr X]\n"
     "           [--momentum M] [--threads T] [--seed S] [--device cpu|gpu]\n"
     "           [--fast-limit SIZE|P%] [--max-batches N] [--test-limit N] [--trace FILE]\n"
-    "           [--plan auto|resident|streamed] [--no-hints] [--save-weights FILE] [--json]\n"
+    "           [--plan auto|resident|streamed] [--no-hints] [--offload N]\n"
+    "           [--save-weights FILE] [--json]\n"
     "  --data DIR         IDX files of Fashion-MNIST (default data/fashion-mnist;\n"
     "                     scripts/fetch-fashion-mnist.sh puts them there)\n"
     "  --net seed|wide    seed: conv 3x3x4, pool, dense; wide: conv 3x3x32, pool,\n"
@@ -56,6 +57,10 @@ static const char usage[] =
     "                     streamed: the hand plan, resident if they fit, else the\n"
     "                     largest streamed in tiles (the default on a GPU or with ranks)\n"
     "  --no-hints         auto: no WILLNEED advice for the next tile (plain LRU)\n"
+    "  --offload N        auto: the convolution block's activations go in chunks of N\n"
+    "                     samples to the capacity tier and come back for backward\n"
+    "                     through the parameters' cache (a batch larger than the fast\n"
+    "                     tier); the weights are bitwise those without it\n"
     "  --max-batches N    stop each epoch after N batches\n"
     "  --test-limit N     evaluate on the first N test images (default all)\n"
     "  --trace FILE       mmb's memory trace (Chrome JSON; tools/mmb-plot draws it)\n"
@@ -149,6 +154,7 @@ static int parse(int argc, char **argv, cli *c) {
     else if (!strcmp(a, "--epochs")) ok = parse_u64(v, 1, 100000, &u), c->epochs = u;
     else if (!strcmp(a, "--batch")) ok = parse_u64(v, 1, 1u << 20, &u), c->batch = u;
     else if (!strcmp(a, "--max-batches")) ok = parse_u64(v, 1, SIZE_MAX, &u), c->max_batches = u;
+    else if (!strcmp(a, "--offload")) ok = parse_u64(v, 1, 1u << 20, &u), c->offload = u;
     else if (!strcmp(a, "--test-limit")) ok = parse_u64(v, 1, SIZE_MAX, &u), c->test_limit = u;
     else if (!strcmp(a, "--threads")) ok = parse_u64(v, 1, 1024, &u), c->threads = (int)u;
     else if (!strcmp(a, "--seed")) ok = parse_u64(v, 0, ULLONG_MAX, &c->seed);
@@ -169,7 +175,8 @@ typedef struct run {
   cnn_dataset train, test;
   cnn_model model;
   cnn_blas blas;   /* the host's BLAS: its kernel, its best sgemm (not with --device gpu) */
-  bool have_plan, have_train, have_test, have_model;
+  cnn_offload offload;
+  bool have_plan, have_train, have_test, have_model, have_offload;
 } run;
 
 /* ---- output ---------------------------------------------------------------- */
@@ -231,7 +238,8 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          "\"allreduce_wait_seconds\": %.6f, \"blas_kernel\": \"%s\", \"gflops\": %.3f, "
          "\"sgemm_gflops_best\": %.3f, \"plan\": \"%s\", \"cache_hits\": %llu, "
          "\"cache_misses\": %llu, \"cache_fetched_bytes\": %llu, \"cache_writebacks\": %llu, "
-         "\"cache_budget_bytes\": %llu, \"hints\": %s, \"cache_writeback_bytes\": %llu}\n",
+         "\"cache_budget_bytes\": %llu, \"hints\": %s, \"cache_writeback_bytes\": %llu, "
+         "\"offload_chunk\": %zu, \"offload_bytes\": %zu}\n",
          c->net, c->epochs, c->batch, c->lr, c->momentum, plan->gpu ? 0 : c->threads, c->device,
          c->seed, r->train_samples, r->batches, r->test_samples, r->test_accuracy,
          r->train_accuracy, r->final_loss, r->seconds, r->batches ? r->seconds / r->batches : 0.0,
@@ -244,7 +252,8 @@ static void print_json(const run *rn, const cnn_result *r, unsigned long long ch
          (unsigned long long)cs.hits, (unsigned long long)cs.misses,
          (unsigned long long)cs.fetched_bytes, (unsigned long long)cs.writebacks,
          (unsigned long long)cs.budget_bytes, plan->hints ? "true" : "false",
-         (unsigned long long)cs.writeback_bytes);
+         (unsigned long long)cs.writeback_bytes, rn->have_offload ? rn->offload.chunk : 0,
+         rn->have_offload ? cnn_offload_bytes(&rn->offload) : 0);
 }
 
 /* Every parameter's values, in order, as float32 (from the capacity tier:
@@ -305,6 +314,10 @@ static int build_model(run *r, char *err, size_t err_len) {
     r->plan.budget = bytes < 1.0 ? 1 : (size_t)bytes;
   }
   e = cnn_plan_place(&r->plan, r->model.params, r->model.n_params, err, err_len);
+  if (e == MMB_OK && r->c.offload &&
+      (e = cnn_offload_create(&r->offload, &r->plan, &r->model, r->c.batch, r->c.offload, err,
+                              err_len)) == MMB_OK)
+    r->have_offload = true;
   return e == MMB_OK ? 0 : e == MMB_INVALID_ARG ? 2 : 1;
 }
 
@@ -324,6 +337,10 @@ static void banner(const run *r) {
               r->blas.sgemm_gflops, r->c.threads > 1 ? "its" : "that", r->c.threads > 1 ? "s" : "",
               r->blas.note);
   cnn_plan_print(&r->plan, r->model.params, r->model.n_params);
+  if (r->have_offload)
+    printf("  offload: the first %zu layers' activations in chunks of %zu samples, %.2f MiB a "
+           "batch homed in the capacity tier, through the parameters' cache\n", r->offload.split,
+           r->offload.chunk, mib(cnn_offload_bytes(&r->offload)));
 }
 
 static int train_and_report(run *r, char *err, size_t err_len) {
@@ -331,7 +348,8 @@ static int train_and_report(run *r, char *err, size_t err_len) {
                           .max_batches = r->c.max_batches, .test_limit = r->c.test_limit,
                           .sgd = {(float)r->c.lr, (float)r->c.momentum}, .seed = r->c.seed,
                           .progress = isatty(STDERR_FILENO) && r->dist.rank == 0,
-                          .on_epoch = print_epoch, .dist = &r->dist};
+                          .on_epoch = print_epoch, .dist = &r->dist,
+                          .offload = r->have_offload ? &r->offload : NULL};
   cnn_result res;
   mmbError e = cnn_train(&r->plan, &r->model, &r->train, &r->test, &to, &res, err, err_len);
   if (e != MMB_OK) return 1;
@@ -378,6 +396,7 @@ static bool writable(const char *path, char *err, size_t err_len) {
 }
 
 static int finish(run *r, int status) {
+  if (r->have_offload && cnn_offload_destroy(&r->offload) != MMB_OK && !status) status = 1;
   if (r->have_model) cnn_model_destroy(&r->model);
   if (r->have_test) cnn_dataset_destroy(&r->test);
   if (r->have_train) cnn_dataset_destroy(&r->train);

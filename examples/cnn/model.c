@@ -28,7 +28,7 @@ unsigned long long cnn_random_next(unsigned long long *state) {
   return z ^ (z >> 31);
 }
 
-static mmbError float_array(size_t rows, size_t cols, mmbMemInterface *home, mmbArray **out) {
+mmbError cnn_float_array(size_t rows, size_t cols, mmbMemInterface *home, mmbArray **out) {
   mmbLayout *layout;
   mmbError err = mmb_layout_create_regular_nd(sizeof(float), 2, MMB_ROWMAJOR,
                                               (mmbLayoutPadding){0}, &layout);
@@ -64,7 +64,7 @@ mmbError cnn_param_create(cnn_param *p, const char *name, size_t rows, size_t co
   mmbArray **arrays[3] = {&p->value, &p->grad, momentum ? &p->velocity : NULL};
   mmbError err = MMB_OK;
   for (int i = 0; i < 3 && err == MMB_OK && arrays[i]; i++) {
-    if ((err = float_array(rows, cols, home, arrays[i])) != MMB_OK) break;
+    if ((err = cnn_float_array(rows, cols, home, arrays[i])) != MMB_OK) break;
     float *x = mmb_array_ptr(*arrays[i]);
     if (i == 0) fill_uniform(x, rows * cols, bound, state);
     else memset(x, 0, rows * cols * sizeof *x);

@@ -41,6 +41,9 @@ mmbError cnn_model_destroy(cnn_model *m);
    weights and epoch orders on every machine. */
 unsigned long long cnn_random_next(unsigned long long *state);
 
+/* A rows x cols array of floats in `home`, untiled and uninitialised. */
+mmbError cnn_float_array(size_t rows, size_t cols, mmbMemInterface *home, mmbArray **out);
+
 /* A rows x cols parameter in `home`, uniform in +-bound (from *state), with
    a zeroed gradient (and velocity), tiled by blocks of rows of at most
    tile_bytes (SIZE_MAX: one tile). */

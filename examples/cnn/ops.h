@@ -45,9 +45,10 @@ typedef struct cnn_ops {
      layer's bias: plane 1) */
   void (*add_bias)(void *ctx, float *y, size_t batch, size_t channels, size_t plane,
                    const float *b);
-  /* db[c] = sum over n and p of dy[n][c][p] */
+  /* db[c] = sum over n and p of dy[n][c][p]; with accumulate, db[c] += it
+     (a batch's later chunk of samples, summed in the same order) */
   void (*sum_bias)(void *ctx, const float *dy, size_t batch, size_t channels, size_t plane,
-                   float *db);
+                   bool accumulate, float *db);
   /* y = max(x, 0) (y may be x) */
   void (*relu)(void *ctx, const float *x, size_t n, float *y);
   /* dx = y > 0 ? dy : 0 (dx may be dy) */

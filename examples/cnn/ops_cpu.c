@@ -87,8 +87,8 @@ static float plane_sum(const float *restrict x, size_t n) {
 }
 
 static void sum_bias(void *ctx, const float *restrict dy, size_t batch, size_t channels,
-                     size_t plane, float *restrict db) {
-  memset(db, 0, channels * sizeof *db);
+                     size_t plane, bool accumulate, float *restrict db) {
+  if (!accumulate) memset(db, 0, channels * sizeof *db);
   if (plane == 1) {   /* a dense layer: column sums */
     for (size_t n = 0; n < batch; n++, dy += channels)
       for (size_t c = 0; c < channels; c++) db[c] += dy[c];

@@ -89,7 +89,7 @@ __global__ void k_add_bias(float *y, size_t batch, size_t channels, size_t plane
 
 /* One block per channel. */
 __global__ void k_sum_bias(const float *dy, size_t batch, size_t channels, size_t plane,
-                           float *db) {
+                           bool accumulate, float *db) {
   __shared__ float part[THREADS];
   size_t c = blockIdx.x, per = batch * plane;
   float s = 0;
@@ -101,7 +101,7 @@ __global__ void k_sum_bias(const float *dy, size_t batch, size_t channels, size_
     if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) db[c] = part[0];
+  if (threadIdx.x == 0) db[c] = accumulate ? db[c] + part[0] : part[0];
 }
 
 __global__ void k_relu(const float *x, size_t n, float *y) {
@@ -210,9 +210,10 @@ void col2im(void *ctx, const float *dcol, const cnn_window *w, float *dx) {
 void add_bias(void *ctx, float *y, size_t batch, size_t channels, size_t plane, const float *b) {
   LAUNCH(k_add_bias, batch * channels * plane, y, batch, channels, plane, b);
 }
-void sum_bias(void *ctx, const float *dy, size_t batch, size_t channels, size_t plane, float *db) {
+void sum_bias(void *ctx, const float *dy, size_t batch, size_t channels, size_t plane,
+              bool accumulate, float *db) {
   k_sum_bias<<<(unsigned)channels, THREADS, 0, ctx_of(ctx)->stream>>>(dy, batch, channels, plane,
-                                                                     db);
+                                                                     accumulate, db);
   check(cudaPeekAtLastError(), "k_sum_bias");
 }
 void relu(void *ctx, const float *x, size_t n, float *y) { LAUNCH(k_relu, n, x, n, y); }

@@ -420,8 +420,10 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
   *t = (cnn_tiles){.plan = plan, .p = p};
   bool update = walk != CNN_WALK_VALUES;
   mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
-  mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ,
-                             walk == CNN_WALK_APPLY ? MMB_READ : MMB_WRITE, MMB_READ_WRITE};
+  mmbAccessType grad = walk == CNN_WALK_APPLY        ? MMB_READ
+                       : walk == CNN_WALK_ACCUMULATE ? MMB_READ_WRITE
+                                                     : MMB_WRITE;
+  mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ, grad, MMB_READ_WRITE};
   if (plan->mode == CNN_PLAN_AUTO) {
     for (size_t i = 0; i < 3 && arrays[i]; i++, t->n++) {
       t->arrays[i] = arrays[i];
@@ -472,7 +474,7 @@ mmbError cnn_tiles_end(cnn_tiles *t) {
 
 mmbError cnn_tiles_release(cnn_param *p) {
   mmbError first = MMB_OK;
-  for (size_t w = 0; w < 3; w++)
+  for (size_t w = 0; w < CNN_WALKS; w++)
     for (size_t i = 0; i < 3; i++) {
       if (!p->walks[w][i]) continue;
       mmbError e = mmb_tile_iterator_destroy(p->walks[w][i]);

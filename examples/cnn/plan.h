@@ -18,7 +18,9 @@
      iterators on the copy queue ("streamed"): the next tiles move while the
      current one computes, and written tiles merge home behind.
    - Activations live in a region of the fast tier that is reset every
-     batch; backward allocates in a child region.
+     batch; backward allocates in a child region. With offload (offload.h,
+     auto only) the convolution block's go home in chunks through the
+     parameters' cache.
 
    A parameter is a 2-D array of rows x cols floats, tiled by blocks of
    rows; visiting its tiles is the same loop in both plans (cnn_tiles), so
@@ -40,7 +42,7 @@ typedef struct cnn_param {
   bool streamed;                       /* set by cnn_plan_place */
   /* The iterators of its walks (cnn_tiles), made on the first walk and
      restarted by the next ones, by cnn_walk: values, gradients, velocities. */
-  mmbTileIterator *walks[3][3];
+  mmbTileIterator *walks[4][3];   /* [cnn_walk][array] */
   /* Data-parallel (dist.h): the all-reduce of its gradient, and the copy
      queue's marker it waits for. */
   mmbRequest reduced, merged;
@@ -128,8 +130,16 @@ typedef struct cnn_tiles {
 
 /* What a walk visits: values alone (forward); values and gradients, written
    (backward); values and velocities written from the gradients read (the
-   update of data-parallel training, once the gradients are all-reduced). */
-typedef enum cnn_walk { CNN_WALK_VALUES, CNN_WALK_BACKWARD, CNN_WALK_APPLY } cnn_walk;
+   update of data-parallel training, once the gradients are all-reduced);
+   values and gradients read and written (backward of a later chunk of a
+   batch's samples, whose gradients add to the earlier chunks'). */
+typedef enum cnn_walk {
+  CNN_WALK_VALUES,
+  CNN_WALK_BACKWARD,
+  CNN_WALK_APPLY,
+  CNN_WALK_ACCUMULATE,   /* backward of a batch's later chunk: gradients read and added to */
+  CNN_WALKS
+} cnn_walk;
 
 mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t);
 mmbError cnn_tiles_next(cnn_tiles *t);

@@ -96,9 +96,11 @@ static mmbError input(cnn_pass *p, const mmbArrayTile *images, size_t px, float 
    backward all-reduces each gradient as it has it, and the updates follow
    once they are summed; the loss is a mean over the global batch's `norm`
    rows. */
-static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd, cnn_dist *dist,
+static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_train_options *o,
                             size_t norm, const mmbArrayTile *images, const mmbArrayTile *labels,
                             float *stats) {
+  const cnn_sgd *sgd = &o->sgd;
+  cnn_dist *dist = o->dist;
   bool parallel = cnn_dist_active(dist);
   cnn_pass p = {.plan = plan, .ops = plan->ops, .region = plan->region, .batch = images->dim[0],
                 .sgd = parallel ? NULL : sgd, .norm = norm, .dist = parallel ? dist : NULL};
@@ -106,12 +108,15 @@ static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd, cn
   mmbRegion *backward;
   mmbError e = mmb_region_reset(plan->region);
   if (e == MMB_OK) e = input(&p, images, cnn_shape_size(m->input), &x);
-  if (e == MMB_OK) e = cnn_model_forward(m, &p, x, &logits);
+  if (e == MMB_OK)
+    e = o->offload ? cnn_offload_forward(o->offload, m, &p, x, true, &logits)
+                   : cnn_model_forward(m, &p, x, &logits);
   if (e == MMB_OK) e = cnn_loss(&p, logits, labels->ptr, m->classes, stats, &dlogits);
   if (e == MMB_OK) e = mmb_region_push(plan->region, &backward);
   if (e != MMB_OK) return e;
   p.region = backward;   /* backward's temporaries go with the child */
-  e = cnn_model_backward(m, &p, dlogits);
+  e = o->offload ? cnn_offload_backward(o->offload, m, &p, dlogits)
+                 : cnn_model_backward(m, &p, dlogits);
   mmbError e2 = mmb_region_destroy(backward);
   if (e == MMB_OK && parallel) {
     p.sgd = sgd;
@@ -120,13 +125,16 @@ static mmbError train_batch(cnn_plan *plan, cnn_model *m, const cnn_sgd *sgd, cn
   return e != MMB_OK ? e : e2;
 }
 
-static mmbError eval_batch(cnn_plan *plan, cnn_model *m, const mmbArrayTile *images,
-                           const mmbArrayTile *labels, size_t rows, float *stats) {
+static mmbError eval_batch(cnn_plan *plan, cnn_model *m, cnn_offload *offload,
+                           const mmbArrayTile *images, const mmbArrayTile *labels, size_t rows,
+                           float *stats) {
   cnn_pass p = {.plan = plan, .ops = plan->ops, .region = plan->region, .batch = rows};
   float *x, *logits;
   mmbError e = mmb_region_reset(plan->region);
   if (e == MMB_OK) e = input(&p, images, cnn_shape_size(m->input), &x);
-  if (e == MMB_OK) e = cnn_model_forward(m, &p, x, &logits);
+  if (e == MMB_OK)
+    e = offload ? cnn_offload_forward(offload, m, &p, x, false, &logits)
+                : cnn_model_forward(m, &p, x, &logits);
   if (e == MMB_OK) plan->ops->count_correct(plan->ops->ctx, logits, labels->ptr, rows, m->classes, stats);
   return e;
 }
@@ -140,8 +148,8 @@ static mmbError stats_new(cnn_plan *plan, mmbAllocation **a, float **stats) {
   return MMB_OK;
 }
 
-mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_dataset *ds, size_t batch, size_t limit,
-                      double *accuracy, size_t *samples) {
+mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_offload *offload, cnn_dataset *ds,
+                      size_t batch, size_t limit, double *accuracy, size_t *samples) {
   if (!limit || limit > ds->n) limit = ds->n;
   mmbAllocation *a;
   float *stats, host[2];
@@ -153,7 +161,7 @@ mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_dataset *ds, size_t batc
     for (mmbArrayTile *ti; e == MMB_OK && seen < limit && (ti = mmb_tile_iterator_tile(w.images));
          e = e == MMB_OK ? batches_next(&w) : e) {
       size_t rows = ti->dim[0] < limit - seen ? ti->dim[0] : limit - seen;
-      e = eval_batch(plan, m, ti, mmb_tile_iterator_tile(w.labels), rows, stats);
+      e = eval_batch(plan, m, offload, ti, mmb_tile_iterator_tile(w.labels), rows, stats);
       seen += rows;
     }
   }
@@ -244,8 +252,7 @@ static mmbError train_epoch(epoch_state *s, cnn_dataset *ds, size_t index, cnn_e
                          (ti = mmb_tile_iterator_tile(w.images));
        e = e == MMB_OK ? batches_next(&w) : e) {
     size_t first = ep->batches * o->batch, norm = s->n - first < o->batch ? s->n - first : o->batch;
-    e = train_batch(s->plan, s->m, &o->sgd, o->dist, norm, ti, mmb_tile_iterator_tile(w.labels),
-                    s->stats);
+    e = train_batch(s->plan, s->m, o, norm, ti, mmb_tile_iterator_tile(w.labels), s->stats);
     ep->samples += ti->dim[0];
     ep->batches++;
     if (!s->first_batch_seen && e == MMB_OK) {   /* from here on: no provider trip, flat RSS */
@@ -347,8 +354,8 @@ mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset
         snprintf(err, err_len, "training, epoch %zu: %s", epoch + 1, mmb_error_string(e));
       break;
     }
-    if (test && (e = cnn_evaluate(plan, m, test, o->batch, o->test_limit, &ep.test_accuracy,
-                                  &r->test_samples)) != MMB_OK) {
+    if (test && (e = cnn_evaluate(plan, m, o->offload, test, o->batch, o->test_limit,
+                                  &ep.test_accuracy, &r->test_samples)) != MMB_OK) {
       snprintf(err, err_len, "testing, epoch %zu: %s", epoch + 1, mmb_error_string(e));
       break;
     }

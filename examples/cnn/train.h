@@ -9,6 +9,7 @@
 #include "dist.h"
 #include "idx.h"
 #include "model.h"
+#include "offload.h"
 
 typedef struct cnn_epoch {
   size_t index, epochs;     /* 1-based */
@@ -30,6 +31,8 @@ typedef struct cnn_train_options {
   void *arg;
   cnn_dist *dist;           /* data-parallel over its ranks (batch: the global batch,
                                a multiple of the ranks); NULL or one rank: alone */
+  cnn_offload *offload;     /* activations offloaded to the capacity tier; NULL: kept
+                               in the fast tier's region */
 } cnn_train_options;
 
 typedef struct cnn_result {
@@ -48,9 +51,10 @@ typedef struct cnn_result {
 mmbError cnn_train(cnn_plan *plan, cnn_model *m, cnn_dataset *train, cnn_dataset *test,
                    const cnn_train_options *o, cnn_result *r, char *err, size_t err_len);
 
-/* Accuracy of `m` on the first `limit` items of `ds` (0: all), forward only. */
-mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_dataset *ds, size_t batch, size_t limit,
-                      double *accuracy, size_t *samples);
+/* Accuracy of `m` on the first `limit` items of `ds` (0: all), forward only
+   (by offload's chunks when it is not NULL). */
+mmbError cnn_evaluate(cnn_plan *plan, cnn_model *m, cnn_offload *offload, cnn_dataset *ds,
+                      size_t batch, size_t limit, double *accuracy, size_t *samples);
 
 /* Provider trips (allocations and frees) of every space so far. */
 unsigned long long cnn_provider_trips(void);

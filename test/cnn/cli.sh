@@ -62,6 +62,9 @@ expect 2 "unexpected argument" -- stray
 expect 2 "raise --fast-limit" -- --net wide --fast-limit 64K "${data[@]}"
 expect 2 "raise --fast-limit" -- --net wide --plan streamed --fast-limit 64K "${data[@]}"
 expect 2 "bad value" -- --plan best "${data[@]}"
+expect 2 "bad value" -- --offload 0 "${data[@]}"
+expect 2 "needs --plan auto" -- --net wide --offload 4 --plan streamed "${data[@]}"
+expect 2 "1 to --batch" -- --net wide --offload 11 --batch 10 "${data[@]}"
 expect 2 "do not fit" -- --net wide --plan resident --fast-limit 25% "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
 # OpenBLAS's kernel: a value the user set is kept; with CNN_BLAS_TRY=1 a
@@ -155,6 +158,25 @@ assert a["cache_budget_bytes"] <= a["fast_budget_bytes"], a' "$tmp/auto" "$tmp/r
 else
   echo "FAIL: the wide net, auto against resident:"; sed 's/^/    /' "$tmp/err"
   tail -1 "$tmp/auto"; tail -1 "$tmp/resident"
+  fails=$((fails + 1))
+fi
+
+# The convolution block's activations offloaded in chunks of 5 (16 = 5 + 5
+# + 5 + 1): the resident weights still, bit for bit, the activations the
+# program reports kept at home, and fewer of them in the fast tier.
+if "$cnn" "${data[@]}" "${wide[@]}" --fast-limit 25% --offload 5 > "$tmp/offload" 2> "$tmp/err" &&
+   python3 -c '
+import json, sys
+o, a, r = (json.loads(open(p).read().splitlines()[-1]) for p in sys.argv[1:])
+assert o["weights_fnv1a"] == r["weights_fnv1a"], (o["weights_fnv1a"], r["weights_fnv1a"])
+assert o["test_accuracy"] == r["test_accuracy"], (o["test_accuracy"], r["test_accuracy"])
+assert o["offload_chunk"] == 5 and o["offload_bytes"] > 0, o
+assert o["activations_high_bytes"] < a["activations_high_bytes"], (o, a)' \
+     "$tmp/offload" "$tmp/auto" "$tmp/resident"; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: the wide net, offloaded against resident:"; sed 's/^/    /' "$tmp/err"
+  tail -1 "$tmp/offload"
   fails=$((fails + 1))
 fi
 

@@ -13,10 +13,14 @@ typedef struct run_ {
   cnn_dataset train, test;
   cnn_result result;
   unsigned long long checksum;
+  cnn_offload offload;
+  bool offloaded;
 } run_;
 
-/* The plan `train` makes on the host (a test may set another). */
+/* The plan `train` makes on the host (a test may set another), and the
+   samples per offloaded chunk (0: no offload). */
 static cnn_plan_mode plan_mode = CNN_PLAN_STREAMED;
+static size_t offload_chunk;
 
 /* Trains `net` on the separable set with the plan's budget. */
 static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t epochs,
@@ -39,8 +43,13 @@ static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t 
   OK(cnn_model_create(&mo, r->plan.capacity_iface, &r->model, err, sizeof err));
   cr_assert_eq(cnn_plan_place(&r->plan, r->model.params, r->model.n_params, err, sizeof err),
                MMB_OK, "%s", err);
+  r->offloaded = offload_chunk > 0;
+  if (r->offloaded)
+    cr_assert_eq(cnn_offload_create(&r->offload, &r->plan, &r->model, batch, offload_chunk, err,
+                                    sizeof err), MMB_OK, "%s", err);
   cnn_train_options to = {.epochs = epochs, .batch = batch, .max_batches = max_batches,
-                          .sgd = {lr, momentum}, .seed = 9};
+                          .sgd = {lr, momentum}, .seed = 9,
+                          .offload = r->offloaded ? &r->offload : NULL};
   cr_assert_eq(cnn_train(&r->plan, &r->model, &r->train, &r->test, &to, &r->result, err,
                          sizeof err),
                MMB_OK, "%s", err);
@@ -49,6 +58,7 @@ static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t 
 }
 
 static void finish(run_ *r) {
+  if (r->offloaded) OK(cnn_offload_destroy(&r->offload));
   OK(cnn_model_destroy(&r->model));
   OK(cnn_dataset_destroy(&r->train));
   OK(cnn_dataset_destroy(&r->test));
@@ -123,6 +133,70 @@ static void auto_equals_resident(float momentum) {
 MMB_TEST(train, auto_and_resident_weights_are_identical) { auto_equals_resident(0.0f); }
 
 MMB_TEST(train, auto_and_resident_agree_with_momentum) { auto_equals_resident(0.9f); }
+
+typedef struct moved {
+  unsigned long long written, fetched;   /* by the parameters' cache */
+} moved;
+
+static moved moved_by(const run_ *r) {
+  mmbCacheStats cs;
+  OK(mmb_space_get_cache_stats(r->plan.params_space, &cs));
+  return (moved){cs.writeback_bytes, cs.fetched_bytes};
+}
+
+/* The convolution block's activations in chunks of 3 samples (batches of
+   8, the last of 100 samples 4: chunks of 3, 3, 2 and 3, 1) go home through
+   the cache and come back for backward: the same weights, loss and test
+   accuracy, bit for bit, as resident; more bytes written home and fetched
+   than the same cache without offload moves. */
+static void offload_equals_resident(float momentum) {
+  run_ o, a, r;
+  size_t tile = 64 * 288 * sizeof(float);
+  plan_mode = CNN_PLAN_AUTO;
+  offload_chunk = 3;
+  train(&o, "wide", (size_t)5 << 19, false, 2, 8, 100, 0.05f, momentum, tile, 0);
+  offload_chunk = 0;
+  train(&a, "wide", (size_t)5 << 19, false, 2, 8, 100, 0.05f, momentum, tile, 0);
+  plan_mode = CNN_PLAN_STREAMED;
+  train(&r, "wide", (size_t)64 << 20, false, 2, 8, 100, 0.05f, momentum, tile, 0);
+  cr_assert_eq(o.offload.chunks, 3);
+  cr_assert_eq(o.checksum, r.checksum, "weights differ: %016llx offloaded, %016llx resident",
+               o.checksum, r.checksum);
+  cr_assert_eq(o.result.final_loss, r.result.final_loss);
+  cr_assert_eq(o.result.test_accuracy, r.result.test_accuracy);
+  moved co = moved_by(&o), ca = moved_by(&a);
+  cr_assert(co.written > ca.written && co.fetched > ca.fetched,
+            "offload moved no activations: %llu/%llu bytes written, %llu/%llu fetched",
+            co.written, ca.written, co.fetched, ca.fetched);
+  finish(&o);
+  finish(&a);
+  finish(&r);
+}
+
+MMB_TEST(train, offloaded_activations_give_the_resident_weights) { offload_equals_resident(0.0f); }
+
+MMB_TEST(train, offloaded_activations_agree_with_momentum) { offload_equals_resident(0.9f); }
+
+/* Offload needs the cache (the auto plan) and a chunk within the batch. */
+MMB_TEST(train, offload_refuses_what_it_cannot_do) {
+  char err[256] = "";
+  cnn_plan plan = test_plan_mode(5 << 19, CNN_PLAN_STREAMED);
+  cnn_model m;
+  cnn_model_options mo = {.net = "wide", .input = {8, 8, 1}, .classes = 10, .seed = 5};
+  OK(cnn_model_create(&mo, plan.capacity_iface, &m, err, sizeof err));
+  cnn_offload off;
+  cr_assert_eq(cnn_offload_create(&off, &plan, &m, 8, 3, err, sizeof err), MMB_INVALID_ARG);
+  cr_assert(strstr(err, "--plan auto"), "%s", err);
+  plan.mode = CNN_PLAN_AUTO;
+  cr_assert_eq(cnn_offload_create(&off, &plan, &m, 8, 0, err, sizeof err), MMB_INVALID_ARG);
+  cr_assert_eq(cnn_offload_create(&off, &plan, &m, 8, 9, err, sizeof err), MMB_INVALID_ARG);
+  cr_assert(strstr(err, "1 to --batch"), "%s", err);
+  OK(cnn_offload_create(&off, &plan, &m, 8, 8, err, sizeof err));
+  cr_assert_eq(off.chunks, 1);
+  OK(cnn_offload_destroy(&off));
+  OK(cnn_model_destroy(&m));
+  OK(cnn_plan_destroy(&plan));
+}
 
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
