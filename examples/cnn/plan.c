@@ -268,9 +268,11 @@ mmbError cnn_plan_place(cnn_plan *plan, cnn_param *params, size_t n, char *err, 
   if (e == MMB_OK && plan->budget) e = choose_streamed(plan, params, n, err, err_len);
   plan->streamed = plan->n_streamed > 0;
   if (e == MMB_OK && plan->streamed && plan->mode == CNN_PLAN_RESIDENT) {
+    size_t all = 0;   /* (the plan's sums are of what it chose: some streamed) */
+    for (size_t i = 0; i < n; i++) all += resident_cost(&params[i]);
     snprintf(err, err_len, "--plan resident: the parameters (%zu bytes with their gradients) do "
-             "not fit a fast tier of %zu bytes: raise --fast-limit, or use --plan auto",
-             plan->resident_bytes + plan->stream_bytes, plan->budget);
+             "not fit a fast tier of %zu bytes: raise --fast-limit, or use --plan auto", all,
+             plan->budget);
     return MMB_INVALID_ARG;
   }
   for (size_t i = 0; i < n && e == MMB_OK; i++) {
