@@ -9,7 +9,8 @@
 #   with hints and one without, replayed by tools/mmb-belady under Belady's
 #   MIN: misses and bytes moved against MIN's, and the bound
 #   max(resident's time, MIN's bytes per batch / rate).
-#   RUNS=3 BATCHES=30 RATES="5G 1G" BUILD=build bench/cache.sh
+#   Then the activations offloaded (--offload), at the first rate.
+#   RUNS=3 BATCHES=30 RATES="5G 1G" OFFLOAD_BATCH=256 BUILD=build bench/cache.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-3}"
@@ -71,3 +72,39 @@ print(f"  misses: mmb {b['auto']['mmb']['misses']} against MIN {opt['misses']}: 
       f"{b['auto']['bytes_ratio']:.2f}x and {b['nohints']['bytes_ratio']:.2f}x MIN's")
 PY
 done
+
+# Activations offloaded: batches of OFFLOAD_BATCH (256: 74 MB of activations,
+# 7x the fast budget) with the convolution block's activations homed in
+# the capacity tier in chunks of 8 (--offload 8), against all resident, at
+# the first rate; RUNS interleaved runs each; time per sample, and the
+# weights bitwise the same.
+rate="${RATES:-5G 1G}"; rate="${rate%% *}"
+big="${OFFLOAD_BATCH:-256}"
+obatches=$(( batches * 64 / big > 4 ? batches * 64 / big : 4 ))
+off=(--net wide --batch "$big" --max-batches "$obatches" --test-limit 64 --threads 1 --json)
+echo
+echo "== wide net, batch $big, $obatches batches, activations offloaded, capacity tier at $rate/s"
+for i in $(seq "$runs"); do
+  MMB_EMULATE="DRAM:bw=$rate" "$bin" "${off[@]}" --plan resident --fast-limit 400% \
+    | tail -1 > "$out/off-resident.$i.json"
+  MMB_EMULATE="DRAM:bw=$rate" "$bin" "${off[@]}" --plan auto --fast-limit 25% --offload 8 \
+    | tail -1 > "$out/off-auto.$i.json"
+done
+python3 - "$out" "$runs" <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+load = lambda p: [json.load(open(f"{out}/{p}.{i}.json")) for i in range(1, runs + 1)]
+r, o = load("off-resident"), load("off-auto")
+us = lambda runs: [1e6 / x["samples_per_s"] for x in runs]
+for name, v in (("resident (all fits)", us(r)), ("auto, --offload 8", us(o))):
+    print(f"  {name:22} {statistics.median(v):8.1f} us/sample (min {min(v):.1f}, max {max(v):.1f})")
+ratio = statistics.median(us(o)) / statistics.median(us(r))
+x = o[0]
+print(f"  activations in the fast tier: {r[0]['activations_high_bytes'] / 2**20:.1f} MiB resident, "
+      f"{x['activations_high_bytes'] / 2**20:.1f} MiB offloaded; {x['offload_bytes'] / 2**20:.1f} MiB "
+      f"a batch homed in the capacity tier = {x['offload_bytes'] / x['cache_budget_bytes']:.1f}x "
+      f"the cache's budget")
+same = len({y["weights_fnv1a"] for y in r + o}) == 1
+print(f"  offload / resident {ratio:.2f}x per sample (target <= 1.25); weights "
+      f"{'bitwise the same' if same else 'DIFFER'}; final loss {x['final_loss']:.4f}")
+PY
