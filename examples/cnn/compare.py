@@ -50,6 +50,11 @@ def main():
           f" {statistics.median(r_ms):.2f} ms per batch{spread(r_ms)}")
     print(f"  {s0.get('plan', 'streamed')} / resident: {statistics.median(ratios):.3f}"
           f"{spread(ratios)}")
+    if s0.get("offload_chunk"):
+        print(f"  activations offloaded in chunks of {s0['offload_chunk']}: "
+              f"{mib(s0['offload_bytes']):.1f} MiB a batch homed in the capacity tier; in the "
+              f"fast tier {mib(s0['activations_high_bytes']):.1f} MiB of activations against "
+              f"{mib(r0['activations_high_bytes']):.1f} resident")
     if s0.get("plan") == "auto":
         print(f"  the cache: {s0['cache_hits']} hits, {s0['cache_misses']} misses "
               f"({mib(s0['cache_fetched_bytes']):.0f} MiB fetched), {s0['cache_writebacks']} "

@@ -6,7 +6,8 @@
 # (streamed), against the same batches with everything resident. The
 # capacity tier (DRAM) is throttled to 5 GiB/s (MMB_EMULATE=DRAM:bw=5G,
 # RATE= another), so the copies the cache saves or makes cost what they
-# would from a slow tier.
+# would from a slow tier. Then batches of 256 with their activations
+# offloaded to the capacity tier (--offload 8) against resident.
 #   BUILD=build examples/cnn/run.sh   (the Makefile passes its build folder)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,3 +38,11 @@ grep -E '^(memory plan|  resident|epoch)' "$out/resident.json"
 echo
 python3 examples/cnn/compare.py "$out/auto.json" "$out/resident.json"
 python3 examples/cnn/compare.py "$out/streamed.json" "$out/resident.json"
+echo
+echo "== activations across tiers: batches of 256 (74 MiB of activations, 7x the"
+echo "   fast budget), the convolution block's offloaded in chunks of 8, against resident"
+big=(--net wide --batch 256 --max-batches 12 --test-limit 1000 --json)
+"$bin" "${big[@]}" --fast-limit 25% --offload 8 > "$out/offload.json"
+grep -E '^(  offload|epoch)' "$out/offload.json"
+"$bin" "${big[@]}" --plan resident --fast-limit 400% > "$out/resident256.json"
+python3 examples/cnn/compare.py "$out/offload.json" "$out/resident256.json"
