@@ -723,6 +723,46 @@ MMB_TEST(oom, a_pool_gives_back_its_own_cache_before_the_chain) {
   OK(mmb_interface_destroy(pool));
 }
 
+/* Step 1 trims the space's other thread-safe interfaces too: a pool that
+   keeps a freed segment gives it back for an allocation elsewhere in the
+   space (the handler is never asked). A pool that is not thread-safe
+   belongs to its thread, and keeps its segment: the handler is asked. */
+static void trims_the_spaces_other_pools(unsigned flags) {
+  mmbMemSpace *s = limited(8 << 20);
+  mmbMemInterface *keeper, *basic = basic_on(s, NULL);
+  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                        .flags = flags}, &keeper));
+  handler_state h = {.says = MMB_OOM_GIVE_UP};
+  OK(mmb_space_add_oom_handler(s, handler, &h));
+  mmbAllocation *a;
+  OK(mmb_allocate(5 << 20, keeper, &a));
+  OK(mmb_free(a));   /* the pool keeps its segment */
+  mmbStats ks;
+  OK(mmb_interface_get_stats(keeper, &ks));
+  cr_assert_geq(ks.reserved_current, 5 << 20, "the pool holds its segment");
+  mmbError e = mmb_allocate(6 << 20, basic, &a);   /* past the limit with that segment */
+  OK(mmb_interface_get_stats(keeper, &ks));
+  if (flags & MMB_INTERFACE_THREAD_SAFE) {
+    OK(e);
+    cr_assert_eq(ks.reserved_current, 0, "the other pool kept %zu bytes", ks.reserved_current);
+    cr_assert_eq(h.calls, 0, "the handler was asked before the trim");
+    OK(mmb_free(a));
+  } else {
+    FAILS(e, MMB_OUT_OF_MEMORY);
+    cr_assert_geq(ks.reserved_current, 5 << 20, "another thread's pool was trimmed");
+    cr_assert_eq(h.calls, 1);
+  }
+  OK(mmb_space_remove_oom_handler(s, handler, &h));
+  OK(mmb_interface_destroy(keeper));
+  OK(mmb_interface_destroy(basic));
+}
+
+MMB_TEST(oom, the_first_step_trims_the_spaces_thread_safe_pools) {
+  trims_the_spaces_other_pools(MMB_INTERFACE_THREAD_SAFE);
+}
+
+MMB_TEST(oom, a_pool_of_one_thread_is_left_to_its_thread) { trims_the_spaces_other_pools(0); }
+
 MMB_TEST(oom, cached_tiles_go_before_the_handlers_are_asked) {
   mmbMemSpace *s = limited(2 << 20);
   mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);

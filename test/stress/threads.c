@@ -4,7 +4,10 @@
    to its neighbour to free, while another thread reads stats and a trace
    records everything; then, with the trace stopped (so the lock-free paths
    run), each thread works with bare blocks (mmb_ptr_allocate) on the pool and
-   frees its neighbour's. A plain program, not a Criterion test: Criterion
+   frees its neighbour's. Last, in a space of 8 MiB, one thread makes,
+   fills and destroys thread-safe pools while another allocates past what
+   their cached segments leave, so that its out-of-memory chain trims
+   pools being destroyed. A plain program, not a Criterion test: Criterion
    cannot run under ThreadSanitizer, and this is what `make test
    SANITIZE=thread` runs. Exit 0 = every byte and every counter as expected. */
 #include <mmb/mmb.h>
@@ -152,6 +155,54 @@ static void *run_bare(void *p) {
   return NULL;
 }
 
+/* The out-of-memory chain trims other threads' thread-safe pools while
+   they come and go. */
+enum { POOL_ROUNDS = 300 };
+static _Atomic int churning;
+
+static void *churn_pools(void *p) {
+  mmbMemSpace *space = p;
+  mmbMemInterfaceConfig ts_pool = {.flags = MMB_INTERFACE_THREAD_SAFE, .strategy = MMB_STRATEGY_POOL};
+  int failed = 0;
+  for (int r = 0; r < POOL_ROUNDS && !failed; r++) {
+    mmbMemInterface *pool;
+    mmbAllocation *a;
+    failed |= mmb_request_interface(space, &ts_pool, &pool) != MMB_OK;
+    if (failed) break;
+    if (mmb_allocate(3 << 20, pool, &a) == MMB_OK) failed |= mmb_free(a) != MMB_OK;   /* cached */
+    failed |= mmb_interface_destroy(pool) != MMB_OK;
+  }
+  atomic_store(&churning, 0);
+  return (void *)(intptr_t)failed;
+}
+
+static int trims_while_pools_come_and_go(void) {
+  mmbMemSpace *space;
+  mmbMemInterface *big;
+  if (mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20}, &space) !=
+          MMB_OK ||
+      mmb_request_interface(space, &(mmbMemInterfaceConfig){.flags = MMB_INTERFACE_THREAD_SAFE},
+                            &big) != MMB_OK)
+    return 1;
+  atomic_store(&churning, 1);
+  pthread_t churner;
+  pthread_create(&churner, NULL, churn_pools, space);
+  unsigned long served = 0;
+  int failed = 0;
+  while (atomic_load(&churning)) {
+    mmbAllocation *a;
+    mmbError e = mmb_allocate(6 << 20, big, &a);   /* past the limit beside a cached segment */
+    if (e == MMB_OK) served++, failed |= mmb_free(a) != MMB_OK;
+    else failed |= e != MMB_OUT_OF_MEMORY;
+  }
+  void *churn_failed;
+  pthread_join(churner, &churn_failed);
+  failed |= churn_failed != NULL || served == 0;
+  failed |= mmb_interface_destroy(big) != MMB_OK || mmb_space_release(space) != MMB_OK;
+  if (failed) fprintf(stderr, "stress-threads: the chain's trims: %lu served\n", served);
+  return failed;
+}
+
 int main(void) {
   mmbOptions opts = {.log_level = MMB_LOG_ERROR};
   if (mmb_init(&opts) != MMB_OK) return 1;
@@ -200,6 +251,7 @@ int main(void) {
   failed |= mmb_space_get_stats(dram, &st) != MMB_OK;
   failed |= st.used_current != 0 || st.reserved_current != 0 || st.n_allocs != st.n_frees;
   failed |= mmb_interface_destroy(shared) != MMB_OK;
+  failed |= trims_while_pools_come_and_go();
   failed |= mmb_finalize() != MMB_OK;
   printf("stress-threads: %d threads x %d steps: %s\n", THREADS, STEPS, failed ? "FAILED" : "ok");
   return failed;

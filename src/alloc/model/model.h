@@ -293,6 +293,7 @@ struct mmbMemInterface {
   mmbAllocation *deferred;                   /* freed, waiting on fences: guarded like c */
   _Atomic size_t n_deferred;
   mmbMemInterface *fallback;                 /* mmbMemInterfaceConfig.fallback's interface */
+  _Atomic unsigned holds;                    /* mmb__interfaces_hold: teardown waits for 0 */
   mmbMemInterface *next, *prev;
 };
 
@@ -315,4 +316,12 @@ void mmb__interfaces_link(mmbMemInterface *iface);
 void mmb__interfaces_unlink(mmbMemInterface *iface);
 mmbMemInterface *mmb__interfaces_pop(void);
 void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), void *arg);
+/* Up to `max` live interfaces that pick accepts, each held, for work on
+   them with the list lock let go (their locks come before it): an
+   interface unlinked meanwhile is torn down only once every hold is
+   dropped (mmb__interface_unheld waits for that). */
+size_t mmb__interfaces_hold(bool (*pick)(const mmbMemInterface *iface, const void *arg),
+                            const void *arg, mmbMemInterface **out, size_t max);
+void mmb__interface_drop(mmbMemInterface *iface);
+void mmb__interface_unheld(mmbMemInterface *iface);
 #endif /* MMB_ALLOC_MODEL_H */

@@ -4,6 +4,7 @@
    statistics and finalize read it). */
 #include "alloc/model/model.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -505,4 +506,25 @@ void mmb__interfaces_for_each(void (*fn)(mmbMemInterface *iface, void *arg), voi
   pthread_mutex_lock(&list_lock);
   for (mmbMemInterface *i = interfaces; i; i = i->next) fn(i, arg);
   pthread_mutex_unlock(&list_lock);
+}
+
+size_t mmb__interfaces_hold(bool (*pick)(const mmbMemInterface *iface, const void *arg),
+                            const void *arg, mmbMemInterface **out, size_t max) {
+  size_t n = 0;
+  pthread_mutex_lock(&list_lock);
+  for (mmbMemInterface *i = interfaces; i && n < max; i = i->next)
+    if (pick(i, arg)) {
+      atomic_fetch_add_explicit(&i->holds, 1, memory_order_relaxed);
+      out[n++] = i;
+    }
+  pthread_mutex_unlock(&list_lock);
+  return n;
+}
+
+void mmb__interface_drop(mmbMemInterface *iface) {
+  atomic_fetch_sub_explicit(&iface->holds, 1, memory_order_release);
+}
+
+void mmb__interface_unheld(mmbMemInterface *iface) {
+  while (atomic_load_explicit(&iface->holds, memory_order_acquire)) sched_yield();
 }

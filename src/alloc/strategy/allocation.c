@@ -79,13 +79,39 @@ static mmbError try_allocate(mmbMemInterface *iface, size_t n, size_t alignment,
    one chain at a time: what a step allocates and is refused is refused. */
 static _Thread_local bool in_chain;
 
+static const mmbMemSpace *root_of(const mmbMemSpace *s) {
+  while (s->parent) s = s->parent;
+  return s;
+}
+
+/* Another interface whose bytes count against the same budgets: its
+   space and the refused one's have one root. Only thread-safe ones: an
+   interface without a lock belongs to the thread using it. */
+static bool shares_budget(const mmbMemInterface *i, const void *refused) {
+  const mmbMemInterface *r = refused;
+  return i != r && mmb__iface_ts(i) && root_of(i->space) == root_of(r->space);
+}
+
+/* Step 1: what the refused interface caches, and the other thread-safe
+   interfaces drawing on the same budgets (up to 64 of them a round). */
+#define TRIM_AT_ONCE 64
+static void trim_for(mmbMemInterface *iface) {
+  mmb__interface_give_back(iface, 0);
+  mmbMemInterface *others[TRIM_AT_ONCE];
+  size_t n = mmb__interfaces_hold(shares_budget, iface, others, TRIM_AT_ONCE);
+  for (size_t k = 0; k < n; k++) {
+    mmb__interface_give_back(others[k], 0);
+    mmb__interface_drop(others[k]);
+  }
+}
+
 static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,
                           mmbRegion *region, mmbAllocation **a) {
   if (in_chain) return MMB_OUT_OF_MEMORY;
   in_chain = true;
   mmbMemSpace *space = iface->space;
   atomic_fetch_add_explicit(&space->oom_rounds, 1, memory_order_relaxed);
-  mmb__interface_give_back(iface, 0);   /* 1: what the interface caches */
+  trim_for(iface);   /* 1: what the space's interfaces cache */
   mmbError err = try_allocate(iface, n, alignment, flags, region, a);
   for (int step = 0; err == MMB_OUT_OF_MEMORY && step < 2; step++)   /* 2, 3: the tile cache */
     if (mmb__space_oom_hook(space, step)) err = try_allocate(iface, n, alignment, flags, region, a);

@@ -103,6 +103,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
 }
 
 static void interface_teardown(mmbMemInterface *iface) {
+  mmb__interface_unheld(iface);   /* unlinked: no new hold; the ones taken are short */
   mmb__deferred_sweep(iface, true);
   mmb__regions_teardown(iface);
   mmb__space_retire_interface(iface);
