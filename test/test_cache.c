@@ -839,6 +839,80 @@ MMB_TEST(oom, a_handler_that_allocates_in_the_space_gets_an_error) {
   OK(mmb_interface_destroy(iface));
 }
 
+static mmbMemSpace *space_of_array(const mmbArray *a) {
+  mmbMemInterface *i;
+  mmbMemSpace *s;
+  OK(mmb_array_get_interface(a, &i));
+  OK(mmb_interface_get_space(i, &s));
+  return s;
+}
+
+/* Tiles of `a` in `s`, checking that they come first in the grid's order
+   and that every tile holds its values (element (i, j) = i * n + j). */
+static size_t tiles_placed_in(mmbArray *a, mmbMemSpace *s, size_t n) {
+  mmbDimensions grid;
+  OK(mmb_array_tile_grid(a, &grid));
+  size_t placed = 0, k = 0;
+  for (size_t r = 0; r < grid.d[0]; r++)
+    for (size_t c = 0; c < grid.d[1]; c++, k++) {
+      mmbArrayTile *t;
+      OK(mmb_tile_at(a, &(mmbIndex){2, {r, c}}, &t));
+      if (t->space == s) cr_assert_eq(placed++, k, "tile %zu placed after one that was not", k);
+      for (size_t i = t->lower[0]; i < t->upper[0]; i++)
+        for (size_t j = t->lower[1]; j < t->upper[1]; j++)
+          cr_assert_eq(MMB_TILE_AT_2D(t, double, i, j), (double)(i * n + j));
+    }
+  return placed;
+}
+
+/* An array too large for its interface's space lands in the fallback (its
+   interface says so) and its tiling places tiles back in the preferred
+   space, in order, while they fit, data and all; tiling again brings them
+   home first and places anew. An array that fits is not moved. */
+MMB_TEST(oom, an_arrays_tiles_are_placed_where_they_fit) {
+  mmbMemSpace *s = limited(1 << 20), *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface = basic_on(s, dram);
+  size_t n = 512;   /* 2 MiB of doubles */
+  mmbArray *a = test_array(iface, &(mmbDimensions){2, {n, n}}, MMB_ROWMAJOR, 0);
+  cr_assert_eq(space_of_array(a), dram, "the home landed in the fallback");
+  double *p = mmb_array_ptr(a);
+  for (size_t i = 0; i < n * n; i++) p[i] = (double)i;
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}));   /* 16 tiles of 128 KiB */
+  size_t placed = tiles_placed_in(a, s, n);
+  cr_assert(placed >= 4 && placed <= 8, "%zu tiles of 128 KiB placed in 1 MiB", placed);
+  mmbStats st;
+  OK(mmb_space_get_stats(s, &st));
+  cr_assert_leq(st.reserved_current, (size_t)1 << 20);
+  mmbArray *dup;   /* the home's placed blocks are stale: whole-array moves refused */
+  FAILS(mmb_array_duplicate(a, iface, MMB_READ, &dup), MMB_INVALID_STATE);
+  FAILS(mmb_array_migrate(a, iface, MMB_READ), MMB_INVALID_STATE);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {256, 256}}));   /* 4 tiles of 512 KiB */
+  placed = tiles_placed_in(a, s, n);
+  cr_assert(placed == 1 || placed == 2, "%zu tiles of 512 KiB placed in 1 MiB", placed);
+  mmbArrayTile *t;   /* a tile the caller moves is the caller's: tiling waits for it */
+  mmbMemSpace *other = limited(4 << 20);
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 1}}, &t));
+  cr_assert_eq(t->space, dram);
+  OK(mmb_tile_migrate(t, other, MMB_READ, NULL));
+  FAILS(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}), MMB_BUSY);
+  OK(mmb_tile_migrate(t, dram, MMB_READ, NULL));   /* home */
+  OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &t));   /* a placed one the caller moves home */
+  cr_assert_eq(t->space, s);
+  OK(mmb_tile_migrate(t, dram, MMB_READ, NULL));
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}));
+  cr_assert_geq(tiles_placed_in(a, s, n), 4);
+  OK(mmb_space_release(other));
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_get_stats(s, &st));
+  cr_assert_eq(st.used_current, 0);
+  mmbArray *small = test_array(iface, &(mmbDimensions){2, {64, 64}}, MMB_ROWMAJOR, 0);
+  cr_assert_eq(space_of_array(small), s);
+  OK(mmb_array_tile(small, &(mmbDimensions){2, {16, 16}}));
+  OK(mmb_array_destroy(small));
+  OK(mmb_interface_destroy(iface));
+}
+
 MMB_TEST(oom, the_fallback_serves_what_the_space_cannot) {
   mmbMemSpace *s = limited(1 << 20), *dram;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));

@@ -168,8 +168,10 @@ typedef struct mmbMemInterfaceConfig {
   struct mmbMemSpace *fallback; /**< a preferred tier: when the space's out-of-memory
                                     chain (mmb/cache.h) cannot make room, an allocation
                                     is served from this space instead
-                                    (mmb_allocation_space says where it landed);
-                                    NULL = strict */
+                                    (mmb_allocation_space says where it landed; an
+                                    array served there has its tiles placed back in
+                                    this interface's space while they fit, by
+                                    mmb_array_tile); NULL = strict */
 } mmbMemInterfaceConfig;
 
 /** The interface may be used from several threads at once. Without it, an

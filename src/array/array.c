@@ -29,13 +29,21 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
 }
 
 mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               unsigned flags, mmbAllocation **out) {
+                               unsigned flags, mmbAllocation **out, mmbMemInterface **out_iface) {
   mmbAllocateOptions o = {.alignment = a->alignment, .flags = flags};
   mmbError err = mmb_allocate_opts(a->bytes, iface, &o, out);
   if (err != MMB_OK)
     return mmb__fail(err, func, "no home of %zu bytes in %s: %s", a->bytes,
                      iface->space->info.name, mmb_error_string(err));
-  return MMB_OK;
+  return mmb_allocation_get_interface(*out, out_iface);   /* iface, or its fallback's */
+}
+
+void mmb__array_take_home(mmbArray *a, mmbAllocation *home, mmbMemInterface *asked,
+                          mmbMemInterface *landed) {
+  a->home = home;
+  a->data = mmb_allocation_ptr(home);
+  a->iface = landed;
+  a->preferred = landed != asked ? asked->space : NULL;
 }
 
 /* Frees the array's owned home, if any. */
@@ -86,9 +94,11 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   if (o.alignment > a->alignment) a->alignment = o.alignment;
   if (o.region) {
     err = place_in_region(__func__, a, &o);
-  } else if ((err = mmb__array_alloc_home(__func__, a, interface, o.flags,
-                                          &a->home)) == MMB_OK) {
-    a->data = mmb_allocation_ptr(a->home);
+  } else {
+    mmbAllocation *home;
+    mmbMemInterface *landed;
+    if ((err = mmb__array_alloc_home(__func__, a, interface, o.flags, &home, &landed)) == MMB_OK)
+      mmb__array_take_home(a, home, interface, landed);
   }
   if (err != MMB_OK) {
     mmb__object_free(a);

@@ -60,6 +60,9 @@ struct mmbArray {
   size_t n_cached;               /* copies of its tiles in tile caches */
   void (*cache_drop)(mmbArray *array);   /* drops the unpinned ones (src/tile) */
   size_t n_migrated;             /* tiles living away from home */
+  size_t n_placed;               /* ... of them, placed there by tiling (preferred) */
+  mmbMemSpace *preferred;        /* the interface's space, when the home landed in its
+                                    fallback: tiling places tiles there while they fit */
   size_t n_iterators;
   struct mmb__request *pending;  /* the last asynchronous whole-array operation */
 };
@@ -71,8 +74,15 @@ struct mmbArray {
 mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const mmbLayout *l,
                         mmbMemInterface *iface, mmbAccessType access, mmbArray **out);
 /* Allocates an owned home of a->bytes at a->alignment for `a` in `iface`
-   into *out (the array itself is not changed). */
+   into *out (the array itself is not changed); *out_iface is the
+   interface whose space holds it: iface, or the one mmb made in iface's
+   fallback space when the allocation landed there. */
 mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               unsigned flags, mmbAllocation **out);
+                               unsigned flags, mmbAllocation **out, mmbMemInterface **out_iface);
+/* Makes `home` (from mmb__array_alloc_home on `asked`, landed on
+   `landed`) the array's home: where it landed is its interface, and the
+   space asked for, if it is not that, the one its tiles prefer. */
+void mmb__array_take_home(mmbArray *a, mmbAllocation *home, mmbMemInterface *asked,
+                          mmbMemInterface *landed);
 
 #endif /* MMB_ARRAY_INTERNAL_H */

@@ -90,9 +90,10 @@ static mmbError array_duplicate(const char *func, mmbArray *in_array,
                 .src = mmb__array_view(in_array), .from = in_array->iface->space,
                 .to = in_interface->space};
   own_arrays(&j, in_array, d);
-  if ((err = mmb__array_alloc_home(func, d, in_interface, 0, &j.made)) == MMB_OK) {
-    d->home = j.made;
-    d->data = mmb_allocation_ptr(d->home);
+  mmbMemInterface *landed;
+  if ((err = mmb__array_alloc_home(func, d, in_interface, 0, &j.made, &landed)) == MMB_OK) {
+    mmb__array_take_home(d, j.made, in_interface, landed);
+    j.to = landed->space;
     j.dst = mmb__array_view(d);
     err = mmb__job_start(&j, q, req);
   }
@@ -196,17 +197,17 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
                 .src = mmb__array_view(a), .from = a->iface->space, .to = in_interface->space};
   own_arrays(&j, a, NULL);
   j.retired[0] = a->home;
-  mmbError err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made);
+  mmbMemInterface *landed;
+  mmbError err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made, &landed);
   if (err != MMB_OK) return err;
+  j.to = landed->space;
   j.dst = j.src;
-  j.dst.iface = in_interface;
+  j.dst.iface = landed;
   j.dst.ptr = mmb_allocation_ptr(j.made);
   if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
   /* the old home in a region is read until the job is done */
   if (a->region && a->pending) mmb__region_read_by(a->region, a->pending);
-  a->home = j.made;
-  a->iface = in_interface;
-  a->data = j.dst.ptr;
+  mmb__array_take_home(a, j.made, in_interface, landed);
   a->region = NULL;
   if (!(in_access & MMB_READ)) wrote_whole(a);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++) {

@@ -35,6 +35,7 @@ struct mmb__tile {
   unsigned home_pins;
   const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
   uint64_t cache_id;                 /* its name in the trace's cache events; 0: none yet */
+  bool placed;               /* migrated to its array's preferred space by tiling */
 };
 
 /* A grid tile is a handle too: each has the header of one just before it. */
@@ -63,6 +64,8 @@ static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {
 }
 /* The array's tiling, made (one tile, the whole array) if it has none. */
 mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out);
+/* A new grid of chunk-shaped tiles over `a`, the old one released (tiling.c). */
+mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk);
 /* Points a tile at storage (owned, or NULL for a view of the home). */
 struct mmb__view;
 void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocation *storage);

@@ -335,6 +335,10 @@ static mmbError tile_migrate(const char *func, mmbArrayTile *in_tile, mmbMemSpac
     return err;
   if (home) a->n_migrated--;
   else if (!t->storage) a->n_migrated++;
+  if (t->placed) {   /* the caller moves it now: no longer tiling's to bring home */
+    t->placed = false;
+    a->n_placed--;
+  }
   forget_storage(t);
   mmb__tile_set_storage(t, &j.dst, j.made);
   wrote(t);

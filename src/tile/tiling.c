@@ -47,7 +47,7 @@ static void tiling_release(mmbArray *a) {
   }
   mmb__object_free(g);
   a->tiling = NULL;
-  a->n_migrated = 0;
+  a->n_migrated = a->n_placed = 0;
 }
 
 static void tile_init(mmbArray *a, struct mmb__tiling *g, size_t linear) {
@@ -67,7 +67,7 @@ static void tile_init(mmbArray *a, struct mmb__tiling *g, size_t linear) {
   mmb__tile_set_home(t);
 }
 
-static mmbError tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
+mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
   size_t grid[MMB_MAX_DIMS], n = 1, bytes;
   for (size_t k = 0; k < a->rank; k++) {
     size_t c = mmb__min(chunk[k], a->dims[k]);
@@ -94,26 +94,11 @@ static mmbError tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
 
 mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out) {
   if (!a->tiling) {
-    mmbError err = tiling_new(func, a, a->dims);
+    mmbError err = mmb__tiling_new(func, a, a->dims);
     if (err != MMB_OK) return err;
   }
   *out = a->tiling;
   return MMB_OK;
-}
-
-mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
-  MMB__REQUIRE_INIT();
-  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
-  MMB__ARG(!chunk_dims, __func__, "chunk_dims is NULL");
-  MMB__ARG(chunk_dims->size != array->rank, __func__, "chunk of rank %zu for an array of "
-           "rank %zu", chunk_dims->size, array->rank);
-  for (size_t k = 0; k < array->rank; k++)
-    MMB__ARG(chunk_dims->d[k] == 0, __func__, "chunk extent %zu is 0", k);
-  if (array->n_array_dups || array->n_tile_dups || array->n_migrated || array->n_iterators)
-    return mmb__fail(MMB_BUSY, __func__, "%zu array duplicates, %zu tile duplicates, %zu "
-                     "migrated tiles and %zu iterators are live", array->n_array_dups,
-                     array->n_tile_dups, array->n_migrated, array->n_iterators);
-  return tiling_new(__func__, array, chunk_dims->d);
 }
 
 mmbError mmb_array_tile_grid(const mmbArray *array, mmbDimensions *out_grid) {

@@ -1,0 +1,51 @@
+/* Tiling an array, and an array's tiles placed in its preferred space:
+   the interface's own, when its home landed in the interface's fallback
+   (tile.c moves them, tiling.c makes the grid). */
+#include "tile/internal.h"
+
+/* An array whose home landed in its interface's fallback space prefers
+   the interface's own: its tiles move there, in the grid's order, while
+   they fit (the space's out-of-memory chain runs for the first that does
+   not; it and the tiles after it stay home). */
+static mmbError place(const char *func, mmbArray *a) {
+  if (!a->preferred || !a->tiling) return MMB_OK;
+  for (size_t i = 0; i < a->tiling->n_tiles; i++) {
+    mmb__tile *t = &a->tiling->slots[i].tile;
+    mmbError err = mmb_tile_migrate(&t->pub, a->preferred, MMB_READ, NULL);
+    if (err == MMB_OUT_OF_MEMORY) break;
+    if (err != MMB_OK) return mmb__fail(err, func, "placing tile %zu: %s", i, mmb_error_string(err));
+    t->placed = true;
+    a->n_placed++;
+  }
+  return MMB_OK;
+}
+
+/* Brings placed tiles home, with their data, before the grid changes. */
+static mmbError unplace(const char *func, mmbArray *a) {
+  for (size_t i = 0; a->n_placed && i < a->tiling->n_tiles; i++) {
+    mmb__tile *t = &a->tiling->slots[i].tile;
+    if (!t->placed) continue;
+    mmbError err = mmb_tile_migrate(&t->pub, a->iface->space, MMB_READ, NULL);
+    if (err != MMB_OK) return mmb__fail(err, func, "bringing tile %zu home: %s", i,
+                                        mmb_error_string(err));
+  }
+  return MMB_OK;
+}
+
+mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!chunk_dims, __func__, "chunk_dims is NULL");
+  MMB__ARG(chunk_dims->size != array->rank, __func__, "chunk of rank %zu for an array of "
+           "rank %zu", chunk_dims->size, array->rank);
+  for (size_t k = 0; k < array->rank; k++)
+    MMB__ARG(chunk_dims->d[k] == 0, __func__, "chunk extent %zu is 0", k);
+  size_t moved = array->n_migrated - array->n_placed;   /* by the caller */
+  if (array->n_array_dups || array->n_tile_dups || moved || array->n_iterators)
+    return mmb__fail(MMB_BUSY, __func__, "%zu array duplicates, %zu tile duplicates, %zu "
+                     "migrated tiles and %zu iterators are live", array->n_array_dups,
+                     array->n_tile_dups, moved, array->n_iterators);
+  mmbError err = unplace(__func__, array);
+  if (err == MMB_OK) err = mmb__tiling_new(__func__, array, chunk_dims->d);
+  return err == MMB_OK ? place(__func__, array) : err;
+}
