@@ -112,6 +112,10 @@ module mamba_c
     integer(c_size_t) :: depth = 0
     integer(c_int) :: access = 0
     integer(c_int) :: merge = MMB_MERGE_OVERWRITE
+    type(c_ptr) :: order = c_null_ptr            ! MMB_SCHEDULE_CUSTOM: c_loc of integer(c_size_t) positions
+    integer(c_size_t) :: order_length = 0
+    type(c_funptr) :: order_fn = c_null_funptr
+    type(c_ptr) :: order_arg = c_null_ptr
   end type
   type, bind(C) :: mmbStats
     integer(c_size_t) :: used_current = 0, used_high = 0, reserved_current = 0, reserved_high = 0

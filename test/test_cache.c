@@ -510,6 +510,47 @@ MMB_TEST(cache, two_threads_acquire_and_release_at_once) {
   OK(mmb_array_destroy(a));
 }
 
+/* An iterator through the cache: each tile acquired, the next ones of its
+   schedule advised WILLNEED (so every acquire after the first is a hit on
+   a prefetched copy), released behind; written copies reach home when the
+   array is flushed. */
+MMB_TEST(cache, an_iterator_walks_through_the_cache_in_its_schedule) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  size_t order[16];
+  for (size_t i = 0; i < 16; i++) order[i] = 15 - i;   /* backwards */
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_CUSTOM,
+                                                            .order = order, .order_length = 16,
+                                                            .space = fast, .depth = 2,
+                                                            .access = MMB_READ_WRITE}, &it));
+  FAILS(mmb_array_tile(a, &(mmbDimensions){2, {8, 8}}), MMB_BUSY);
+  size_t visited = 0;
+  for (mmbArrayTile *l; (l = mmb_tile_iterator_tile(it)); visited++) {
+    mmbArrayTile *t = tile(a, order[visited]);
+    cr_assert_eq(l->space, fast);
+    cr_assert(l->lower[0] == t->lower[0] && l->lower[1] == t->lower[1], "tile %zu", visited);
+    cr_assert_eq(first(l), first(t));
+    MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) += 0.5;
+    cr_assert_eq(stats(fast).pinned_bytes, TILE_BYTES, "the current tile alone is pinned");
+    OK(mmb_tile_iterator_next(it));
+  }
+  cr_assert_eq(visited, 16);
+  OK(mmb_tile_iterator_first(it));   /* back to the first: acquired again, a hit */
+  cr_assert_eq(first(mmb_tile_iterator_tile(it)), first(tile(a, 15)) + 0.5, "the cached copy");
+  OK(mmb_tile_iterator_destroy(it));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 16 && st.hits == 16 && st.pinned_bytes == 0,
+            "%llu misses, %llu hits, %llu pinned", (unsigned long long)st.misses,
+            (unsigned long long)st.hits, (unsigned long long)st.pinned_bytes);
+  OK(mmb_array_flush(a));
+  for (size_t i = 0; i < 16; i++) {
+    mmbArrayTile *t = tile(a, i);
+    cr_assert_eq(first(t), (double)(t->lower[0] * N + t->lower[1]) + 0.5, "tile %zu", i);
+  }
+  OK(mmb_array_destroy(a));
+}
+
 /* ---- a randomized run against a reference model ---------------------------------- */
 
 #define TILES 16

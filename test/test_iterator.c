@@ -175,3 +175,113 @@ MMB_TEST(iterator, an_untiled_array_is_visited_as_one_tile) {
   OK(mmb_layout_destroy(l));
   OK(mmb_interface_destroy(iface));
 }
+
+/* ---- custom schedules ------------------------------------------------------ */
+
+static size_t visit_with(mmbArray *a, const mmbTileIteratorOptions *o, size_t (*out)[2],
+                         size_t max) {
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, o, &it));
+  size_t n = 0, count;
+  OK(mmb_tile_iterator_count(it, &count));
+  mmbError walk = MMB_OK;
+  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
+       walk = mmb_tile_iterator_next(it)) {
+    cr_assert_lt(n, max);
+    mmbIndex idx;
+    OK(mmb_tile_iterator_get_index(it, &idx));
+    out[n][0] = idx.d[0];
+    out[n][1] = idx.d[1];
+    n++;
+  }
+  OK(walk);
+  cr_assert_eq(count, n, "count %zu, visited %zu", count, n);
+  OK(mmb_tile_iterator_destroy(it));
+  return n;
+}
+
+/* The lower triangle of the grid, row by row: a subset, by function. */
+static bool lower_triangle(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  size_t *calls = arg, row = 0;
+  ++*calls;
+  while (position > row && row < grid->d[0]) position -= ++row;
+  if (row >= grid->d[0] || position > row) return false;
+  *out = (mmbIndex){2, {row, position}};
+  return true;
+}
+
+MMB_TEST(iterator, a_custom_schedule_visits_the_tiles_it_is_given) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(5, 6), dims2(2, 3));   /* a 3 x 2 grid */
+  const size_t list[] = {5, 3, 4, 1, 0, 2};               /* row-major positions */
+  size_t got[16][2];
+  mmbTileIteratorOptions o = {.schedule = MMB_SCHEDULE_CUSTOM, .order = list, .order_length = 6};
+  cr_assert_eq(visit_with(a, &o, got, 16), 6);
+  for (size_t i = 0; i < 6; i++)
+    cr_assert(got[i][0] == list[i] / 2 && got[i][1] == list[i] % 2, "step %zu", i);
+  o.order_length = 2;   /* a prefix: a subset of the grid */
+  cr_assert_eq(visit_with(a, &o, got, 16), 2);
+  OK(mmb_array_destroy(a));
+  a = tiled(iface, dims2(4, 4), dims2(1, 1));   /* 4 x 4: its lower triangle is 10 tiles */
+  size_t calls = 0;
+  o = (mmbTileIteratorOptions){.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = lower_triangle,
+                               .order_arg = &calls};
+  cr_assert_eq(visit_with(a, &o, got, 16), 10);
+  cr_assert_eq(calls, 11, "asked once per tile and once more for the end");
+  for (size_t i = 0, k = 0; i < 4; i++)
+    for (size_t j = 0; j <= i; j++, k++) cr_assert(got[k][0] == i && got[k][1] == j);
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}
+
+static bool out_of_grid(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  *out = (mmbIndex){2, {position, grid->d[1]}};   /* column one past the grid */
+  return true;
+}
+static bool wrong_rank(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  *out = (mmbIndex){1, {0}};
+  return true;
+}
+static bool always_the_first(void *arg, const mmbDimensions *grid, size_t position,
+                             mmbIndex *out) {
+  *out = (mmbIndex){2, {0, 0}};
+  return true;
+}
+static bool endless(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  *out = (mmbIndex){2, {position / grid->d[1] % grid->d[0], position % grid->d[1]}};
+  return true;   /* past the last tile: the first again */
+}
+static bool nothing(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  return false;
+}
+
+MMB_TEST(iterator, a_bad_custom_schedule_is_refused) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(4, 4), dims2(2, 2));   /* 2 x 2 */
+  mmbTileIterator *it = NULL;
+  const size_t repeat[] = {0, 1, 1}, outside[] = {0, 4}, fine[] = {3, 0};
+  mmbTileIteratorOptions bad[] = {
+      {.schedule = MMB_SCHEDULE_CUSTOM},                                     /* neither */
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order = fine, .order_length = 2,
+       .order_fn = nothing},                                                 /* both */
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order = fine, .order_length = 0},  /* empty */
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order = fine, .order_length = 5},  /* over the grid */
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order = repeat, .order_length = 3},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order = outside, .order_length = 2},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = out_of_grid},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = wrong_rank},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = always_the_first},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = endless},
+      {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = nothing},
+      {.schedule = MMB_SCHEDULE_ROWMAJOR, .order = fine, .order_length = 2},
+      {.schedule = MMB_SCHEDULE_MORTON, .order_fn = endless},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    mmbError e = mmb_tile_iterator_create(a, &bad[i], &it);
+    cr_assert_eq(e, MMB_INVALID_ARG, "case %zu: %s", i, mmb_error_string(e));
+    cr_assert_null(it);
+  }
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {1, 1}}));   /* no iterator was left behind */
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}

@@ -214,6 +214,20 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTile
  * the schedule of \p opts (NULL: row-major). It starts on the first tile.
  * The array cannot be re-tiled or destroyed while the iterator lives.
  *
+ * MMB_SCHEDULE_CUSTOM visits the tiles opts->order lists (row-major grid
+ * positions), or those opts->order_fn gives for positions 0, 1, ...: any
+ * subset of the grid, in any order, each tile at most once; checked at
+ * creation. Every mode below follows it, so prefetches and cache hints
+ * fetch the tiles the schedule visits next.
+ *
+ * Through the tile cache (opts->space set, no queue): the iterator acquires
+ * each tile in opts->space from its tile cache (mmb/cache.h) with
+ * opts->access (0: MMB_READ), advises the next opts->depth tiles of the
+ * schedule MMB_ADVICE_WILLNEED, hands out the cached copy (the tile itself
+ * when the space is its home) and releases it when it moves on or is
+ * destroyed; the cache writes written copies home when it evicts or
+ * flushes them (mmb_array_flush).
+ *
  * Prefetching (opts->queue and opts->space set): the iterator hands out
  * duplicates in opts->space instead of the array's tiles. It keeps the next
  * opts->depth tiles on their way on the queue, and behind the caller merges
@@ -226,10 +240,14 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTile
  * says how many bytes that takes. Destroy merges the current tile, releases
  * the ones not yet handed out, and waits for the merges.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown schedule, access or
- *         merge, a queue without a space (or the reverse), or SUM, MIN or
- *         MAX on a layout without an element type; MMB_INVALID_STATE for
+ *         merge, a queue without a space, or SUM, MIN or MAX on a layout
+ *         without an element type; for MMB_SCHEDULE_CUSTOM, neither or both
+ *         of order and order_fn, an order_length of 0 or over the tiles, a
+ *         position outside the grid, a tile visited twice, or no tile (and
+ *         order or order_fn with another schedule); MMB_INVALID_STATE for
  *         writable duplicates of a read-only array; MMB_OUT_OF_MEMORY (also
- *         when the space has no room); MMB_NOT_INITIALIZED.
+ *         when the space has no room, or the cache's pinned tiles would pass
+ *         its budget); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_create(mmbArray *in_array,
                                              const mmbTileIteratorOptions *opts,
@@ -262,11 +280,13 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_first(mmbTileIterator *it);
     \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_NOT_INITIALIZED; MMB_INVALID_STATE when already
     past the end; prefetching: a merge's or a prefetch's error. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_next(mmbTileIterator *it);
-/** The number of tiles it visits. \return MMB_OK; MMB_INVALID_ARG for NULLs;
+/** The number of tiles it visits (a custom schedule's may be fewer than the
+    grid's). \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_NOT_INITIALIZED. (Mamba's name, kept as Mamba wrote it.) */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count);
-/** The current tile (prefetching: its duplicate). Cannot fail: NULL past the
-    end, for NULL, before mmb_init, or when the current tile's prefetch failed. */
+/** The current tile (prefetching: its duplicate; through the cache: its
+    cached copy). Cannot fail: NULL past the end, for NULL, before mmb_init,
+    or when the current tile's prefetch or acquire failed. */
 MMB_EXPORT mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it);
 /** The current tile's grid index. \return MMB_OK; MMB_INVALID_ARG for NULLs;
     MMB_NOT_INITIALIZED;

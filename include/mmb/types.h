@@ -124,7 +124,8 @@ typedef enum mmbMergeType {
 typedef enum mmbTileSchedule {
   MMB_SCHEDULE_ROWMAJOR,  /**< the last grid dimension fastest */
   MMB_SCHEDULE_COLMAJOR,  /**< the first grid dimension fastest */
-  MMB_SCHEDULE_MORTON     /**< Z-order: tiles close in the grid are close in time */
+  MMB_SCHEDULE_MORTON,    /**< Z-order: tiles close in the grid are close in time */
+  MMB_SCHEDULE_CUSTOM     /**< the caller's: mmbTileIteratorOptions.order or .order_fn */
 } mmbTileSchedule;
 /** What runs a queue's work. */
 typedef enum mmbQueueBackend {
@@ -252,18 +253,35 @@ typedef struct mmbTileIterator mmbTileIterator;
 /** Where asynchronous work runs in order: a thread or a CUDA stream (mmb_queue_create). */
 typedef struct mmbQueue mmbQueue;
 
+/** A custom schedule (MMB_SCHEDULE_CUSTOM) as a function: for `position`
+    0, 1, 2, ... of the walk over a grid of `grid` tiles, writes the grid
+    index of the tile to visit there into *out_tile and returns true, or
+    returns false after the last one. mmb calls it at creation only, for
+    each position in turn, at most tiles + 1 times. */
+typedef bool (*mmbTileOrderFn)(void *arg, const mmbDimensions *grid, size_t position,
+                               mmbIndex *out_tile);
+
 /** Options of mmb_tile_iterator_create; zero for a plain row-major walk.
     With `queue` and `space` set the iterator prefetches: it duplicates the
     next `depth` tiles into `space` on `queue` while the caller works on the
     current one, hands out the duplicates, and merges (or, read-only,
-    releases) each behind the caller. */
+    releases) each behind the caller. With `space` alone it walks through
+    the space's tile cache (mmb/cache.h): it acquires each tile there with
+    `access`, advises the next `depth` of the schedule MMB_ADVICE_WILLNEED,
+    hands out the cached copies, and releases each behind the caller. */
 typedef struct mmbTileIteratorOptions {
   mmbTileSchedule schedule; /**< the order of the tiles */
   mmbQueue *queue;          /**< prefetch on this queue (NULL: no prefetch) */
-  mmbMemSpace *space;       /**< into this space (it must hold depth + 2 tiles) */
+  mmbMemSpace *space;       /**< into this space (with a queue it must hold depth + 2 tiles;
+                                 without one, through its tile cache) */
   size_t depth;             /**< tiles ahead of the current one; 0 = 1 */
   mmbAccessType access;     /**< of the duplicates; 0 = MMB_READ (released, not merged) */
   mmbMergeType merge;       /**< how written duplicates fold back (0 = overwrite) */
+  const size_t *order;      /**< MMB_SCHEDULE_CUSTOM: the tiles to visit, in order, by
+                                 row-major grid position (0 .. tiles - 1), each once */
+  size_t order_length;      /**< entries of `order`: 1 .. tiles */
+  mmbTileOrderFn order_fn;  /**< MMB_SCHEDULE_CUSTOM without `order`: the tiles by position */
+  void *order_arg;          /**< order_fn's first argument */
 } mmbTileIteratorOptions;
 
 /**

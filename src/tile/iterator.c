@@ -5,12 +5,17 @@
    are zero for every tile of a dimension are left out, so grids of any
    shape and rank fit a 128-bit key (at most log2(tiles) + rank bits).
 
+   A custom schedule is checked there too: every position a tile of the
+   grid, none twice.
+
    A prefetching iterator keeps a ring of depth + 2 slots: the current
    tile's duplicate, `depth` duplicates on their way, and the one merged
    last step, whose storage the next duplicate reuses once that merge has
    run. Everything moves on the queue; the caller waits only for the
    duplicate it is about to be handed (and, if the queue falls behind, for
-   the merge whose slot it needs). */
+   the merge whose slot it needs). An iterator through a space's tile
+   cache holds the current tile acquired, and advises the next depth of
+   the schedule WILLNEED as it moves on. */
 #include "tile/internal.h"
 
 #include <stdlib.h>
@@ -25,7 +30,11 @@ struct mmbTileIterator {
   mmbArray *array;
   struct mmb__tiling *g;
   size_t *order;      /* NULL: row-major */
+  size_t n;           /* positions of the walk: the tiles, or a custom schedule's */
   size_t pos;
+  /* through a space's tile cache (space set, no queue) */
+  bool cached;
+  mmbArrayTile *local;   /* the current tile's cached copy, acquired */
   /* prefetching (q set) */
   mmbQueue *q;
   mmbMemSpace *space;
@@ -104,8 +113,8 @@ static void iterator_free(mmbTileIterator *it);
 
 static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileIteratorOptions *o) {
   if (!o->queue && !o->space) return MMB_OK;
-  MMB__ARG(!o->queue || !o->space, func, "prefetching needs both a queue and a space");
-  MMB__HANDLE(o->queue, MMB__KIND_QUEUE, func, "opts->queue");
+  MMB__ARG(!o->space, func, "prefetching needs a space as well as a queue");
+  if (o->queue) MMB__HANDLE(o->queue, MMB__KIND_QUEUE, func, "opts->queue");
   MMB__HANDLE(o->space, MMB__KIND_SPACE, func, "opts->space");
   if (!o->access) o->access = MMB_READ;
   if (!o->depth) o->depth = 1;
@@ -118,6 +127,69 @@ static mmbError check_prefetch(const char *func, const mmbArray *a, mmbTileItera
   return MMB_OK;
 }
 
+/* MMB_SCHEDULE_CUSTOM: the caller's list, or its function's answers,
+   checked (each a tile of the grid, none twice, at least one) into
+   it->order and it->n. */
+static mmbError custom_order(const char *func, mmbTileIterator *it, size_t rank,
+                             const mmbTileIteratorOptions *o) {
+  const struct mmb__tiling *g = it->g;
+  size_t n = g->n_tiles;
+  MMB__ARG(!o->order == !o->order_fn, func, "MMB_SCHEDULE_CUSTOM takes opts->order or "
+           "opts->order_fn: one of them");
+  MMB__ARG(o->order && (o->order_length == 0 || o->order_length > n), func,
+           "order_length %zu for a grid of %zu tiles", o->order_length, n);
+  size_t *order = mmb__malloc(n * sizeof *order);
+  unsigned char *seen = mmb__calloc(n, 1);
+  mmbError err = !order || !seen ? mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a schedule "
+                                             "of %zu tiles", n) : MMB_OK;
+  mmbDimensions grid = {.size = rank};
+  for (size_t k = 0; k < rank; k++) grid.d[k] = g->grid[k];
+  size_t len = 0;
+  while (err == MMB_OK) {
+    size_t linear = 0;
+    if (o->order) {
+      if (len == o->order_length) break;
+      if ((linear = o->order[len]) >= n) {
+        err = mmb__fail(MMB_INVALID_ARG, func, "order[%zu] = %zu: the grid has %zu tiles", len,
+                        linear, n);
+        break;
+      }
+    } else {
+      mmbIndex idx = {0};
+      if (!o->order_fn(o->order_arg, &grid, len, &idx)) break;
+      bool inside = idx.size == rank;
+      for (size_t k = 0; inside && k < rank; k++) {
+        inside = idx.d[k] < grid.d[k];
+        linear = linear * grid.d[k] + idx.d[k];
+      }
+      if (!inside) {
+        err = mmb__fail(MMB_INVALID_ARG, func, "order_fn's tile at position %zu is not in the "
+                        "grid", len);
+        break;
+      }
+    }
+    if (seen[linear]) {
+      err = mmb__fail(MMB_INVALID_ARG, func, "the schedule visits tile %zu twice (position %zu)",
+                      linear, len);
+      break;
+    }
+    seen[linear] = 1;
+    order[len++] = linear;
+  }
+  if (err == MMB_OK && len == 0)
+    err = mmb__fail(MMB_INVALID_ARG, func, "the schedule visits no tile");
+  mmb__free(seen);
+  if (err != MMB_OK) {
+    mmb__free(order);
+    return err;
+  }
+  it->order = order;
+  it->n = len;
+  return MMB_OK;
+}
+
+static mmbError acquire_current(mmbTileIterator *it);
+
 mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptions *opts,
                                   mmbTileIterator **out_it) {
   MMB__REQUIRE_INIT();
@@ -125,25 +197,33 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   MMB__ARG(!out_it, __func__, "out_it is NULL");
   mmbTileIteratorOptions o = opts ? *opts : (mmbTileIteratorOptions){0};
   mmbTileSchedule s = o.schedule;
-  MMB__ARG((unsigned)s > MMB_SCHEDULE_MORTON, __func__, "unknown schedule %d", (int)s);
+  MMB__ARG((unsigned)s > MMB_SCHEDULE_CUSTOM, __func__, "unknown schedule %d", (int)s);
+  MMB__ARG(s != MMB_SCHEDULE_CUSTOM && (o.order || o.order_fn), __func__,
+           "opts->order and opts->order_fn are for MMB_SCHEDULE_CUSTOM");
   mmbError err = check_prefetch(__func__, in_array, &o);
   if (err != MMB_OK) return err;
   struct mmb__tiling *g;
   if ((err = mmb__array_tiling(__func__, in_array, &g)) != MMB_OK) return err;
   mmbTileIterator *it = mmb__object_new(MMB__KIND_ITERATOR, sizeof *it);
   if (!it) return MMB_OUT_OF_MEMORY;
-  *it = (mmbTileIterator){.array = in_array, .g = g, .q = o.queue, .space = o.space,
-                          .access = o.access, .merge = o.merge,
-                          .depth = mmb__min(o.depth, g->n_tiles)};
-  if (it->q) {
-    it->n_slots = it->depth + 2;
-    if (!(it->slots = mmb__calloc(it->n_slots, sizeof *it->slots))) err = MMB_OUT_OF_MEMORY;
-  }
-  if (err == MMB_OK && s != MMB_SCHEDULE_ROWMAJOR && g->n_tiles > 1) {
+  *it = (mmbTileIterator){.array = in_array, .g = g, .n = g->n_tiles, .q = o.queue,
+                          .space = o.space, .cached = o.space && !o.queue, .access = o.access,
+                          .merge = o.merge};
+  if (s == MMB_SCHEDULE_CUSTOM) {
+    if ((err = custom_order(__func__, it, in_array->rank, &o)) != MMB_OK) {
+      mmb__object_free(it);
+      return err;
+    }
+  } else if (s != MMB_SCHEDULE_ROWMAJOR && g->n_tiles > 1) {
     it->order = mmb__malloc(g->n_tiles * sizeof *it->order);
     if (!it->order) err = MMB_OUT_OF_MEMORY;
     else if (s == MMB_SCHEDULE_COLMAJOR) colmajor_order(g, in_array->rank, it->order);
     else err = morton_order(g, in_array->rank, it->order);
+  }
+  it->depth = mmb__min(o.depth, it->n);
+  if (err == MMB_OK && it->q) {
+    it->n_slots = it->depth + 2;
+    if (!(it->slots = mmb__calloc(it->n_slots, sizeof *it->slots))) err = MMB_OUT_OF_MEMORY;
   }
   if (err != MMB_OK) {
     mmb__free(it->slots);
@@ -154,6 +234,10 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
   in_array->n_iterators++;
   if (it->q && (err = arrive(it)) != MMB_OK) {   /* the walk starts here */
     stop_prefetch(it, false);   /* nothing is written back: the caller got no iterator */
+    iterator_free(it);
+    return err;
+  }
+  if (it->cached && (err = acquire_current(it)) != MMB_OK) {
     iterator_free(it);
     return err;
   }
@@ -193,7 +277,7 @@ static void settle(mmbTileIterator *it, size_t pos) {
 
 /* Asks for the duplicates of the tiles up to depth ahead of pos. */
 static mmbError prefetch(mmbTileIterator *it) {
-  size_t n = it->g->n_tiles;
+  size_t n = it->n;
   while (it->issued < n && it->issued <= it->pos + it->depth) {
     slot *s = slot_of(it, it->issued);
     mmbError err = mmb_wait(&s->merged);   /* its storage is about to be reused */
@@ -244,14 +328,37 @@ static mmbError stop_prefetch(mmbTileIterator *it, bool fold) {
 
 /* Makes the tile at pos current: its duplicate asked for, and arrived. */
 static mmbError arrive(mmbTileIterator *it) {
-  if (it->pos >= it->g->n_tiles) return MMB_OK;
+  if (it->pos >= it->n) return MMB_OK;
   mmbError err = prefetch(it);
   return err != MMB_OK ? err : mmb_wait(&slot_of(it, it->pos)->ready);
+}
+
+/* Through the cache: the tile at pos acquired, the next depth advised. */
+static mmbError acquire_current(mmbTileIterator *it) {
+  if (it->pos >= it->n) return MMB_OK;
+  mmbError err = mmb_tile_acquire(&it->g->slots[position(it, it->pos)].tile.pub, it->space,
+                                  it->access, &it->local);
+  for (size_t k = 1; err == MMB_OK && k <= it->depth && it->pos + k < it->n; k++)
+    err = mmb_tile_advise(&it->g->slots[position(it, it->pos + k)].tile.pub, it->space,
+                          MMB_ADVICE_WILLNEED);
+  return err;
+}
+
+static mmbError release_current(mmbTileIterator *it) {
+  mmbError err = it->local ? mmb_tile_release(it->local) : MMB_OK;
+  it->local = NULL;
+  return err;
 }
 
 mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
+  if (it->cached) {
+    if (it->pos == 0 && it->local) return MMB_OK;   /* already there */
+    mmbError err = release_current(it);
+    it->pos = 0;
+    return err != MMB_OK ? err : acquire_current(it);
+  }
   if (it->q && it->pos == 0 && it->issued > 0) return MMB_OK;   /* already there */
   mmbError err = it->q ? stop_prefetch(it, true) : MMB_OK;
   it->pos = it->issued = 0;
@@ -262,8 +369,13 @@ mmbError mmb_tile_iterator_first(mmbTileIterator *it) {
 mmbError mmb_tile_iterator_next(mmbTileIterator *it) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
-  if (it->pos >= it->g->n_tiles)
+  if (it->pos >= it->n)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
+  if (it->cached) {
+    mmbError err = release_current(it);
+    it->pos++;
+    return err != MMB_OK ? err : acquire_current(it);
+  }
   if (!it->q) {
     it->pos++;
     return MMB_OK;
@@ -277,15 +389,16 @@ mmbError mmb_tile_iterator_count(mmbTileIterator *it, size_t *count) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
   MMB__ARG(!count, __func__, "count is NULL");
-  *count = it->g->n_tiles;
+  *count = it->n;
   return MMB_OK;
 }
 
 static size_t current(const mmbTileIterator *it) { return position(it, it->pos); }
 
 mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
-  if (!mmb__initialized() || !mmb__object_is(it, MMB__KIND_ITERATOR) || it->pos >= it->g->n_tiles)
+  if (!mmb__initialized() || !mmb__object_is(it, MMB__KIND_ITERATOR) || it->pos >= it->n)
     return NULL;
+  if (it->cached) return it->local;              /* NULL if its acquire failed */
   if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
   return &it->g->slots[current(it)].tile.pub;
 }
@@ -294,7 +407,7 @@ mmbError mmb_tile_iterator_get_index(const mmbTileIterator *it, mmbIndex *out_in
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
   MMB__ARG(!out_index, __func__, "out_index is NULL");
-  if (it->pos >= it->g->n_tiles)
+  if (it->pos >= it->n)
     return mmb__fail(MMB_INVALID_STATE, __func__, "the iterator is past the last tile");
   *out_index = (mmbIndex){.size = it->array->rank};
   coords_of(it->g, it->array->rank, current(it), out_index->d);
@@ -316,7 +429,7 @@ static void iterator_free(mmbTileIterator *it) {
 mmbError mmb_tile_iterator_destroy(mmbTileIterator *it) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(it, MMB__KIND_ITERATOR, __func__, "iterator");
-  mmbError err = it->q ? stop_prefetch(it, true) : MMB_OK;
+  mmbError err = it->q ? stop_prefetch(it, true) : release_current(it);
   iterator_free(it);
   return err;
 }

@@ -1117,6 +1117,7 @@ contains
     real(dp), pointer :: p(:,:)
     integer(mmbIndexKind), allocatable :: idx(:)
     integer(mmbSizeKind) :: n
+    integer(c_size_t), target :: diagonal(3) = [8_c_size_t, 4_c_size_t, 0_c_size_t]
     integer :: err, seen
     call begin('iterators')
     call setup(8, 2, layout, iface)
@@ -1148,6 +1149,17 @@ contains
     call expect(err, MMB_INVALID_STATE, 'past the end')
     call ensure(.not. c_associated(t%ptr), 'no tile past the end')
     call ensure(seen == 9 .and. all(x == 2), 'every tile once')
+    call mmb_tile_iterator_create(arr, copy, err, mmbTileIteratorOptions( &
+      schedule=MMB_SCHEDULE_CUSTOM, order=c_loc(diagonal), order_length=3_c_size_t))
+    call expect(err, MMB_OK, 'a custom schedule')
+    call mmb_tile_iterator_count(copy, n, err)
+    call mmb_tile_iterator_get_index(copy, idx, err)
+    call ensure(n == 3 .and. all(idx == [2, 2]), 'the diagonal backwards, from (2, 2)')
+    call mmb_tile_iterator_destroy(copy, err)
+    diagonal(2) = 8
+    call mmb_tile_iterator_create(arr, copy, err, mmbTileIteratorOptions( &
+      schedule=MMB_SCHEDULE_CUSTOM, order=c_loc(diagonal), order_length=3_c_size_t))
+    call expect(err, MMB_INVALID_ARG, 'a schedule that visits a tile twice')
     call mmb_tile_iterator_next(it, err)
     call expect(err, MMB_INVALID_STATE, 'next past the end')
     call mmb_tile_iterator_get_index(it, idx, err)
