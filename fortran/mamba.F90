@@ -31,7 +31,8 @@ module mamba
     mmb_array_destroy, mmb_array_get_dims, mmb_array_duplicate, mmb_array_duplicate_async, &
     mmb_array_get_interface, mmb_array_merge, mmb_array_merge_async, mmb_array_merge_with, &
     mmb_array_merge_with_async, mmb_array_migrate, mmb_array_migrate_async, mmb_array_ptr, &
-    mmb_array_get_strides, mmb_array_tile, mmb_array_tile_grid, mmb_context_name, mmb_copy, &
+    mmb_array_get_strides, mmb_array_tile, mmb_array_tile_grid, mmb_array_tile_irregular, &
+    mmb_context_name, mmb_copy, &
     mmb_copy_1d, mmb_copy_1d_async, mmb_copy_2d, mmb_copy_2d_async, mmb_copy_async, &
     mmb_copy_nd, mmb_copy_nd_async, mmb_cuda_status, mmb_element_type_size, mmb_error_name, &
     mmb_error_string, mmb_finalize, mmb_free, mmb_free_async, mmb_host_bind, mmb_host_map, &
@@ -970,6 +971,22 @@ contains
     integer(c_int) :: rc
     call to_c_dims(chunk_dims, c, rc)
     if (rc == MMB_OK) rc = c_mmb_array_tile(array%ptr, c)
+    call set_err(err, rc)
+  end subroutine
+
+  ! tiles(k) tiles along dimension k, between boundaries given dimension
+  ! after dimension in bounds: tiles(k) + 1 of them each, mmb's 0-based
+  ! indices from 0 to the extent (mmb_array_tile_irregular).
+  subroutine mmb_array_tile_irregular(array, tiles, bounds, err)
+    type(mmbArray), intent(in) :: array
+    integer(mmbIndexKind), intent(in) :: tiles(:), bounds(:)
+    integer(mmbErrorKind), intent(out), optional :: err
+    type(c_dims) :: c
+    integer(c_int) :: rc
+    call to_c_dims(tiles, c, rc)
+    if (rc == MMB_OK .and. size(bounds, kind=mmbIndexKind) /= sum(tiles) + size(tiles)) &
+      rc = MMB_INVALID_ARG   ! (the C call could not tell where the list ends)
+    if (rc == MMB_OK) rc = c_mmb_array_tile_irregular(array%ptr, c, bounds)
     call set_err(err, rc)
   end subroutine
 

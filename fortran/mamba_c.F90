@@ -575,6 +575,13 @@ module mamba_c
       type(c_ptr), value :: a
       type(c_dims), intent(in) :: chunk
     end function
+    integer(c_int) function c_mmb_array_tile_irregular(a, tiles, bounds) &
+        bind(C, name='mmb_array_tile_irregular')
+      import :: c_int, c_ptr, c_dims, c_size_t
+      type(c_ptr), value :: a
+      type(c_dims), intent(in) :: tiles
+      integer(c_size_t), intent(in) :: bounds(*)
+    end function
     integer(c_int) function c_mmb_array_tile_grid(a, grid) bind(C, name='mmb_array_tile_grid')
       import :: c_int, c_ptr, c_dims
       type(c_ptr), value :: a

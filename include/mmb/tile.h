@@ -50,6 +50,22 @@ extern "C" {
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
 
+/**
+ * Tiles \p array irregularly: tiles->d[k] tiles along dimension k, between
+ * boundaries given in \p bounds dimension after dimension, tiles->d[k] + 1
+ * of them for dimension k, from 0 to the array's extent, each past the one
+ * before (tile i along k spans [b[i], b[i + 1])). Adaptive meshes, ragged
+ * batches: everything that takes tiles (transports, iterators, the tile
+ * cache) takes these. Tile pointers from an earlier tiling become invalid.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the
+ *         array's, a count of 0 or over the extent, boundaries that do not
+ *         run from 0 to the extent or do not increase; MMB_OVERFLOW;
+ *         MMB_BUSY as mmb_array_tile; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile_irregular(mmbArray *array,
+                                                           const mmbDimensions *tiles,
+                                                           const size_t *bounds);
+
 /** Tiles per dimension (all 1 for an untiled array).
     \return MMB_OK; MMB_INVALID_ARG for NULLs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
     (A name fixed before the mmb_X_get_Y convention, kept as programs use it.) */

@@ -60,6 +60,7 @@ static inline bool mmb__add_overflows(size_t a, size_t b, size_t *out) {
 }
 static inline bool mmb__is_pow2(size_t x) { return x && !(x & (x - 1)); }
 static inline size_t mmb__min(size_t a, size_t b) { return a < b ? a : b; }
+static inline size_t mmb__max(size_t a, size_t b) { return a > b ? a : b; }
 
 /* ---- internal memory and fault injection (fault.c) --------------- */
 /* Every allocation the library makes for itself goes through these, so that

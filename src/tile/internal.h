@@ -46,7 +46,9 @@ struct mmb__tile_slot {
 
 struct mmb__tiling {
   size_t n_tiles;
-  size_t grid[MMB_MAX_DIMS], chunk[MMB_MAX_DIMS];
+  size_t grid[MMB_MAX_DIMS];
+  size_t chunk[MMB_MAX_DIMS];     /* the largest tile extent along each dimension */
+  const size_t *cut[MMB_MAX_DIMS];   /* grid[k] + 1 boundaries along k, after the slots */
   struct mmb__tile_slot slots[];
 };
 
@@ -66,6 +68,11 @@ static inline mmb__tile *mmb__tile_of(mmbArrayTile *t) {
 mmbError mmb__array_tiling(const char *func, mmbArray *a, struct mmb__tiling **out);
 /* A new grid of chunk-shaped tiles over `a`, the old one released (tiling.c). */
 mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk);
+/* The same with grid[k] tiles along k between the boundaries that follow
+   each other in `bounds` (grid[k] + 1 of them per dimension, checked by
+   the caller: from 0 to the extent, increasing). */
+mmbError mmb__tiling_new_irregular(const char *func, mmbArray *a, const size_t *grid,
+                                   const size_t *bounds);
 /* Points a tile at storage (owned, or NULL for a view of the home). */
 struct mmb__view;
 void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocation *storage);

@@ -1,4 +1,5 @@
-/* Tiling an array, and an array's tiles placed in its preferred space:
+/* Tiling an array (regularly or not), and an array's tiles placed in its
+   preferred space:
    the interface's own, when its home landed in the interface's fallback
    (tile.c moves them, tiling.c makes the grid). */
 #include "tile/internal.h"
@@ -32,6 +33,17 @@ static mmbError unplace(const char *func, mmbArray *a) {
   return MMB_OK;
 }
 
+/* What every new grid needs: nothing holding the old one but placed
+   tiles, which go home first. */
+static mmbError retile(const char *func, mmbArray *array) {
+  size_t moved = array->n_migrated - array->n_placed;   /* by the caller */
+  if (array->n_array_dups || array->n_tile_dups || moved || array->n_iterators)
+    return mmb__fail(MMB_BUSY, func, "%zu array duplicates, %zu tile duplicates, %zu "
+                     "migrated tiles and %zu iterators are live", array->n_array_dups,
+                     array->n_tile_dups, moved, array->n_iterators);
+  return unplace(func, array);
+}
+
 mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
@@ -40,12 +52,30 @@ mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {
            "rank %zu", chunk_dims->size, array->rank);
   for (size_t k = 0; k < array->rank; k++)
     MMB__ARG(chunk_dims->d[k] == 0, __func__, "chunk extent %zu is 0", k);
-  size_t moved = array->n_migrated - array->n_placed;   /* by the caller */
-  if (array->n_array_dups || array->n_tile_dups || moved || array->n_iterators)
-    return mmb__fail(MMB_BUSY, __func__, "%zu array duplicates, %zu tile duplicates, %zu "
-                     "migrated tiles and %zu iterators are live", array->n_array_dups,
-                     array->n_tile_dups, moved, array->n_iterators);
-  mmbError err = unplace(__func__, array);
+  mmbError err = retile(__func__, array);
   if (err == MMB_OK) err = mmb__tiling_new(__func__, array, chunk_dims->d);
+  return err == MMB_OK ? place(__func__, array) : err;
+}
+
+mmbError mmb_array_tile_irregular(mmbArray *array, const mmbDimensions *tiles,
+                                  const size_t *bounds) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!tiles || !bounds, __func__, "NULL argument");
+  MMB__ARG(tiles->size != array->rank, __func__, "tile counts of rank %zu for an array of "
+           "rank %zu", tiles->size, array->rank);
+  const size_t *b = bounds;
+  for (size_t k = 0; k < array->rank; b += tiles->d[k] + 1, k++) {
+    size_t n = tiles->d[k];
+    MMB__ARG(n == 0 || n > array->dims[k], __func__, "%zu tiles along dimension %zu of extent "
+             "%zu", n, k, array->dims[k]);
+    MMB__ARG(b[0] != 0 || b[n] != array->dims[k], __func__, "the boundaries of dimension %zu "
+             "run from %zu to %zu, not from 0 to its extent %zu", k, b[0], b[n], array->dims[k]);
+    for (size_t i = 0; i < n; i++)
+      MMB__ARG(b[i + 1] <= b[i], __func__, "boundary %zu of dimension %zu (%zu) is not past the "
+               "one before (%zu): a tile holds at least one index", i + 1, k, b[i + 1], b[i]);
+  }
+  mmbError err = retile(__func__, array);
+  if (err == MMB_OK) err = mmb__tiling_new_irregular(__func__, array, tiles->d, bounds);
   return err == MMB_OK ? place(__func__, array) : err;
 }

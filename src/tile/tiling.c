@@ -60,35 +60,80 @@ static void tile_init(mmbArray *a, struct mmb__tiling *g, size_t linear) {
   for (size_t k = a->rank; k-- > 0;) {   /* linear index: row-major over the grid */
     size_t i = linear % g->grid[k];
     linear /= g->grid[k];
-    t->pub.lower[k] = i * g->chunk[k];
-    t->pub.upper[k] = mmb__min(t->pub.lower[k] + g->chunk[k], a->dims[k]);
+    t->pub.lower[k] = g->cut[k][i];
+    t->pub.upper[k] = g->cut[k][i + 1];
     t->pub.dim[k] = t->pub.upper[k] - t->pub.lower[k];
   }
   mmb__tile_set_home(t);
 }
 
-mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
-  size_t grid[MMB_MAX_DIMS], n = 1, bytes;
+/* A grid of grid[k] tiles along each k; its boundaries are written by the
+   caller into g->cut (room for grid[k] + 1 each, after the slots). */
+static mmbError tiling_alloc(const char *func, const mmbArray *a, const size_t *grid,
+                             struct mmb__tiling **out) {
+  size_t n = 1, cuts = 0, bytes, more;
   for (size_t k = 0; k < a->rank; k++) {
-    size_t c = mmb__min(chunk[k], a->dims[k]);
-    grid[k] = a->dims[k] / c + (a->dims[k] % c != 0);
-    if (mmb__mul_overflows(n, grid[k], &n))
+    if (mmb__mul_overflows(n, grid[k], &n) || mmb__add_overflows(cuts, grid[k] + 1, &cuts))
       return mmb__fail(MMB_OVERFLOW, func, "the tile count overflows size_t");
   }
   if (mmb__mul_overflows(n, sizeof(struct mmb__tile_slot), &bytes) ||
-      mmb__add_overflows(bytes, sizeof(struct mmb__tiling), &bytes))
+      mmb__add_overflows(bytes, sizeof(struct mmb__tiling), &bytes) ||
+      mmb__mul_overflows(cuts, sizeof(size_t), &more) || mmb__add_overflows(bytes, more, &bytes))
     return mmb__fail(MMB_OVERFLOW, func, "%zu tiles do not fit in memory", n);
   struct mmb__tiling *g = mmb__object_new(MMB__KIND_TILING, bytes);
   if (!g) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for %zu tiles", n);
   g->n_tiles = n;
+  size_t *cut = (size_t *)&g->slots[n];
   for (size_t k = 0; k < a->rank; k++) {
     g->grid[k] = grid[k];
-    g->chunk[k] = mmb__min(chunk[k], a->dims[k]);
+    g->cut[k] = cut;
+    cut += grid[k] + 1;
   }
-  for (size_t i = 0; i < n; i++) tile_init(a, g, i);
+  *out = g;
+  return MMB_OK;
+}
+
+/* Its tiles made over the boundaries, the largest extents noted; the
+   array's old tiling released. */
+static void tiling_install(mmbArray *a, struct mmb__tiling *g) {
+  for (size_t k = 0; k < a->rank; k++) {
+    g->chunk[k] = 0;
+    for (size_t i = 0; i < g->grid[k]; i++)
+      g->chunk[k] = mmb__max(g->chunk[k], g->cut[k][i + 1] - g->cut[k][i]);
+  }
+  for (size_t i = 0; i < g->n_tiles; i++) tile_init(a, g, i);
   tiling_release(a);
   a->tiling = g;
   a->tiling_release = tiling_release;
+}
+
+mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
+  size_t grid[MMB_MAX_DIMS], c[MMB_MAX_DIMS];
+  for (size_t k = 0; k < a->rank; k++) {
+    c[k] = mmb__min(chunk[k], a->dims[k]);
+    grid[k] = a->dims[k] / c[k] + (a->dims[k] % c[k] != 0);
+  }
+  struct mmb__tiling *g;
+  mmbError err = tiling_alloc(func, a, grid, &g);
+  if (err != MMB_OK) return err;
+  for (size_t k = 0; k < a->rank; k++) {
+    size_t *cut = (size_t *)g->cut[k];
+    for (size_t i = 0; i < grid[k]; i++) cut[i] = i * c[k];
+    cut[grid[k]] = a->dims[k];
+  }
+  tiling_install(a, g);
+  return MMB_OK;
+}
+
+mmbError mmb__tiling_new_irregular(const char *func, mmbArray *a, const size_t *grid,
+                                   const size_t *bounds) {
+  struct mmb__tiling *g;
+  mmbError err = tiling_alloc(func, a, grid, &g);
+  if (err != MMB_OK) return err;
+  const size_t *b = bounds;
+  for (size_t k = 0; k < a->rank; b += grid[k] + 1, k++)
+    memcpy((size_t *)g->cut[k], b, (grid[k] + 1) * sizeof *b);
+  tiling_install(a, g);
   return MMB_OK;
 }
 

@@ -1162,6 +1162,10 @@ contains
     call expect(err, MMB_INVALID_ARG, 'a schedule that visits a tile twice')
     call mmb_tile_iterator_next(it, err)
     call expect(err, MMB_INVALID_STATE, 'next past the end')
+    call mmb_array_tile_irregular(arr, [2_mmbIndexKind, 3_mmbIndexKind], &
+      [0_mmbIndexKind, 4_mmbIndexKind, 9_mmbIndexKind, 0_mmbIndexKind, 1_mmbIndexKind, &
+       5_mmbIndexKind, 6_mmbIndexKind], err)
+    call expect(err, MMB_BUSY, 'an irregular tiling while an iterator lives')
     call mmb_tile_iterator_get_index(it, idx, err)
     call expect(err, MMB_INVALID_STATE, 'no index past the end')
     copy = it
@@ -1172,6 +1176,18 @@ contains
     call expect(err, MMB_INVALID_ARG, 'a stale copy')
     call mmb_tile_iterator_tile(copy, t, err)
     call expect(err, MMB_INVALID_ARG, 'the tile of a stale iterator')
+    call mmb_array_tile_irregular(arr, [2_mmbIndexKind, 3_mmbIndexKind], &
+      [0_mmbIndexKind, 4_mmbIndexKind, 9_mmbIndexKind, 0_mmbIndexKind, 1_mmbIndexKind, &
+       5_mmbIndexKind, 6_mmbIndexKind], err)
+    call expect(err, MMB_OK, 'an irregular tiling')
+    call mmb_array_tile_grid(arr, idx, err)
+    call ensure(all(idx == [2, 3]), 'a 2 x 3 grid')
+    call mmb_tile_at(arr, [1_mmbIndexKind, 1_mmbIndexKind], t, err)
+    call mmb_tile_get_pointer(t, p, err)
+    call ensure(all(shape(p) == [5, 4]), 'tile (1, 1): rows 4 to 8, columns 1 to 4')
+    call mmb_array_tile_irregular(arr, [2_mmbIndexKind, 3_mmbIndexKind], &
+      [0_mmbIndexKind, 4_mmbIndexKind, 9_mmbIndexKind], err)
+    call expect(err, MMB_INVALID_ARG, 'boundaries short of the tile counts')
     call mmb_array_destroy(arr, err)
     call expect(err, MMB_OK, 'the array')
     call teardown(layout, iface)
