@@ -23,7 +23,7 @@ module mamba
     mmbMemSpaceConfig, mmbOptions, mmbLayoutPadding, mmbLayoutInfo, mmbAllocateOptions, &
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
     mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps, &
-    mmbCacheConfig, mmbCacheStats
+    mmbCacheConfig, mmbCacheStats, mmbBlockCyclic
   ! every procedure of the C API (and Mamba's), and the tile pointer
   public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_get_interface, mmb_allocation_ptr, &
     mmb_allocation_record_queue, mmb_allocation_size, mmb_array_get_bytes, mmb_array_copy, &
@@ -32,6 +32,7 @@ module mamba
     mmb_array_get_interface, mmb_array_merge, mmb_array_merge_async, mmb_array_merge_with, &
     mmb_array_merge_with_async, mmb_array_migrate, mmb_array_migrate_async, mmb_array_ptr, &
     mmb_array_get_strides, mmb_array_tile, mmb_array_tile_grid, mmb_array_tile_irregular, &
+    mmb_array_tile_block_cyclic, mmb_array_distribute, mmb_array_get_block_cyclic, &
     mmb_context_name, mmb_copy, &
     mmb_copy_1d, mmb_copy_1d_async, mmb_copy_2d, mmb_copy_2d_async, mmb_copy_async, &
     mmb_copy_nd, mmb_copy_nd_async, mmb_cuda_status, mmb_element_type_size, mmb_error_name, &
@@ -988,6 +989,37 @@ contains
       rc = MMB_INVALID_ARG   ! (the C call could not tell where the list ends)
     if (rc == MMB_OK) rc = c_mmb_array_tile_irregular(array%ptr, c, bounds)
     call set_err(err, rc)
+  end subroutine
+
+  ! Block-cyclic distributions (mmb/cyclic.h): bc's extents in mmb's order,
+  ! its owners and source 0-based. ScaLAPACK's own NUMROC and INDX* map.
+  subroutine mmb_array_tile_block_cyclic(array, bc, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbBlockCyclic), intent(in) :: bc
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_tile_block_cyclic(array%ptr, bc))
+  end subroutine
+
+  ! spaces: one per owner of bc%grid, row-major (the last grid dimension fastest).
+  subroutine mmb_array_distribute(array, bc, spaces, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbBlockCyclic), intent(in) :: bc
+    type(mmbMemSpace), intent(in) :: spaces(:)
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    rc = MMB_INVALID_ARG   ! (the C call reads one space per owner: there must be as many)
+    if (bc%rank >= 1 .and. bc%rank <= MMB_MAX_DIMS) then
+      if (size(spaces, kind=c_size_t) == product(bc%grid(1:bc%rank))) &
+        rc = c_mmb_array_distribute(array%ptr, bc, spaces)
+    end if
+    call set_err(err, rc)
+  end subroutine
+
+  subroutine mmb_array_get_block_cyclic(array, bc, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbBlockCyclic), intent(out) :: bc
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_get_block_cyclic(array%ptr, bc))
   end subroutine
 
   subroutine mmb_array_tile_grid(array, grid, err)

@@ -122,6 +122,11 @@ module mamba_c
     integer(c_long_long) :: n_allocs = 0, n_frees = 0, n_provider_allocs = 0, n_provider_frees = 0, &
                             n_failed = 0
   end type
+  type, bind(C) :: mmbBlockCyclic
+    integer(c_size_t) :: rank = 0
+    integer(c_size_t) :: global(MMB_MAX_DIMS) = 0, block(MMB_MAX_DIMS) = 0, grid(MMB_MAX_DIMS) = 1, &
+                         source(MMB_MAX_DIMS) = 0, owner(MMB_MAX_DIMS) = 0
+  end type
   type, bind(C) :: mmbCacheConfig
     integer(c_size_t) :: budget_bytes = 0
     real(c_double) :: clean_share = 0.5_c_double
@@ -581,6 +586,24 @@ module mamba_c
       type(c_ptr), value :: a
       type(c_dims), intent(in) :: tiles
       integer(c_size_t), intent(in) :: bounds(*)
+    end function
+    integer(c_int) function c_mmb_array_tile_block_cyclic(a, bc) &
+        bind(C, name='mmb_array_tile_block_cyclic')
+      import :: c_int, c_ptr, mmbBlockCyclic
+      type(c_ptr), value :: a
+      type(mmbBlockCyclic), intent(in) :: bc
+    end function
+    integer(c_int) function c_mmb_array_distribute(a, bc, spaces) bind(C, name='mmb_array_distribute')
+      import :: c_int, c_ptr, mmbBlockCyclic, mmbMemSpace
+      type(c_ptr), value :: a
+      type(mmbBlockCyclic), intent(in) :: bc
+      type(mmbMemSpace), intent(in) :: spaces(*)
+    end function
+    integer(c_int) function c_mmb_array_get_block_cyclic(a, bc) &
+        bind(C, name='mmb_array_get_block_cyclic')
+      import :: c_int, c_ptr, mmbBlockCyclic
+      type(c_ptr), value :: a
+      type(mmbBlockCyclic), intent(out) :: bc
     end function
     integer(c_int) function c_mmb_array_tile_grid(a, grid) bind(C, name='mmb_array_tile_grid')
       import :: c_int, c_ptr, c_dims

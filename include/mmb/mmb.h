@@ -14,6 +14,7 @@
 #include <mmb/layout.h>
 #include <mmb/array.h>
 #include <mmb/tile.h>
+#include <mmb/cyclic.h>
 #include <mmb/queue.h>
 #include <mmb/cache.h>
 #include <mmb/provider.h>

@@ -49,6 +49,8 @@ struct mmb__tiling {
   size_t grid[MMB_MAX_DIMS];
   size_t chunk[MMB_MAX_DIMS];     /* the largest tile extent along each dimension */
   const size_t *cut[MMB_MAX_DIMS];   /* grid[k] + 1 boundaries along k, after the slots */
+  bool cyclic;                       /* made by a block-cyclic distribution: */
+  mmbBlockCyclic bc;                 /* ... this one (place.c) */
   struct mmb__tile_slot slots[];
 };
 

@@ -1,5 +1,6 @@
-/* Tiling an array (regularly or not), and an array's tiles placed in its
-   preferred space:
+/* Tiling an array (regularly, irregularly, or by a block-cyclic
+   distribution), and an array's tiles placed in its preferred space or
+   dealt over spaces:
    the interface's own, when its home landed in the interface's fallback
    (tile.c moves them, tiling.c makes the grid). */
 #include "tile/internal.h"
@@ -78,4 +79,90 @@ mmbError mmb_array_tile_irregular(mmbArray *array, const mmbDimensions *tiles,
   mmbError err = retile(__func__, array);
   if (err == MMB_OK) err = mmb__tiling_new_irregular(__func__, array, tiles->d, bounds);
   return err == MMB_OK ? place(__func__, array) : err;
+}
+
+/* ---- block-cyclic ------------------------------------------------------- */
+
+static mmbError check_cyclic(const char *func, const mmbArray *a, const mmbBlockCyclic *bc) {
+  MMB__ARG(!bc, func, "bc is NULL");
+  MMB__ARG(bc->rank != a->rank, func, "a distribution of rank %zu for an array of rank %zu",
+           bc->rank, a->rank);
+  for (size_t k = 0; k < a->rank; k++) {
+    MMB__ARG(!bc->block[k] || !bc->grid[k], func, "dimension %zu: blocks of %zu over %zu owners",
+             k, bc->block[k], bc->grid[k]);
+    MMB__ARG(bc->source[k] >= bc->grid[k], func, "dimension %zu: source %zu outside a grid of "
+             "%zu", k, bc->source[k], bc->grid[k]);
+  }
+  return MMB_OK;
+}
+
+/* The new grid, by the distribution's blocks, keeps the distribution. */
+static mmbError tile_by_blocks(const char *func, mmbArray *a, const mmbBlockCyclic *bc) {
+  mmbError err = retile(func, a);
+  if (err == MMB_OK) err = mmb__tiling_new(func, a, bc->block);
+  if (err != MMB_OK) return err;
+  a->tiling->cyclic = true;
+  a->tiling->bc = *bc;
+  return MMB_OK;
+}
+
+mmbError mmb_array_tile_block_cyclic(mmbArray *array, const mmbBlockCyclic *bc) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  mmbError err = check_cyclic(__func__, array, bc);
+  if (err != MMB_OK) return err;
+  for (size_t k = 0; k < array->rank; k++) {
+    size_t mine = 0;
+    MMB__ARG(mmb_cyclic_numroc(bc->global[k], bc->block[k], bc->owner[k], bc->source[k],
+                               bc->grid[k], &mine) != MMB_OK, __func__,
+             "dimension %zu: owner %zu outside a grid of %zu", k, bc->owner[k], bc->grid[k]);
+    MMB__ARG(mine != array->dims[k], __func__, "dimension %zu: the array's extent is %zu, where "
+             "owner %zu holds %zu of %zu", k, array->dims[k], bc->owner[k], mine, bc->global[k]);
+  }
+  err = tile_by_blocks(__func__, array, bc);
+  return err == MMB_OK ? place(__func__, array) : err;
+}
+
+mmbError mmb_array_distribute(mmbArray *array, const mmbBlockCyclic *bc,
+                              mmbMemSpace *const *spaces) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  mmbError err = check_cyclic(__func__, array, bc);
+  if (err != MMB_OK) return err;
+  MMB__ARG(!spaces, __func__, "spaces is NULL");
+  size_t owners = 1;
+  for (size_t k = 0; k < array->rank; k++) {
+    MMB__ARG(bc->global[k] != array->dims[k], __func__, "dimension %zu: a distribution of %zu "
+             "for an array of %zu", k, bc->global[k], array->dims[k]);
+    MMB__ARG(mmb__mul_overflows(owners, bc->grid[k], &owners), __func__,
+             "the owners overflow size_t");
+  }
+  for (size_t o = 0; o < owners; o++) MMB__HANDLE(spaces[o], MMB__KIND_SPACE, __func__, "spaces[]");
+  if ((err = tile_by_blocks(__func__, array, bc)) != MMB_OK) return err;
+  struct mmb__tiling *g = array->tiling;
+  for (size_t i = 0; i < g->n_tiles; i++) {
+    mmb__tile *t = &g->slots[i].tile;
+    size_t o = 0;
+    for (size_t k = 0; k < array->rank; k++)   /* INDXG2P of the block's first index */
+      o = o * bc->grid[k] + (bc->source[k] + t->pub.lower[k] / bc->block[k]) % bc->grid[k];
+    if (spaces[o] == array->iface->space) continue;
+    if ((err = mmb_tile_migrate(&t->pub, spaces[o], MMB_READ, NULL)) != MMB_OK) {
+      mmbError back = unplace(__func__, array);   /* nothing half dealt */
+      return mmb__fail(err, __func__, "block %zu to %s: %s%s", i, spaces[o]->info.name,
+                       mmb_error_string(err), back != MMB_OK ? " (and not all came home)" : "");
+    }
+    t->placed = true;
+    array->n_placed++;
+  }
+  return MMB_OK;
+}
+
+mmbError mmb_array_get_block_cyclic(const mmbArray *array, mmbBlockCyclic *out) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");
+  MMB__ARG(!out, __func__, "out is NULL");
+  if (!array->tiling || !array->tiling->cyclic)
+    return mmb__fail(MMB_INVALID_STATE, __func__, "the array is not tiled block-cyclically");
+  *out = array->tiling->bc;
+  return MMB_OK;
 }

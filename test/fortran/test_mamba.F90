@@ -1118,6 +1118,8 @@ contains
     integer(mmbIndexKind), allocatable :: idx(:)
     integer(mmbSizeKind) :: n
     integer(c_size_t), target :: diagonal(3) = [8_c_size_t, 4_c_size_t, 0_c_size_t]
+    type(mmbBlockCyclic) :: bc, got
+    type(mmbMemSpace) :: space
     integer :: err, seen
     call begin('iterators')
     call setup(8, 2, layout, iface)
@@ -1188,6 +1190,28 @@ contains
     call mmb_array_tile_irregular(arr, [2_mmbIndexKind, 3_mmbIndexKind], &
       [0_mmbIndexKind, 4_mmbIndexKind, 9_mmbIndexKind], err)
     call expect(err, MMB_INVALID_ARG, 'boundaries short of the tile counts')
+    ! the 9 x 6 array as owner (1, 0)'s part of 18 x 6 in blocks of 3 x 2 over 2 x 3 owners
+    bc%rank = 2
+    bc%global(1:2) = [18, 6]
+    bc%block(1:2) = [3, 2]
+    bc%grid(1:2) = [2, 3]
+    bc%owner(1:2) = [1, 0]
+    call mmb_array_tile_block_cyclic(arr, bc, err)
+    call expect(err, MMB_INVALID_ARG, 'owner (1, 0) holds 9 x 2, not 9 x 6')
+    bc%grid(2) = 1
+    call mmb_array_tile_block_cyclic(arr, bc, err)
+    call expect(err, MMB_OK, 'owner (1, 0) of 2 x 1 holds 9 x 6')
+    call mmb_array_get_block_cyclic(arr, got, err)
+    call ensure(err == MMB_OK .and. got%global(1) == 18 .and. got%owner(1) == 1, 'its distribution')
+    call mmb_array_tile_grid(arr, idx, err)
+    call ensure(all(idx == [3, 3]), 'tiled by its blocks: 3 x 3')
+    bc%global(1) = 9
+    bc%grid(1:2) = [1, 1]
+    call mmb_interface_get_space(iface, space, err)
+    call mmb_array_distribute(arr, bc, [space, space], err)
+    call expect(err, MMB_INVALID_ARG, 'two spaces for one owner')
+    call mmb_array_distribute(arr, bc, [space], err)
+    call expect(err, MMB_OK, 'dealt over one space, its own')
     call mmb_array_destroy(arr, err)
     call expect(err, MMB_OK, 'the array')
     call teardown(layout, iface)
