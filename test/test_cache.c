@@ -739,20 +739,28 @@ static mmbOomAction handler(mmbMemSpace *space, size_t need, unsigned attempt, v
   return h->says;
 }
 
+/* A pool on s that keeps a freed segment of `bytes`. */
+static mmbMemInterface *pool_holding(mmbMemSpace *s, size_t bytes, unsigned flags) {
+  mmbMemInterface *pool;
+  mmbAllocation *a;
+  mmbStats st;
+  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
+                                                        .flags = flags}, &pool));
+  OK(mmb_allocate(bytes, pool, &a));
+  OK(mmb_free(a));
+  OK(mmb_interface_get_stats(pool, &st));
+  cr_assert_geq(st.reserved_current, bytes, "the pool holds its segment");
+  return pool;
+}
+
 /* A pool gives back the segments it caches before it refuses: the chain
    never runs for that. */
 MMB_TEST(oom, a_pool_gives_back_its_own_cache_before_the_chain) {
   mmbMemSpace *s = limited(8 << 20);
-  mmbMemInterface *pool;
-  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL}, &pool));
   handler_state h = {.says = MMB_OOM_GIVE_UP};
   OK(mmb_space_add_oom_handler(s, handler, &h));
+  mmbMemInterface *pool = pool_holding(s, 3 << 20, 0);
   mmbAllocation *a;
-  OK(mmb_allocate(3 << 20, pool, &a));
-  OK(mmb_free(a));   /* the pool keeps its segment */
-  mmbStats ps;
-  OK(mmb_interface_get_stats(pool, &ps));
-  cr_assert_geq(ps.reserved_current, 3 << 20, "the pool holds its segment");
   OK(mmb_allocate(6 << 20, pool, &a));   /* past the limit with that segment: it goes first */
   mmbCacheStats st;
   OK(mmb_space_get_cache_stats(s, &st));
@@ -770,17 +778,11 @@ MMB_TEST(oom, a_pool_gives_back_its_own_cache_before_the_chain) {
    belongs to its thread, and keeps its segment: the handler is asked. */
 static void trims_the_spaces_other_pools(unsigned flags) {
   mmbMemSpace *s = limited(8 << 20);
-  mmbMemInterface *keeper, *basic = basic_on(s, NULL);
-  OK(mmb_request_interface(s, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL,
-                                                        .flags = flags}, &keeper));
+  mmbMemInterface *keeper = pool_holding(s, 5 << 20, flags), *basic = basic_on(s, NULL);
   handler_state h = {.says = MMB_OOM_GIVE_UP};
   OK(mmb_space_add_oom_handler(s, handler, &h));
   mmbAllocation *a;
-  OK(mmb_allocate(5 << 20, keeper, &a));
-  OK(mmb_free(a));   /* the pool keeps its segment */
   mmbStats ks;
-  OK(mmb_interface_get_stats(keeper, &ks));
-  cr_assert_geq(ks.reserved_current, 5 << 20, "the pool holds its segment");
   mmbError e = mmb_allocate(6 << 20, basic, &a);   /* past the limit with that segment */
   OK(mmb_interface_get_stats(keeper, &ks));
   if (flags & MMB_INTERFACE_THREAD_SAFE) {

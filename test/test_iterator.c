@@ -47,11 +47,14 @@ MMB_TEST(iterator, bad_input_is_refused) {
   OK(mmb_interface_destroy(iface));
 }
 
-/* The grid indices an iterator visits, in order. */
-static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max) {
+/* The grid indices an iterator with options o visits, in order; each tile
+   is the grid's, and the iterator counts what it visits. */
+static size_t visit_with(mmbArray *a, const mmbTileIteratorOptions *o, size_t (*out)[2],
+                         size_t max) {
   mmbTileIterator *it;
-  OK(mmb_tile_iterator_create(a, &(mmbTileIteratorOptions){.schedule = s}, &it));
-  size_t n = 0;
+  OK(mmb_tile_iterator_create(a, o, &it));
+  size_t n = 0, count;
+  OK(mmb_tile_iterator_count(it, &count));
   mmbError walk = MMB_OK;
   for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
        walk = mmb_tile_iterator_next(it)) {
@@ -66,8 +69,13 @@ static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max
     n++;
   }
   OK(walk);
+  cr_assert_eq(count, n, "count %zu, visited %zu", count, n);
   OK(mmb_tile_iterator_destroy(it));
   return n;
+}
+
+static size_t visit(mmbArray *a, mmbTileSchedule s, size_t (*out)[2], size_t max) {
+  return visit_with(a, &(mmbTileIteratorOptions){.schedule = s}, out, max);
 }
 
 static void expect_order(mmbArray *a, mmbTileSchedule s, const size_t (*want)[2], size_t n) {
@@ -177,28 +185,6 @@ MMB_TEST(iterator, an_untiled_array_is_visited_as_one_tile) {
 }
 
 /* ---- custom schedules ------------------------------------------------------ */
-
-static size_t visit_with(mmbArray *a, const mmbTileIteratorOptions *o, size_t (*out)[2],
-                         size_t max) {
-  mmbTileIterator *it;
-  OK(mmb_tile_iterator_create(a, o, &it));
-  size_t n = 0, count;
-  OK(mmb_tile_iterator_count(it, &count));
-  mmbError walk = MMB_OK;
-  for (mmbArrayTile *t; walk == MMB_OK && (t = mmb_tile_iterator_tile(it));
-       walk = mmb_tile_iterator_next(it)) {
-    cr_assert_lt(n, max);
-    mmbIndex idx;
-    OK(mmb_tile_iterator_get_index(it, &idx));
-    out[n][0] = idx.d[0];
-    out[n][1] = idx.d[1];
-    n++;
-  }
-  OK(walk);
-  cr_assert_eq(count, n, "count %zu, visited %zu", count, n);
-  OK(mmb_tile_iterator_destroy(it));
-  return n;
-}
 
 /* The lower triangle of the grid, row by row: a subset, by function. */
 static bool lower_triangle(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
