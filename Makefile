@@ -91,6 +91,12 @@ MPICC ?= mpicc
 ifeq ($(origin MPI),undefined)
   MPI := $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
 endif
+# ScaLAPACK (build/bin/pgemm, the block-cyclic mapping checked against it):
+# with MPI, when Debian's libscalapack-openmpi is there.
+SCALAPACK_LIB ?= $(firstword $(wildcard /usr/lib/*/libscalapack-openmpi.so /usr/lib64/libscalapack.so))
+ifeq ($(origin SCALAPACK),undefined)
+  SCALAPACK := $(if $(and $(filter 1,$(MPI)),$(SCALAPACK_LIB)),1,0)
+endif
 MPI_OBJ  := $(BUILD)/obj/mpi/mmb_mpi.o
 MPI_LIBS := $(BUILD)/lib/libmmb_mpi.a $(BUILD)/lib/libmmb_mpi.so
 MPI_LINK := -L$(BUILD)/lib -lmmb_mpi -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
@@ -110,12 +116,12 @@ FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-ooc install clean deps install-check plot-check cnn-check ooc-check gpu-check \
-        layers-check fuzz analyze fortran fortran-check mpi mpi-check
+        layers-check fuzz analyze fortran fortran-check mpi mpi-check scalapack-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
 all: $(STATIC) $(SHARED) $(TOOLS) $(if $(filter 1,$(FORTRAN)),$(FORTRAN_LIBS)) \
      $(if $(filter 1,$(MPI)),$(MPI_LIBS))
-examples: $(EXAMPLES)
+examples: $(EXAMPLES) $(if $(filter 1,$(SCALAPACK)),$(BUILD)/bin/pgemm)
 
 # (a static pattern: each stamp is a target, so pattern rules can rely on it)
 DEPS_DOCS     := $(BUILD)/.deps-docs
@@ -329,6 +335,14 @@ $(BUILD)/lib/libmmb_mpi.so: $(MPI_OBJ) $(SHARED)
 $(BUILD)/test/mpi-tests: test/mpi/test_mpi.c $(MPI_LIBS)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) -lpthread
+# ScaLAPACK's PDGEMM on block-cyclic mmb arrays (examples/scalapack/pgemm.c),
+# and mmb/cyclic.h's mapping against ScaLAPACK's own (test/scalapack/).
+$(BUILD)/bin/pgemm: examples/scalapack/pgemm.c include/mmb/cyclic.h $(MPI_LIBS) | $(DEPS_EXAMPLES)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) $(SCALAPACK_LIB) -lm
+$(BUILD)/test/scalapack-mapping: test/scalapack/mapping.c include/mmb/cyclic.h | $(DEPS_TEST)
+	@mkdir -p $(@D)
+	$(MPICC) $(BASE) $< -o $@ $(SAN) $(SCALAPACK_LIB)
 $(BUILD)/bin/bench-mpi: bench/mpi.c $(MPI_LIBS) | $(DEPS_BENCH)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) -O3 -march=native $< -o $@ $(MPI_LINK) -lm
@@ -354,6 +368,17 @@ mpi-check: $(BUILD)/test/mpi-tests $(BUILD)/bin/cnn $(TOOLS)
 else
 mpi mpi-check:
 	@echo "$@: skipped: no MPI compiler ($(MPICC)); scripts/install-deps.sh mpi installs Open MPI"
+endif
+
+# ScaLAPACK: the mapping on 2000 random cases, then pgemm on 1, 2 and 4
+# ranks (and its local parts on disk) against the matrices' formulas.
+ifeq ($(SCALAPACK),1)
+scalapack-check: $(BUILD)/test/scalapack-mapping $(BUILD)/bin/pgemm
+	$(BUILD)/test/scalapack-mapping
+	test/scalapack/pgemm.sh $(BUILD)/bin/pgemm
+else
+scalapack-check:
+	@echo "$@: skipped: no ScaLAPACK with MPI; scripts/install-deps.sh test installs libscalapack-openmpi-dev"
 endif
 
 # Tests link the static library: they reach internals (fault injection).
@@ -387,6 +412,7 @@ test: $(TESTS) $(STRESS) install-check plot-check cnn-check ooc-check layers-che
 	@# (makes of their own: they look for gfortran and mpicc after install-deps put them there)
 	$(MAKE) --no-print-directory fortran-check
 	$(MAKE) --no-print-directory mpi-check
+	$(MAKE) --no-print-directory scalapack-check
 ifeq ($(SANITIZE),)
 	$(MAKE) --no-print-directory fuzz
 endif
@@ -537,6 +563,7 @@ ANALYZE_MPI    = $(if $(filter 1,$(MPI)),$(shell $(MPICC) --showme:compile 2>/de
 ANALYZE_LIB   := $(LIB_SRC) $(if $(filter 1,$(MPI)),mpi/mmb_mpi.c)
 ANALYZE_CNN   := $(wildcard examples/cnn/*.c)
 ANALYZE_APPS  := tools/mmb-info.c $(wildcard examples/*.c examples/ooc_gemm/*.c fuzz/*.c) \
+                 $(if $(filter 1,$(MPI)),examples/scalapack/pgemm.c) \
                  $(if $(filter 1,$(FORTRAN)),$(wildcard fortran/*.c)) \
                  $(filter-out $(if $(filter 1,$(MPI)),,bench/mpi.c),$(wildcard bench/*.c))
 ANALYZE_STAMPS := $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(ANALYZE_LIB) $(ANALYZE_CNN) $(ANALYZE_APPS)))

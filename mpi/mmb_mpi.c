@@ -20,6 +20,7 @@
    order, or packed into a row-major duplicate by mmb's copy engine. */
 #include <mmb/mpi.h>
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -896,4 +897,41 @@ mmbError mmb_mpi_array_allreduce_async(mmbArray *array, mmbMergeType op, MPI_Com
                                        mmbQueue *q, mmbRequest *req) {
   return array ? run_async(CALL(ALLREDUCE, 0, 0, comm, op, NULL), NULL, array, q, req)
                : MMB_INVALID_ARG;
+}
+
+/* ---- ScaLAPACK ------------------------------------------------------------ */
+
+mmbError mmb_mpi_array_descriptor(mmbArray *array, int blacs_context, int desc[9]) {
+  mmbError err = ready(__func__);
+  if (err != MMB_OK) return err;
+  if (!array || !desc) {
+    say(MMB_LOG_DEBUG, __func__, "NULL argument");
+    return MMB_INVALID_ARG;
+  }
+  mmbBlockCyclic bc;
+  mmbDimensions dims, strides;
+  if ((err = mmb_array_get_block_cyclic(array, &bc)) != MMB_OK ||
+      (err = mmb_array_get_dims(array, &dims)) != MMB_OK ||
+      (err = mmb_array_get_strides(array, &strides)) != MMB_OK)
+    return err;
+  if (bc.rank != 2 || strides.d[0] != 1) {
+    say(MMB_LOG_DEBUG, __func__, "ScaLAPACK takes matrices in column-major order (rank %zu, "
+        "row stride %zu)", bc.rank, strides.d[0]);
+    return MMB_INVALID_ARG;
+  }
+  if (!mmb_array_ptr(array)) {
+    say(MMB_LOG_DEBUG, __func__, "the local part is not in host memory");
+    return MMB_INVALID_STATE;
+  }
+  size_t v[9] = {1, 0, bc.global[0], bc.global[1], bc.block[0], bc.block[1], bc.source[0],
+                 bc.source[1], strides.d[1] > 1 ? strides.d[1] : 1};
+  for (int i = 0; i < 9; i++) {
+    if (v[i] > INT_MAX) {
+      say(MMB_LOG_DEBUG, __func__, "descriptor entry %d (%zu) is past INT_MAX", i, v[i]);
+      return MMB_OVERFLOW;
+    }
+    desc[i] = (int)v[i];
+  }
+  desc[1] = blacs_context;
+  return MMB_OK;
 }

@@ -7,7 +7,8 @@
 #   scripts/install-deps.sh mpi        + Open MPI (libmmb_mpi, the data-parallel CNN)
 #   scripts/install-deps.sh test       + Criterion, OpenBLAS, gnuplot, python3 (tools/mmb-plot,
 #                                      the trace checks), cmake (the find_package check),
-#                                      clang and libclang-rt-14-dev (make fuzz), gfortran, Open MPI
+#                                      clang and libclang-rt-14-dev (make fuzz), gfortran, Open MPI,
+#                                      ScaLAPACK (libscalapack-openmpi-dev: pgemm, the mapping's check)
 #   scripts/install-deps.sh bench      + OpenBLAS, mimalloc and jemalloc (allocator baselines)
 #   scripts/install-deps.sh count      + mimalloc, jemalloc and valgrind (bench/alloc-instructions.sh)
 #   scripts/install-deps.sh fuzz       + clang and libclang-rt-14-dev
@@ -45,6 +46,8 @@ want_fortran()  { command -v gfortran >/dev/null 2>&1 || need+=(gfortran); }
 want_mpi()      { command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 ||
                     need+=(libopenmpi-dev openmpi-bin)
                   command -v ssh >/dev/null 2>&1 || command -v rsh >/dev/null 2>&1 || need+=(openssh-client); }
+want_scalapack() { want_mpi
+                  ls /usr/lib/*/libscalapack-openmpi.so >/dev/null 2>&1 || need+=(libscalapack-openmpi-dev); }
 want_valgrind() { command -v valgrind >/dev/null 2>&1 || need+=(valgrind); }
 want_doxygen()  { command -v doxygen >/dev/null 2>&1 || need+=(doxygen); }
 want_torch()    { /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch); }
@@ -58,7 +61,8 @@ case "$set_name" in
   examples) want_openblas ;;
   fortran) want_fortran ;;
   mpi) want_mpi ;;
-  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran; want_mpi ;;
+  test) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_fortran; want_mpi
+        want_scalapack ;;
   bench) want_openblas; want_allocators ;;
   count) want_allocators; want_valgrind ;;
   fuzz) want_fuzz ;;
@@ -66,7 +70,7 @@ case "$set_name" in
   docs) want_doxygen ;;
   torch) want_torch ;;
   all) want_openblas; want_criterion; want_plot; want_cmake; want_fuzz; want_allocators; want_doxygen
-       want_fortran; want_mpi ;;
+       want_fortran; want_mpi; want_scalapack ;;
   *) echo "install-deps: unknown set '$set_name' (lib, examples, fortran, mpi, test, bench, count, fuzz, analyze, docs, torch, all)" >&2
      exit 2 ;;
 esac

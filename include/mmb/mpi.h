@@ -1,7 +1,8 @@
 /**
  * \file mmb/mpi.h
  * Tiles and arrays between MPI ranks: send, receive, broadcast and
- * all-reduce, from and into any tier (libmmb_mpi; `pkg-config mmb-mpi`).
+ * all-reduce, from and into any tier (libmmb_mpi; `pkg-config mmb-mpi`);
+ * and block-cyclic arrays handed to ScaLAPACK (mmb_mpi_array_descriptor).
  *
  * This header and libmmb_mpi are built when MPI is found; the core library
  * (libmmb) never links MPI. MPI must be initialised by the caller (MPI_Init
@@ -197,6 +198,24 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_bcast_async(mmbArray *array, int
 MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_allreduce_async(mmbArray *array, mmbMergeType op,
                                                                 MPI_Comm comm, mmbQueue *q,
                                                                 mmbRequest *req);
+
+/* ---- ScaLAPACK ------------------------------------------------------------ */
+
+/**
+ * The ScaLAPACK array descriptor (DESC_, 9 integers: DTYPE 1, CTXT, M, N,
+ * MB, NB, RSRC, CSRC, LLD) of \p array, this process's local part of a
+ * block-cyclic matrix (mmb_array_tile_block_cyclic, with the owner at this
+ * process's row and column of the BLACS grid \p blacs_context). The array
+ * is then handed to ScaLAPACK in place: mmb_array_ptr(array) is its local
+ * matrix, desc its descriptor (for ScaLAPACK's 1-based IA, JA = 1).
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank other than 2, or a local
+ *         part that is not column-major (ScaLAPACK's order: stride 1 along
+ *         the rows); MMB_INVALID_STATE for an array not tiled
+ *         block-cyclically, or not in host memory; MMB_OVERFLOW for an
+ *         extent past INT_MAX; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_descriptor(mmbArray *array, int blacs_context,
+                                                           int desc[9]);
 
 #ifdef __cplusplus
 }
