@@ -62,6 +62,7 @@ module mamba_c
     integer(c_size_t) :: release_threshold = 0
     integer(c_int) :: copy_threads = 0       ! host copies from 4 MiB split over this many threads
     type(c_ptr) :: fallback = c_null_ptr     ! a space (its %ptr) serving what this one cannot
+    type(c_ptr) :: provider_options = c_null_ptr   ! the provider's own, read by its init
   end type
   type(mmbMemInterfaceConfig), parameter :: MMB_MEMINTERFACE_CONFIG_DEFAULT = &
     mmbMemInterfaceConfig(MMB_PROVIDER_DEFAULT, MMB_STRATEGY_DEFAULT, 0, 0_c_size_t, 0)
@@ -163,6 +164,7 @@ module mamba_c
   end type
   type, bind(C) :: mmbProviderTarget
     integer(c_int) :: layer = 0, context = 0, numa_node = -1, device = -1
+    type(c_ptr) :: options = c_null_ptr      ! the interface config's provider_options
   end type
   ! A provider's table; it and the string `name` points at must outlive the
   ! registration (save them, with the target attribute).

@@ -59,6 +59,52 @@ MMB_TEST(provider, a_registered_provider_serves_allocations) {
   OK(mmb_interface_destroy(iface));
 }
 
+/* A provider's own options reach its init through the interface config:
+   here the byte it fills new blocks with (its state keeps a copy; the
+   pointer is valid during init only); an interface without them fills 0. */
+typedef struct filling_state {
+  int fill;
+} filling_state;
+
+static mmbError filling_init(void *state, const mmbProviderTarget *target) {
+  filling_state *st = state;
+  st->fill = target->options ? *(const int *)target->options : 0;
+  return MMB_OK;
+}
+static mmbError filling_alloc(void *state, size_t size, size_t alignment, unsigned flags,
+                              void **out) {
+  if (posix_memalign(out, alignment, size)) return MMB_OUT_OF_MEMORY;
+  memset(*out, flags & MMB_ALLOC_ZERO ? 0 : ((filling_state *)state)->fill, size);
+  return MMB_OK;
+}
+static void filling_free(void *state, void *ptr, size_t size, size_t alignment) { free(ptr); }
+
+MMB_TEST(provider, its_options_come_through_the_interface_config) {
+  static const mmbProviderOps filling_ops = {
+      .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "filling",
+      .state_size = sizeof(filling_state), .caps = MMB_PROVIDER_HOST_ACCESSIBLE,
+      .init = filling_init, .alloc = filling_alloc, .free = filling_free};
+  mmbProviderType type;
+  OK(mmb_provider_register(&filling_ops, &type));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  int fill = 0x5a;
+  mmbMemInterface *with, *without;
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.provider = type,
+                                                           .provider_options = &fill}, &with));
+  fill = 0;   /* copied at init: the interface keeps 0x5a */
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.provider = type}, &without));
+  mmbAllocation *a, *b;
+  OK(mmb_allocate(64, with, &a));
+  OK(mmb_allocate(64, without, &b));
+  cr_assert_eq(((unsigned char *)mmb_allocation_ptr(a))[63], 0x5a);
+  cr_assert_eq(((unsigned char *)mmb_allocation_ptr(b))[63], 0);
+  OK(mmb_free(a));
+  OK(mmb_free(b));
+  OK(mmb_interface_destroy(with));
+  OK(mmb_interface_destroy(without));
+}
+
 MMB_TEST(provider, bad_registrations) {
   mmbProviderType type = 0;
   FAILS(mmb_provider_register(NULL, &type), MMB_INVALID_ARG);

@@ -41,6 +41,8 @@ typedef struct mmbProviderTarget {
   mmbExecutionContext context;   /**< the space's context */
   int numa_node;   /**< OS index of the space's NUMA node, -1 for none */
   int device;      /**< CUDA device ordinal, -1 for none */
+  const void *options;   /**< mmbMemInterfaceConfig.provider_options of the interface
+                              (valid during init only: copy what is needed); NULL = none */
 } mmbProviderTarget;
 
 /** A provider. The table must outlive its registration (until finalize). */

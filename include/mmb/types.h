@@ -173,6 +173,8 @@ typedef struct mmbMemInterfaceConfig {
                                     array served there has its tiles placed back in
                                     this interface's space while they fit, by
                                     mmb_array_tile); NULL = strict */
+  const void *provider_options; /**< the provider's own options, opaque to mmb: its init
+                                    reads them (mmbProviderTarget.options); NULL = none */
 } mmbMemInterfaceConfig;
 
 /** The interface may be used from several threads at once. Without it, an

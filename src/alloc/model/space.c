@@ -350,7 +350,8 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
   bool same = old && same_space_config(&old->reg_cfg, &cfg, layer) &&
               had->provider == icfg.provider && had->strategy == icfg.strategy &&
               had->flags == icfg.flags && had->release_threshold == icfg.release_threshold &&
-              had->copy_threads == icfg.copy_threads;
+              had->copy_threads == icfg.copy_threads && had->fallback == icfg.fallback &&
+              had->provider_options == icfg.provider_options;
   pthread_mutex_unlock(&requested_lock);
   if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
   void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);

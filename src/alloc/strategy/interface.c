@@ -26,12 +26,12 @@ static mmbError resolve_provider(mmbMemSpace *space, mmbProviderType type,
   return MMB_OK;
 }
 
-static mmbError provider_start(mmbMemInterface *iface) {
+static mmbError provider_start(mmbMemInterface *iface, const void *options) {
   const mmbProviderOps *ops = iface->provider.ops;
   if (ops->state_size && !(iface->provider.state = mmb__calloc(1, ops->state_size)))
     return MMB_OUT_OF_MEMORY;
   const mmbSpaceInfo *si = &iface->space->info;
-  mmbProviderTarget target = {si->layer, si->context, si->numa_node, si->device};
+  mmbProviderTarget target = {si->layer, si->context, si->numa_node, si->device, options};
   mmbError err = ops->init ? ops->init(iface->provider.state, &target) : MMB_OK;
   if (err != MMB_OK) mmb__free(iface->provider.state);
   return err;
@@ -60,6 +60,7 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     mmbMemInterfaceConfig fc = c;
     fc.fallback = NULL;
     fc.provider = MMB_PROVIDER_DEFAULT;
+    fc.provider_options = NULL;   /* (they were for the provider asked for) */
     mmbError ferr = mmb_request_interface(c.fallback, &fc, &fallback);
     if (ferr != MMB_OK) return ferr;
   }
@@ -69,14 +70,13 @@ mmbError mmb_request_interface(mmbMemSpace *space, const mmbMemInterfaceConfig *
     return MMB_OUT_OF_MEMORY;
   }
   iface->fallback = fallback;
-  if (!iface) return MMB_OUT_OF_MEMORY;
   iface->space = space;
   iface->flags = c.flags;
   iface->release_threshold = c.release_threshold;
   iface->copy_threads = c.copy_threads;
   mmbError err = resolve_strategy(c.strategy, &iface->strategy);
   if (err == MMB_OK) err = resolve_provider(space, c.provider, iface);
-  if (err == MMB_OK) err = provider_start(iface);
+  if (err == MMB_OK) err = provider_start(iface, c.provider_options);
   if (err != MMB_OK) {
     mmb__object_free(iface);
     if (fallback) MMB__MUST(mmb_interface_destroy(fallback));
