@@ -264,6 +264,11 @@ static size_t position(const mmbTileIterator *it, size_t pos) {
   return it->order ? it->order[pos] : pos;
 }
 
+/* The grid's tile at walk position pos. */
+static mmbArrayTile *tile_at(const mmbTileIterator *it, size_t pos) {
+  return &it->g->slots[position(it, pos)].tile.pub;
+}
+
 static slot *slot_of(const mmbTileIterator *it, size_t pos) {
   return &it->slots[pos % it->n_slots];
 }
@@ -283,7 +288,7 @@ static mmbError prefetch(mmbTileIterator *it) {
     mmbError err = mmb_wait(&s->merged);   /* its storage is about to be reused */
     if (it->issued >= it->n_slots) settle(it, it->issued - it->n_slots);
     if (err == MMB_OK)
-      err = mmb_tile_duplicate_async(&it->g->slots[position(it, it->issued)].tile.pub, it->space,
+      err = mmb_tile_duplicate_async(tile_at(it, it->issued), it->space,
                                      it->access, NULL, it->q, &s->ready, &s->dup);
     if (err != MMB_OK) return err;
     it->issued++;
@@ -336,11 +341,9 @@ static mmbError arrive(mmbTileIterator *it) {
 /* Through the cache: the tile at pos acquired, the next depth advised. */
 static mmbError acquire_current(mmbTileIterator *it) {
   if (it->pos >= it->n) return MMB_OK;
-  mmbError err = mmb_tile_acquire(&it->g->slots[position(it, it->pos)].tile.pub, it->space,
-                                  it->access, &it->local);
+  mmbError err = mmb_tile_acquire(tile_at(it, it->pos), it->space, it->access, &it->local);
   for (size_t k = 1; err == MMB_OK && k <= it->depth && it->pos + k < it->n; k++)
-    err = mmb_tile_advise(&it->g->slots[position(it, it->pos + k)].tile.pub, it->space,
-                          MMB_ADVICE_WILLNEED);
+    err = mmb_tile_advise(tile_at(it, it->pos + k), it->space, MMB_ADVICE_WILLNEED);
   return err;
 }
 
@@ -400,7 +403,7 @@ mmbArrayTile *mmb_tile_iterator_tile(const mmbTileIterator *it) {
     return NULL;
   if (it->cached) return it->local;              /* NULL if its acquire failed */
   if (it->q) return slot_of(it, it->pos)->dup;   /* NULL if its prefetch failed */
-  return &it->g->slots[current(it)].tile.pub;
+  return tile_at(it, it->pos);
 }
 
 mmbError mmb_tile_iterator_get_index(const mmbTileIterator *it, mmbIndex *out_index) {

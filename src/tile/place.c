@@ -1,9 +1,18 @@
 /* Tiling an array (regularly, irregularly, or by a block-cyclic
-   distribution), and an array's tiles placed in its preferred space or
-   dealt over spaces:
-   the interface's own, when its home landed in the interface's fallback
-   (tile.c moves them, tiling.c makes the grid). */
+   distribution), and its tiles placed away from home: in its preferred
+   space (the interface's own, when the home landed in the interface's
+   fallback), or dealt over spaces by a distribution. Placed tiles go home
+   before the grid changes. (tile.c moves them, tiling.c makes the grid.) */
 #include "tile/internal.h"
+
+/* Moves tile t to space with its data and marks it tiling's to bring home. */
+static mmbError place_tile(mmbArray *a, mmb__tile *t, mmbMemSpace *space) {
+  mmbError err = mmb_tile_migrate(&t->pub, space, MMB_READ, NULL);
+  if (err != MMB_OK) return err;
+  t->placed = true;
+  a->n_placed++;
+  return MMB_OK;
+}
 
 /* An array whose home landed in its interface's fallback space prefers
    the interface's own: its tiles move there, in the grid's order, while
@@ -12,12 +21,9 @@
 static mmbError place(const char *func, mmbArray *a) {
   if (!a->preferred || !a->tiling) return MMB_OK;
   for (size_t i = 0; i < a->tiling->n_tiles; i++) {
-    mmb__tile *t = &a->tiling->slots[i].tile;
-    mmbError err = mmb_tile_migrate(&t->pub, a->preferred, MMB_READ, NULL);
+    mmbError err = place_tile(a, &a->tiling->slots[i].tile, a->preferred);
     if (err == MMB_OUT_OF_MEMORY) break;
     if (err != MMB_OK) return mmb__fail(err, func, "placing tile %zu: %s", i, mmb_error_string(err));
-    t->placed = true;
-    a->n_placed++;
   }
   return MMB_OK;
 }
@@ -143,16 +149,17 @@ mmbError mmb_array_distribute(mmbArray *array, const mmbBlockCyclic *bc,
   for (size_t i = 0; i < g->n_tiles; i++) {
     mmb__tile *t = &g->slots[i].tile;
     size_t o = 0;
-    for (size_t k = 0; k < array->rank; k++)   /* INDXG2P of the block's first index */
-      o = o * bc->grid[k] + (bc->source[k] + t->pub.lower[k] / bc->block[k]) % bc->grid[k];
+    for (size_t k = 0; k < array->rank; k++) {   /* the owner of the block's first index */
+      size_t p = 0;
+      (void)mmb_cyclic_indxg2p(t->pub.lower[k], bc->block[k], bc->source[k], bc->grid[k], &p);
+      o = o * bc->grid[k] + p;   /* (checked by check_cyclic: it cannot fail) */
+    }
     if (spaces[o] == array->iface->space) continue;
-    if ((err = mmb_tile_migrate(&t->pub, spaces[o], MMB_READ, NULL)) != MMB_OK) {
+    if ((err = place_tile(array, t, spaces[o])) != MMB_OK) {
       mmbError back = unplace(__func__, array);   /* nothing half dealt */
       return mmb__fail(err, __func__, "block %zu to %s: %s%s", i, spaces[o]->info.name,
                        mmb_error_string(err), back != MMB_OK ? " (and not all came home)" : "");
     }
-    t->placed = true;
-    array->n_placed++;
   }
   return MMB_OK;
 }
