@@ -203,6 +203,12 @@ void mmb__engine_copy(char *dst, const size_t *ds, const char *src, const size_t
   if (f != rows_memcpy) _mm_sfence();
 }
 
+bool mmb__engine_streams(size_t bytes) { return config.nt_rows && bytes >= config.nt_bytes; }
+
+void mmb__engine_run(char *dst, const char *src, size_t bytes, bool stream) {
+  (stream && config.nt_rows ? config.nt_rows : rows_memcpy)(dst, 0, src, 0, bytes, 1);
+}
+
 mmbError mmb__engine_init(void) {
   size_t nt = 0, llc = mmb__os_llc_bytes();
   const char *env = getenv("MMB_COPY_NT_BYTES");

@@ -13,6 +13,12 @@
    of the destination's NUMA node, where helpers run (-1: anywhere). */
 void mmb__engine_copy(char *dst, const size_t *dstride, const char *src, const size_t *sstride,
                       size_t ndims, const size_t *dims, unsigned threads, int numa);
+/* For code that moves data its own way (the record conversions): whether a
+   copy of `bytes` should write with streaming stores, and one run written
+   so (stream, where the CPU has them; the caller fences with _mm_sfence)
+   or with memcpy. */
+bool mmb__engine_streams(size_t bytes);
+void mmb__engine_run(char *dst, const char *src, size_t bytes, bool stream);
 mmbError mmb__engine_init(void);      /* MMB_COPY_NT_BYTES, MMB_COPY_THREADS, the CPU's stores */
 void mmb__engine_finalize(void);      /* joins the helper threads */
 
