@@ -23,7 +23,7 @@ module mamba
     mmbMemSpaceConfig, mmbOptions, mmbLayoutPadding, mmbLayoutInfo, mmbAllocateOptions, &
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
     mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps, &
-    mmbCacheConfig, mmbCacheStats, mmbBlockCyclic
+    mmbCacheConfig, mmbCacheStats, mmbBlockCyclic, mmbRecordInfo, mmbField
   ! every procedure of the C API (and Mamba's), and the tile pointer
   public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_get_interface, mmb_allocation_ptr, &
     mmb_allocation_record_queue, mmb_allocation_size, mmb_array_get_bytes, mmb_array_copy, &
@@ -33,6 +33,10 @@ module mamba
     mmb_array_merge_with_async, mmb_array_migrate, mmb_array_migrate_async, mmb_array_ptr, &
     mmb_array_get_strides, mmb_array_tile, mmb_array_tile_grid, mmb_array_tile_irregular, &
     mmb_array_tile_block_cyclic, mmb_array_distribute, mmb_array_get_block_cyclic, &
+    mmb_layout_create_record, mmb_layout_get_record, mmb_layout_get_field, &
+    mmb_layout_find_field, mmb_array_get_field, mmb_tile_get_field, &
+    mmb_array_duplicate_layout, mmb_array_duplicate_layout_async, mmb_array_migrate_layout, &
+    mmb_array_migrate_layout_async, &
     mmb_context_name, mmb_copy, &
     mmb_copy_1d, mmb_copy_1d_async, mmb_copy_2d, mmb_copy_2d_async, mmb_copy_async, &
     mmb_copy_nd, mmb_copy_nd_async, mmb_cuda_status, mmb_element_type_size, mmb_error_name, &
@@ -692,6 +696,155 @@ contains
     rc = c_mmb_layout_create_regular_nd(element_size, n_dims, int(order, c_int), padding, made)
     call handle_out(rc, made, layout%ptr)
     call set_err(err, rc)
+  end subroutine
+
+  ! A layout of records (C's mmb_layout_create_record): field f has
+  ! sizes(f) bytes at offsets(f) in an AoS record, and names(f) when given.
+  subroutine mmb_layout_create_record(sizes, offsets, record_size, kind, n_dims, order, &
+                                      padding, layout, err, names)
+    integer(mmbSizeKind), intent(in) :: sizes(:), offsets(:)
+    integer(mmbSizeKind), intent(in) :: record_size, n_dims
+    integer, intent(in) :: kind, order
+    type(mmbLayoutPadding), intent(in) :: padding
+    type(mmbLayout), intent(inout) :: layout
+    integer(mmbErrorKind), intent(out), optional :: err
+    character(len=*), intent(in), optional :: names(:)
+    type(c_record_field) :: fields(MMB_MAX_FIELDS)
+    character(kind=c_char, len=MMB_FIELD_NAME_MAX + 1), target :: cnames(MMB_MAX_FIELDS)
+    integer :: f, n
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    n = size(sizes)
+    if (n < 1 .or. n > MMB_MAX_FIELDS .or. size(offsets) /= n) then
+      call set_err(err, MMB_INVALID_ARG)
+      return
+    end if
+    if (present(names)) then
+      if (size(names) /= n) then
+        call set_err(err, MMB_INVALID_ARG)
+        return
+      end if
+    end if
+    do f = 1, n
+      fields(f)%size = sizes(f)
+      fields(f)%offset = offsets(f)
+      if (present(names)) then
+        if (len_trim(names(f)) >= MMB_FIELD_NAME_MAX) then
+          call set_err(err, MMB_INVALID_ARG)
+          return
+        end if
+        cnames(f) = trim(names(f)) // c_null_char
+        fields(f)%name = c_loc(cnames(f))
+      end if
+    end do
+    rc = c_mmb_layout_create_record(fields, int(n, c_size_t), record_size, int(kind, c_int), &
+                                    n_dims, int(order, c_int), padding, made)
+    call handle_out(rc, made, layout%ptr)
+    call set_err(err, rc)
+  end subroutine
+
+  subroutine mmb_layout_get_record(layout, info, err)
+    type(mmbLayout), intent(in) :: layout
+    type(mmbRecordInfo), intent(out) :: info
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_layout_get_record(layout%ptr, info))
+  end subroutine
+
+  ! Field index (0-based) of a record layout: its name, size and offset.
+  subroutine mmb_layout_get_field(layout, index, name, size, offset, err)
+    type(mmbLayout), intent(in) :: layout
+    integer(mmbSizeKind), intent(in) :: index
+    character(len=:), allocatable, intent(out) :: name
+    integer(mmbSizeKind), intent(out) :: size, offset
+    integer(mmbErrorKind), intent(out), optional :: err
+    type(c_record_field) :: f
+    integer(c_int) :: rc
+    rc = c_mmb_layout_get_field(layout%ptr, index, f)
+    name = f_string(f%name)
+    size = f%size
+    offset = f%offset
+    call set_err(err, rc)
+  end subroutine
+
+  ! The 0-based index of the field named name.
+  subroutine mmb_layout_find_field(layout, name, index, err)
+    type(mmbLayout), intent(in) :: layout
+    character(len=*), intent(in) :: name
+    integer(mmbSizeKind), intent(out) :: index
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_layout_find_field(layout%ptr, c_name(name), index))
+  end subroutine
+
+  subroutine mmb_array_get_field(array, index, field, err)
+    type(mmbArray), intent(in) :: array
+    integer(mmbSizeKind), intent(in) :: index
+    type(mmbField), intent(out) :: field
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_get_field(array%ptr, index, field))
+  end subroutine
+
+  subroutine mmb_tile_get_field(tile, index, field, err)
+    type(mmbArrayTile), intent(in) :: tile
+    integer(mmbSizeKind), intent(in) :: index
+    type(mmbField), intent(out) :: field
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_get_field(tile%ptr, index, field))
+  end subroutine
+
+  subroutine mmb_array_duplicate_layout(array, interface, access, layout, duplicate, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbMemInterface), intent(in) :: interface
+    integer, intent(in) :: access
+    type(mmbLayout), intent(in) :: layout
+    type(mmbArray), intent(inout) :: duplicate
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    rc = c_mmb_array_duplicate_layout(array%ptr, interface%ptr, int(access, c_int), layout%ptr, &
+                                      made)
+    call handle_out(rc, made, duplicate%ptr)
+    call set_err(err, rc)
+  end subroutine
+
+  subroutine mmb_array_duplicate_layout_async(array, interface, access, layout, queue, request, &
+                                              duplicate, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbMemInterface), intent(in) :: interface
+    integer, intent(in) :: access
+    type(mmbLayout), intent(in) :: layout
+    type(mmbQueue), intent(in) :: queue
+    type(mmbRequest), intent(inout), optional :: request
+    type(mmbArray), intent(inout) :: duplicate
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: rc
+    type(c_ptr) :: made
+    rc = c_mmb_array_duplicate_layout_async(array%ptr, interface%ptr, int(access, c_int), &
+                                            layout%ptr, queue%ptr, request, made)
+    call handle_out(rc, made, duplicate%ptr)
+    call set_err(err, rc)
+  end subroutine
+
+  subroutine mmb_array_migrate_layout(array, interface, access, layout, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbMemInterface), intent(in) :: interface
+    integer, intent(in) :: access
+    type(mmbLayout), intent(in) :: layout
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_migrate_layout(array%ptr, interface%ptr, int(access, c_int), &
+                                                 layout%ptr))
+  end subroutine
+
+  subroutine mmb_array_migrate_layout_async(array, interface, access, layout, queue, request, err)
+    type(mmbArray), intent(in) :: array
+    type(mmbMemInterface), intent(in) :: interface
+    integer, intent(in) :: access
+    type(mmbLayout), intent(in) :: layout
+    type(mmbQueue), intent(in) :: queue
+    type(mmbRequest), intent(inout), optional :: request
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_array_migrate_layout_async(array%ptr, interface%ptr, &
+                                                       int(access, c_int), layout%ptr, &
+                                                       queue%ptr, request))
   end subroutine
 
   subroutine mmb_layout_set_element_type(layout, element_type, err)

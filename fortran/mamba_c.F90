@@ -128,6 +128,22 @@ module mamba_c
     integer(c_size_t) :: global(MMB_MAX_DIMS) = 0, block(MMB_MAX_DIMS) = 0, grid(MMB_MAX_DIMS) = 1, &
                          source(MMB_MAX_DIMS) = 0, owner(MMB_MAX_DIMS) = 0
   end type
+  ! A record's fields (C's mmbRecordField, mmbRecordInfo) and where one
+  ! field of a tile's or an array's elements lies (mmbField).
+  type, bind(C) :: c_record_field
+    type(c_ptr) :: name = c_null_ptr
+    integer(c_size_t) :: size = 0, offset = 0
+  end type
+  type, bind(C) :: mmbRecordInfo
+    integer(c_size_t) :: n_fields = 0
+    integer(c_int) :: kind = 0
+    integer(c_size_t) :: record_size = 0, payload = 0
+  end type
+  type, bind(C) :: mmbField
+    type(c_ptr) :: ptr = c_null_ptr
+    integer(c_size_t) :: size = 0
+    integer(c_size_t) :: byte_stride(MMB_MAX_DIMS) = 0
+  end type
   type, bind(C) :: mmbCacheConfig
     integer(c_size_t) :: budget_bytes = 0
     real(c_double) :: clean_share = 0.5_c_double
@@ -161,6 +177,7 @@ module mamba_c
     logical(c_bool) :: duplicate = .false., writable = .false., stale = .false., &
                        host_accessible = .false., contiguous = .false.
     integer(c_long_long) :: version = 0
+    logical(c_bool) :: soa = .false.
   end type
   type, bind(C) :: mmbProviderTarget
     integer(c_int) :: layer = 0, context = 0, numa_node = -1, device = -1
@@ -551,6 +568,72 @@ module mamba_c
         bind(C, name='mmb_array_migrate_async')
       import :: c_int, c_ptr, mmbRequest
       type(c_ptr), value :: a, iface, q
+      integer(c_int), value :: access
+      type(mmbRequest), intent(inout), optional :: req
+    end function
+    integer(c_int) function c_mmb_layout_create_record(fields, n, record_size, kind, n_dims, &
+        order, padding, out) bind(C, name='mmb_layout_create_record')
+      import :: c_int, c_ptr, c_size_t, c_record_field, mmbLayoutPadding
+      type(c_record_field), intent(in) :: fields(*)
+      integer(c_size_t), value :: n, record_size, n_dims
+      integer(c_int), value :: kind, order
+      type(mmbLayoutPadding), value :: padding
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_layout_get_record(l, info) bind(C, name='mmb_layout_get_record')
+      import :: c_int, c_ptr, mmbRecordInfo
+      type(c_ptr), value :: l
+      type(mmbRecordInfo), intent(out) :: info
+    end function
+    integer(c_int) function c_mmb_layout_get_field(l, i, f) bind(C, name='mmb_layout_get_field')
+      import :: c_int, c_ptr, c_size_t, c_record_field
+      type(c_ptr), value :: l
+      integer(c_size_t), value :: i
+      type(c_record_field), intent(out) :: f
+    end function
+    integer(c_int) function c_mmb_layout_find_field(l, name, i) bind(C, name='mmb_layout_find_field')
+      import :: c_int, c_ptr, c_size_t, c_char
+      type(c_ptr), value :: l
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), intent(out) :: i
+    end function
+    integer(c_int) function c_mmb_array_get_field(a, i, f) bind(C, name='mmb_array_get_field')
+      import :: c_int, c_ptr, c_size_t, mmbField
+      type(c_ptr), value :: a
+      integer(c_size_t), value :: i
+      type(mmbField), intent(out) :: f
+    end function
+    integer(c_int) function c_mmb_tile_get_field(t, i, f) bind(C, name='mmb_tile_get_field')
+      import :: c_int, c_ptr, c_size_t, mmbField
+      type(c_ptr), value :: t
+      integer(c_size_t), value :: i
+      type(mmbField), intent(out) :: f
+    end function
+    integer(c_int) function c_mmb_array_duplicate_layout(a, iface, access, l, out) &
+        bind(C, name='mmb_array_duplicate_layout')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: a, iface, l
+      integer(c_int), value :: access
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_array_duplicate_layout_async(a, iface, access, l, q, req, out) &
+        bind(C, name='mmb_array_duplicate_layout_async')
+      import :: c_int, c_ptr, mmbRequest
+      type(c_ptr), value :: a, iface, l, q
+      integer(c_int), value :: access
+      type(mmbRequest), intent(inout), optional :: req
+      type(c_ptr), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_array_migrate_layout(a, iface, access, l) &
+        bind(C, name='mmb_array_migrate_layout')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: a, iface, l
+      integer(c_int), value :: access
+    end function
+    integer(c_int) function c_mmb_array_migrate_layout_async(a, iface, access, l, q, req) &
+        bind(C, name='mmb_array_migrate_layout_async')
+      import :: c_int, c_ptr, mmbRequest
+      type(c_ptr), value :: a, iface, l, q
       integer(c_int), value :: access
       type(mmbRequest), intent(inout), optional :: req
     end function

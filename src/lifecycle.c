@@ -37,6 +37,7 @@ static void install_providers(void) {
 static void bring_down(void) {
   mmb__caches_finalize();
   mmb__queues_finalize();
+  mmb__layouts_finalize();
   mmb__space_set_release_hook(NULL);
   mmb__space_set_oom_hook(NULL);
   mmb__dup_interfaces_forget();

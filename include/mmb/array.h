@@ -155,6 +155,40 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate(mmbArray *in_array, mmbMem
                                         mmbAccessType in_access, mmbArray **out_array);
 
 /**
+ * As mmb_array_duplicate, the duplicate laid out by \p in_layout: of the
+ * array's rank and of the same elements (the same records, stored AoS or
+ * SoA, in any order and padding), converted on the way in, and on the way
+ * back when it is merged with MMB_MERGE_OVERWRITE. A NULL layout is the
+ * array's own (mmb_array_duplicate).
+ * \return as mmb_array_duplicate; MMB_INVALID_ARG for a layout of another
+ *         rank or of other elements.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate_layout(mmbArray *in_array, mmbMemInterface *in_interface,
+                                               mmbAccessType in_access, const mmbLayout *in_layout,
+                                               mmbArray **out_array);
+
+/**
+ * As mmb_array_migrate, the new home laid out by \p in_layout (as for
+ * mmb_array_duplicate_layout): MMB_READ converts the data on the way, AoS to
+ * SoA or back. Migrating to the array's own interface with another layout
+ * re-lays it out in place of the old home. The array's layout is then
+ * \p in_layout, and its tiles describe the new storage.
+ * \return as mmb_array_migrate; MMB_INVALID_ARG for a layout of another
+ *         rank or of other elements.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate_layout(mmbArray *in_array, mmbMemInterface *in_interface,
+                                             mmbAccessType in_access, const mmbLayout *in_layout);
+
+/**
+ * Where field \p index of the array's elements lives in its home (for a
+ * regular layout, field 0 is the element): for SoA storage, the field's
+ * plane. NULL ptr when the home is not host accessible.
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or an index past the fields;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_field(const mmbArray *array, size_t index, mmbField *out_field);
+
+/**
  * Folds a duplicate array back into its origin with \p in_merge, then
  * destroys the duplicate (its handle is invalid afterwards). A read-only
  * duplicate moves no bytes, whatever \p in_merge.
@@ -207,6 +241,19 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate_async(mmbArray *in_array, mm
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
                                               mmbAccessType in_access, mmbQueue *q,
                                               mmbRequest *req, mmbArray **out_array);
+/** mmb_array_duplicate_layout on a queue (converting on the host, in the
+    queue's order, when the layouts store the records differently). */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_duplicate_layout_async(mmbArray *in_array,
+                                                     mmbMemInterface *in_interface,
+                                                     mmbAccessType in_access,
+                                                     const mmbLayout *in_layout, mmbQueue *q,
+                                                     mmbRequest *req, mmbArray **out_array);
+/** mmb_array_migrate_layout on a queue. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate_layout_async(mmbArray *in_array,
+                                                   mmbMemInterface *in_interface,
+                                                   mmbAccessType in_access,
+                                                   const mmbLayout *in_layout, mmbQueue *q,
+                                                   mmbRequest *req);
 /** mmb_array_merge on a queue: the duplicate's handle is invalid at once. */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge_async(mmbArray *in_array, mmbMergeType in_merge,
                                           mmbQueue *q, mmbRequest *req);

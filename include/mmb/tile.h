@@ -215,6 +215,8 @@ typedef struct mmbTileState {
   bool contiguous;          /**< its elements fill one run of
                                  element_size * (product of dim) bytes at ptr */
   unsigned long long version;   /**< writes made to its data, as mmb knows them */
+  bool soa;                 /**< SoA records: each field lies in a plane of its own
+                                 (mmb_tile_get_field); ptr is field 0's */
 } mmbTileState;
 
 /**
@@ -224,6 +226,17 @@ typedef struct mmbTileState {
  *         released); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state);
+
+/**
+ * Where field \p index of the tile's elements lives in its current storage:
+ * for a tile of SoA records, in the field's plane, for AoS at its offset in
+ * each record; for a regular layout, field 0 is the element. This is how
+ * code reads SoA tiles (their ptr is field 0's).
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a tile that is not live, or an
+ *         index past the fields; MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_get_field(const mmbArrayTile *tile, size_t index,
+                                       mmbField *out_field);
 
 /**
  * An iterator over the tiles of an array (the whole array when untiled), in

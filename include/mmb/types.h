@@ -304,6 +304,19 @@ typedef struct mmbArrayTile {
   /* private fields follow: a tile is only ever made by mmb */
 } mmbArrayTile;
 
+/** The most fields a record may have (mmb_layout_create_record). */
+#define MMB_MAX_FIELDS 16
+
+/** Where one field of a tile's or an array's elements lives: the field of
+    the first element at ptr, the next along dimension k byte_stride[k]
+    bytes further (any storage: AoS, SoA or a regular layout, whose one
+    field is the element). */
+typedef struct mmbField {
+  void *ptr;                          /**< the field of the first element */
+  size_t size;                        /**< bytes of the field */
+  size_t byte_stride[MMB_MAX_DIMS];   /**< bytes to the next element's field, per dimension */
+} mmbField;
+
 /** Element (i) of a 1-D tile, of type T, by absolute index. */
 #define MMB_TILE_AT_1D(t, T, i)       (((T *)(t)->ptr)[((i)-(t)->lower[0])*(t)->stride[0]])
 /** Element (i, j) of a 2-D tile, of type T, by absolute indices. */

@@ -155,6 +155,15 @@ void *mmb_array_ptr(const mmbArray *array) {
   return array->data;
 }
 
+mmbError mmb_array_get_field(const mmbArray *array, size_t index, mmbField *out_field) {
+  MMB__REQUIRE_INIT();
+  MMB__ARRAY_ARG(array, __func__);
+  const mmbArray *a = array;
+  char *home = mmb__iface_host_accessible(a->iface) ? a->data : NULL;
+  return mmb__field_get(__func__, a->layout.rec, a->layout.element_size, home, 0,
+                        a->bytes / a->layout.element_size, a->rank, a->stride, index, out_field);
+}
+
 mmbError mmb_array_get_dims(const mmbArray *array, mmbDimensions *out_dims) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(array, MMB__KIND_ARRAY, __func__, "array");

@@ -6,13 +6,66 @@
 
 #include "alloc/internal.h"
 
+/* The fields of a record layout. Records are interned (mmb__record_intern):
+   one immutable copy of each distinct description lives until finalize,
+   so layouts, arrays, tiles and views point at it and copy it freely. */
+typedef struct mmb__fieldset {
+  size_t n;                       /* fields, 1..MMB_MAX_FIELDS */
+  mmbRecordKind kind;
+  size_t record_size;             /* AoS bytes per record */
+  size_t payload;                 /* the sum of the sizes */
+  size_t size[MMB_MAX_FIELDS], offset[MMB_MAX_FIELDS];
+  size_t before[MMB_MAX_FIELDS];  /* the sizes of the fields before f (SoA planes) */
+  char name[MMB_MAX_FIELDS][MMB_FIELD_NAME_MAX];
+} mmb__fieldset;
+
+/* SoA storage: the element count of every plane is a multiple of this, so
+   each plane starts 64-byte aligned (or row_alignment, when larger). */
+#define MMB__SOA_PLANE_ALIGN 64
+
 struct mmbLayout {
-  size_t element_size;
+  size_t element_size;       /* AoS: the record size; SoA: the payload */
   size_t rank;
   mmbLayoutOrder order;
   size_t row_alignment;      /* bytes, 0 = none */
   mmbElementType type;
+  const mmb__fieldset *rec;    /* NULL: elements of one size */
 };
+
+/* The one interned copy of `r` (made on first use); NULL when out of memory. */
+const mmb__fieldset *mmb__record_intern(const mmb__fieldset *r);
+void mmb__layouts_finalize(void);
+static inline bool mmb__record_soa(const mmb__fieldset *r) {
+  return r && r->kind == MMB_RECORD_SOA;
+}
+/* Field f of the element at `ptr` in storage of records r (NULL: plain,
+   whose one field is the element): AoS at its offset; SoA in its plane,
+   `ptr` being field 0 of element `first` of planes of `cap` elements. */
+static inline char *mmb__record_field(const mmb__fieldset *r, char *ptr, size_t first, size_t cap,
+                                      size_t f) {
+  if (!r) return ptr;
+  if (r->kind == MMB_RECORD_AOS) return ptr + r->offset[f];
+  return ptr + cap * r->before[f] + first * r->size[f] - first * r->size[0];
+}
+/* Bytes from one element's field f to the next one's (esize: the storage's
+   element size). */
+static inline size_t mmb__record_step(const mmb__fieldset *r, size_t esize, size_t f) {
+  return mmb__record_soa(r) ? r->size[f] : esize;
+}
+/* Describes field `index` of storage as above with strides `stride`. */
+mmbError mmb__field_get(const char *func, const mmb__fieldset *r, size_t esize, char *ptr,
+                        size_t first, size_t cap, size_t rank, const size_t *stride, size_t index,
+                        mmbField *out);
+/* Elements of two layouts hold the same data: the same records (field
+   sizes), or both plain of one size. */
+static inline bool mmb__elements_match(const mmb__fieldset *a, size_t ea, const mmb__fieldset *b,
+                                       size_t eb) {
+  if (!a || !b) return !a && !b && ea == eb;
+  if (a->n != b->n) return false;
+  for (size_t f = 0; f < a->n; f++)
+    if (a->size[f] != b->size[f]) return false;
+  return true;
+}
 
 /* Strides (elements) and total bytes of `rank` extents laid out as `l` says
    (l->rank is not consulted: a 1-D layout lays out any tile of rank 1).
@@ -23,8 +76,10 @@ mmbError mmb__layout_strides(const char *func, const mmbLayout *l, size_t rank,
 static inline size_t mmb__layout_inner(const mmbLayout *l, size_t rank) {
   return l->order == MMB_COLMAJOR ? 0 : rank - 1;
 }
-/* Checks a layout given for storage of `rank` extents of `esize` bytes. */
-mmbError mmb__layout_fits(const char *func, const mmbLayout *l, size_t rank, size_t esize);
+/* Checks a layout given for storage of `rank` extents of elements `rec`
+   (NULL: plain) of `esize` bytes. */
+mmbError mmb__layout_fits(const char *func, const mmbLayout *l, size_t rank,
+                          const mmb__fieldset *rec, size_t esize);
 static inline bool mmb__access_valid(mmbAccessType a) {
   return a == MMB_READ || a == MMB_WRITE || a == MMB_READ_WRITE;
 }

@@ -28,7 +28,9 @@ static void wrote_whole(mmbArray *a) {
 }
 
 static bool same_shape(const mmbArray *x, const mmbArray *y) {
-  return x->rank == y->rank && x->layout.element_size == y->layout.element_size &&
+  return x->rank == y->rank &&
+         mmb__elements_match(x->layout.rec, x->layout.element_size, y->layout.rec,
+                             y->layout.element_size) &&
          !memcmp(x->dims, y->dims, x->rank * sizeof *x->dims);
 }
 
@@ -46,7 +48,8 @@ static mmbError array_copy(const char *func, mmbArray *dst, mmbArray *src, mmbQu
                            mmbRequest *req) {
   MMB__HANDLE(dst, MMB__KIND_ARRAY, func, "dst");
   MMB__HANDLE(src, MMB__KIND_ARRAY, func, "src");
-  MMB__ARG(!same_shape(dst, src), func, "the arrays differ in rank, extents or element size");
+  MMB__ARG(!same_shape(dst, src), func, "the arrays differ in rank, extents or elements (size, "
+           "or records)");
   if (dst == src) return MMB_OK;
   mmbError err;
   if ((err = check_writable(func, dst, "the destination")) != MMB_OK) return err;
@@ -72,19 +75,30 @@ mmbError mmb_array_copy_async(mmbArray *dst, mmbArray *src, mmbQueue *q, mmbRequ
   return err != MMB_OK ? err : array_copy(__func__, dst, src, q, req);
 }
 
+/* A layout asked for data of array `a` (NULL: a's own). */
+static mmbError check_layout(const char *func, const mmbArray *a, const mmbLayout **l) {
+  if (!*l) {
+    *l = &a->layout;
+    return MMB_OK;
+  }
+  MMB__HANDLE(*l, MMB__KIND_LAYOUT, func, "layout");
+  return mmb__layout_fits(func, *l, a->rank, a->layout.rec, a->layout.element_size);
+}
+
 static mmbError array_duplicate(const char *func, mmbArray *in_array,
                                 mmbMemInterface *in_interface, mmbAccessType in_access,
-                                mmbQueue *q, mmbRequest *req, mmbArray **out_array) {
+                                const mmbLayout *layout, mmbQueue *q, mmbRequest *req,
+                                mmbArray **out_array) {
   MMB__HANDLE(in_array, MMB__KIND_ARRAY, func, "array");
   MMB__HANDLE(in_interface, MMB__KIND_INTERFACE, func, "interface");
   MMB__ARG(!out_array, func, "out_array is NULL");
-  mmbError err = check_home_valid(func, in_array, "the array");
+  mmbError err = check_layout(func, in_array, &layout);
+  if (err == MMB_OK) err = check_home_valid(func, in_array, "the array");
   if (err != MMB_OK) return err;
   mmbArray *d;
-  err = mmb__array_new(func, in_array->dims, in_array->rank, &in_array->layout, in_interface,
-                       in_access, &d);
+  err = mmb__array_new(func, in_array->dims, in_array->rank, layout, in_interface, in_access, &d);
   if (err != MMB_OK) return err;
-  d->alignment = in_array->alignment;
+  if (in_array->alignment > d->alignment) d->alignment = in_array->alignment;
   mmb__job j = {.func = func, .name = "duplicate",
                 .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
                 .src = mmb__array_view(in_array), .from = in_array->iface->space,
@@ -111,7 +125,25 @@ static mmbError array_duplicate(const char *func, mmbArray *in_array,
 mmbError mmb_array_duplicate(mmbArray *in_array, mmbMemInterface *in_interface,
                              mmbAccessType in_access, mmbArray **out_array) {
   MMB__REQUIRE_INIT();
-  return array_duplicate(__func__, in_array, in_interface, in_access, NULL, NULL, out_array);
+  return array_duplicate(__func__, in_array, in_interface, in_access, NULL, NULL, NULL,
+                         out_array);
+}
+
+mmbError mmb_array_duplicate_layout(mmbArray *in_array, mmbMemInterface *in_interface,
+                                    mmbAccessType in_access, const mmbLayout *in_layout,
+                                    mmbArray **out_array) {
+  MMB__REQUIRE_INIT();
+  return array_duplicate(__func__, in_array, in_interface, in_access, in_layout, NULL, NULL,
+                         out_array);
+}
+
+mmbError mmb_array_duplicate_layout_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                          mmbAccessType in_access, const mmbLayout *in_layout,
+                                          mmbQueue *q, mmbRequest *req, mmbArray **out_array) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err
+                       : array_duplicate(__func__, in_array, in_interface, in_access, in_layout,
+                                         q, req, out_array);
 }
 
 mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_interface,
@@ -119,8 +151,8 @@ mmbError mmb_array_duplicate_async(mmbArray *in_array, mmbMemInterface *in_inter
                                    mmbArray **out_array) {
   mmbError err = mmb__queue_check(__func__, q, req);
   return err != MMB_OK ? err
-                       : array_duplicate(__func__, in_array, in_interface, in_access, q, req,
-                                         out_array);
+                       : array_duplicate(__func__, in_array, in_interface, in_access, NULL, q,
+                                         req, out_array);
 }
 
 static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op, mmbQueue *q,
@@ -181,34 +213,57 @@ mmbError mmb_array_merge_with_async(mmbArray *in_array, mmbMergeFunction fn, voi
 }
 
 static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterface *in_interface,
-                              mmbAccessType in_access, mmbQueue *q, mmbRequest *req) {
+                              mmbAccessType in_access, const mmbLayout *layout, mmbQueue *q,
+                              mmbRequest *req) {
   MMB__HANDLE(in_array, MMB__KIND_ARRAY, func, "array");
   MMB__HANDLE(in_interface, MMB__KIND_INTERFACE, func, "interface");
   MMB__ARG(!mmb__access_valid(in_access), func, "unknown access %d", (int)in_access);
   mmbArray *a = in_array;
+  bool relayout = layout != NULL;
+  mmbError err = check_layout(func, a, &layout);
+  if (err != MMB_OK) return err;
   if (a->n_array_dups || a->n_tile_dups)
     return mmb__fail(MMB_BUSY, func, "%zu duplicate arrays and %zu tile duplicates are live",
                      a->n_array_dups, a->n_tile_dups);
   if (a->n_migrated)
     return mmb__fail(MMB_INVALID_STATE, func, "%zu tiles are migrated away", a->n_migrated);
-  if (in_interface == a->iface && a->home) return MMB_OK;
+  if (in_interface == a->iface && a->home && !relayout) return MMB_OK;
+  /* the new home's geometry (the layout's, or the same) */
+  size_t stride[MMB_MAX_DIMS], bytes;
+  if ((err = mmb__layout_strides(func, layout, a->rank, a->dims, stride, &bytes)) != MMB_OK)
+    return err;
   mmb__job j = {.func = func, .name = "migrate",
                 .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
                 .src = mmb__array_view(a), .from = a->iface->space, .to = in_interface->space};
+  size_t old_bytes = a->bytes, old_alignment = a->alignment;
+  a->bytes = bytes;   /* (what mmb__array_alloc_home allocates) */
+  if (layout->row_alignment > a->alignment) a->alignment = layout->row_alignment;
   own_arrays(&j, a, NULL);
   j.retired[0] = a->home;
   mmbMemInterface *landed;
-  mmbError err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made, &landed);
-  if (err != MMB_OK) return err;
-  j.to = landed->space;
-  j.dst = j.src;
-  j.dst.iface = landed;
-  j.dst.ptr = mmb_allocation_ptr(j.made);
-  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made, &landed);
+  if (err == MMB_OK) {
+    j.to = landed->space;
+    j.dst = j.src;
+    j.dst.iface = landed;
+    j.dst.ptr = mmb_allocation_ptr(j.made);
+    j.dst.esize = layout->element_size;
+    j.dst.rec = layout->rec;
+    j.dst.cap = bytes / layout->element_size;
+    memcpy(j.dst.stride, stride, a->rank * sizeof *stride);
+    err = mmb__job_start(&j, q, req);
+  }
+  if (err != MMB_OK) {
+    a->bytes = old_bytes;
+    a->alignment = old_alignment;
+    return err;
+  }
   /* the old home in a region is read until the job is done */
   if (a->region && a->pending) mmb__region_read_by(a->region, a->pending);
   mmb__array_take_home(a, j.made, in_interface, landed);
   a->region = NULL;
+  a->layout = *layout;
+  memcpy(a->stride, stride, a->rank * sizeof *stride);
   if (!(in_access & MMB_READ)) wrote_whole(a);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++) {
     mmb__tile_drop_storage(&a->tiling->slots[i].tile);   /* its space-local handle */
@@ -220,11 +275,27 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
 mmbError mmb_array_migrate(mmbArray *in_array, mmbMemInterface *in_interface,
                            mmbAccessType in_access) {
   MMB__REQUIRE_INIT();
-  return array_migrate(__func__, in_array, in_interface, in_access, NULL, NULL);
+  return array_migrate(__func__, in_array, in_interface, in_access, NULL, NULL, NULL);
 }
 
 mmbError mmb_array_migrate_async(mmbArray *in_array, mmbMemInterface *in_interface,
                                  mmbAccessType in_access, mmbQueue *q, mmbRequest *req) {
   mmbError err = mmb__queue_check(__func__, q, req);
-  return err != MMB_OK ? err : array_migrate(__func__, in_array, in_interface, in_access, q, req);
+  return err != MMB_OK ? err
+                       : array_migrate(__func__, in_array, in_interface, in_access, NULL, q, req);
+}
+
+mmbError mmb_array_migrate_layout(mmbArray *in_array, mmbMemInterface *in_interface,
+                                  mmbAccessType in_access, const mmbLayout *in_layout) {
+  MMB__REQUIRE_INIT();
+  return array_migrate(__func__, in_array, in_interface, in_access, in_layout, NULL, NULL);
+}
+
+mmbError mmb_array_migrate_layout_async(mmbArray *in_array, mmbMemInterface *in_interface,
+                                        mmbAccessType in_access, const mmbLayout *in_layout,
+                                        mmbQueue *q, mmbRequest *req) {
+  mmbError err = mmb__queue_check(__func__, q, req);
+  return err != MMB_OK ? err
+                       : array_migrate(__func__, in_array, in_interface, in_access, in_layout, q,
+                                       req);
 }

@@ -36,6 +36,10 @@ struct mmb__tile {
   const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
   uint64_t cache_id;                 /* its name in the trace's cache events; 0: none yet */
   bool placed;               /* migrated to its array's preferred space by tiling */
+  /* records (NULL: plain elements); SoA: pub.ptr is field 0 of element
+     `first` of planes of `cap` elements (mmb__view_field) */
+  const mmb__fieldset *rec;
+  size_t first, cap;
 };
 
 /* A grid tile is a handle too: each has the header of one just before it. */
@@ -119,11 +123,16 @@ typedef struct mmb__view {
   char *ptr;
   size_t esize, rank;
   size_t dim[MMB_MAX_DIMS], stride[MMB_MAX_DIMS];
+  /* records (NULL: plain elements of esize bytes). SoA storage holds one
+     plane of `cap` elements per field; ptr is field 0 of element `first`
+     of its plane, and every plane shares the strides. */
+  const mmb__fieldset *rec;
+  size_t first, cap;
 } mmb__view;
 
 static inline mmb__view mmb__tile_view(const mmb__tile *t) {
   mmb__view v = {.iface = t->iface, .ptr = t->pub.ptr, .esize = t->pub.element_size,
-                 .rank = t->pub.rank};
+                 .rank = t->pub.rank, .rec = t->rec, .first = t->first, .cap = t->cap};
   for (size_t k = 0; k < v.rank; k++) {
     v.dim[k] = t->pub.dim[k];
     v.stride[k] = t->pub.stride[k];
@@ -145,7 +154,22 @@ typedef struct mmb__plan {
   size_t n;
   size_t dim[MMB_MAX_DIMS], ds[MMB_MAX_DIMS], ss[MMB_MAX_DIMS];
 } mmb__plan;
-void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p);
+static inline void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p) {
+  p->n = 0;
+  for (size_t k = 0; k < d->rank; k++) {
+    if (d->dim[k] == 1) continue;
+    size_t i = p->n++;
+    while (i > 0 && p->ds[i - 1] > d->stride[k]) {
+      p->dim[i] = p->dim[i - 1];
+      p->ds[i] = p->ds[i - 1];
+      p->ss[i] = p->ss[i - 1];
+      i--;
+    }
+    p->dim[i] = d->dim[k];
+    p->ds[i] = d->stride[k];
+    p->ss[i] = s->stride[k];
+  }
+}
 /* Copies every element of src to dst (same rank and extents), any strides,
    any spaces: rows through the copy engine or the provider; a change of
    order element by element on the host, staged when a side is a device's.
@@ -156,6 +180,23 @@ mmbError mmb__view_copy(const char *func, const mmb__copy_engine *on, const mmb_
 /* A host buffer holding v's extents packed in v's own order (or in `like`'s
    order when given); free with mmb__free(out->ptr). */
 mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out);
+
+/* ---- records (record.c) ------------------------------------------------- */
+/* Field f of v's first element, and the bytes to the next element's. */
+static inline char *mmb__view_field(const mmb__view *v, size_t f) {
+  return mmb__record_field(v->rec, v->ptr, v->first, v->cap, f);
+}
+static inline size_t mmb__view_field_step(const mmb__view *v, size_t f) {
+  return mmb__record_step(v->rec, v->esize, f);
+}
+/* True when the views' elements lie in memory alike (plain, or AoS records
+   of one size and field offsets): their bytes copy as they are. */
+bool mmb__view_alike(const mmb__view *a, const mmb__view *b);
+/* The plain view of field f of an SoA view. */
+mmb__view mmb__view_plane(const mmb__view *v, size_t f);
+/* Converts the records of host view src into host view dst (same records,
+   stored otherwise), element by element in dst's order. */
+void mmb__record_convert(const mmb__view *dst, const mmb__view *src);
 
 /* ---- storage (transfer.c) ------------------------------------------------ */
 /* New storage for a tile's extents in `space` (mmb's own interface there),

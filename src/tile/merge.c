@@ -89,6 +89,17 @@ bool mmb__merge_is_copy(const mmb__merge_op *op) {
 mmbError mmb__view_merge(const char *func, const mmb__view *d, const mmb__view *s,
                          const mmb__merge_op *op) {
   if (mmb__merge_is_copy(op)) return mmb__view_copy(func, NULL, d, s);
+  if (!mmb__view_alike(d, s))
+    return mmb__fail(MMB_UNSUPPORTED, func, "a merge function between records stored "
+                     "differently (AoS and SoA): merge with overwrite, or convert first");
+  if (mmb__record_soa(d->rec)) {   /* the function sees one plane at a time */
+    for (size_t f = 0; f < d->rec->n; f++) {
+      mmb__view pd = mmb__view_plane(d, f), ps = mmb__view_plane(s, f);
+      mmbError err = mmb__view_merge(func, &pd, &ps, op);
+      if (err != MMB_OK) return err;
+    }
+    return MMB_OK;
+  }
   mmb__view hd = *d, hs = *s;
   mmb__plan p;
   mmb__plan_make(d, s, &p);

@@ -68,11 +68,12 @@ static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile
   if (err != MMB_OK) return err;
   mmb__view sv = mmb__tile_view(s);
   if (transposed) sv = reversed(sv);
-  MMB__ARG(d->pub.rank != s->pub.rank || d->pub.element_size != s->pub.element_size ||
+  MMB__ARG(d->pub.rank != s->pub.rank ||
+           !mmb__elements_match(d->rec, d->pub.element_size, s->rec, s->pub.element_size) ||
            memcmp(d->pub.dim, sv.dim, d->pub.rank * sizeof *d->pub.dim), func,
            transposed ? "the destination's extents are not the source's reversed, or the "
-                        "element sizes differ"
-                      : "the tiles differ in rank, extents or element size");
+                        "elements differ"
+                      : "the tiles differ in rank, extents or elements (size, or records)");
   if (d == s && !transposed) return MMB_OK;
   MMB__ARG(d == s && mmb__view_bytes(&sv) > sv.esize, func,
            "a tile cannot be transposed onto itself");
@@ -116,7 +117,8 @@ static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *
                              mmbAccessType access, const mmbLayout *layout) {
   MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
-  return layout ? mmb__layout_fits(func, layout, t->pub.rank, t->pub.element_size) : MMB_OK;
+  return layout ? mmb__layout_fits(func, layout, t->pub.rank, t->rec, t->pub.element_size)
+                : MMB_OK;
 }
 
 static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,
@@ -411,9 +413,19 @@ mmbError mmb_tile_get_state(mmbArrayTile *tile, mmbTileState *out_state) {
       .writable = writable(t),
       .stale = tile_stale(t),
       .host_accessible = mmb__view_host(&v),
-      .contiguous = view_contiguous(&v),
-      .version = t->version};
+      .contiguous = view_contiguous(&v) && !(mmb__record_soa(t->rec) && t->rec->n > 1),
+      .version = t->version,
+      .soa = mmb__record_soa(t->rec)};
   return MMB_OK;
+}
+
+mmbError mmb_tile_get_field(const mmbArrayTile *tile, size_t index, mmbField *out_field) {
+  MMB__REQUIRE_INIT();
+  mmb__tile *t;
+  mmbError err = tile_arg(__func__, (mmbArrayTile *)tile, &t);
+  if (err != MMB_OK) return err;
+  return mmb__field_get(__func__, t->rec, t->pub.element_size, t->pub.ptr, t->first, t->cap,
+                        t->pub.rank, t->pub.stride, index, out_field);
 }
 
 mmbError mmb_tile_mark_written(mmbArrayTile *tile) {

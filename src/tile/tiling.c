@@ -13,7 +13,11 @@ mmb__view mmb__tile_home_view(const mmb__tile *t) {
     off += t->pub.lower[k] * a->stride[k];   /* inside the home: no overflow */
   }
   v.iface = a->iface;
-  v.ptr = a->data + off * a->layout.element_size;
+  v.esize = a->layout.element_size;
+  v.rec = a->layout.rec;
+  v.first = off;
+  v.cap = a->bytes / v.esize;
+  v.ptr = a->data + off * (mmb__record_soa(v.rec) ? v.rec->size[0] : v.esize);
   return v;
 }
 
@@ -22,6 +26,10 @@ void mmb__tile_set_storage(mmb__tile *t, const mmb__view *v, mmbAllocation *stor
   t->storage = storage;
   t->pub.ptr = v->ptr;
   t->pub.space = v->iface->space;
+  t->pub.element_size = v->esize;
+  t->rec = v->rec;
+  t->first = v->first;
+  t->cap = v->cap;
   for (size_t k = 0; k < v->rank; k++) t->pub.stride[k] = v->stride[k];
 }
 

@@ -9,23 +9,6 @@
 #include <immintrin.h>
 #include <string.h>
 
-void mmb__plan_make(const mmb__view *d, const mmb__view *s, mmb__plan *p) {
-  p->n = 0;
-  for (size_t k = 0; k < d->rank; k++) {
-    if (d->dim[k] == 1) continue;
-    size_t i = p->n++;
-    while (i > 0 && p->ds[i - 1] > d->stride[k]) {
-      p->dim[i] = p->dim[i - 1];
-      p->ds[i] = p->ds[i - 1];
-      p->ss[i] = p->ss[i - 1];
-      i--;
-    }
-    p->dim[i] = d->dim[k];
-    p->ds[i] = d->stride[k];
-    p->ss[i] = s->stride[k];
-  }
-}
-
 /* Rows: dims[0] in bytes, strides in bytes, as the copy engine wants them.
    With `elements`, each row is one element and every plan dim is outer: a
    copy between two views of one order whose contiguous dims have gaps. */
@@ -193,11 +176,20 @@ mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *o
   out->iface = NULL;
   pack_like(v, like ? like : v, out->stride);
   out->ptr = mmb__malloc(mmb__view_bytes(v));
+  out->first = 0;   /* SoA: planes packed one after the other */
+  out->cap = mmb__view_bytes(v) / v->esize;
   return out->ptr ? MMB_OK : MMB_OUT_OF_MEMORY;
 }
 
+/* Records whose views do not lie alike, or SoA: SoA pairs plane by plane;
+   otherwise converted on the host, a device side staged in its own storage
+   (with a stream, MMB_UNSUPPORTED: the host does it). */
+static mmbError record_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
+                           const mmb__view *s);
+
 mmbError mmb__view_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
                         const mmb__view *s) {
+  if (!mmb__view_alike(d, s) || mmb__record_soa(d->rec)) return record_copy(func, on, d, s);
   mmb__plan p;
   mmb__plan_make(d, s, &p);
   if (p.n == 0 || (p.ds[0] == 1 && p.ss[0] == 1)) return copy_rows(func, on, d, s, &p, false);
@@ -223,7 +215,7 @@ mmbError mmb__view_copy(const char *func, const mmb__copy_engine *on, const mmb_
 
 mmb__view mmb__array_view(const mmbArray *a) {
   mmb__view v = {.iface = a->iface, .ptr = a->data, .esize = a->layout.element_size,
-                 .rank = a->rank};
+                 .rank = a->rank, .rec = a->layout.rec, .cap = a->bytes / a->layout.element_size};
   for (size_t k = 0; k < a->rank; k++) {
     v.dim[k] = a->dims[k];
     v.stride[k] = a->stride[k];
@@ -233,8 +225,10 @@ mmb__view mmb__array_view(const mmbArray *a) {
 
 mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout *l,
                           mmbLayoutOrder order, mmb__view *v, mmbAllocation **out) {
-  mmbLayout packed = {.element_size = v->esize, .rank = v->rank, .order = order};
+  mmbLayout packed = {.element_size = v->esize, .rank = v->rank, .order = order, .rec = v->rec};
   if (!l) l = &packed;
+  v->esize = l->element_size;   /* a record layout may store the same records otherwise */
+  v->rec = l->rec;
   size_t bytes;
   mmbError err = mmb__layout_strides(func, l, v->rank, v->dim, v->stride, &bytes);
   if (err != MMB_OK) return err;
@@ -249,5 +243,44 @@ mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout 
                      mmb_error_string(err));
   v->iface = iface;
   v->ptr = mmb_allocation_ptr(*out);
+  v->first = 0;
+  v->cap = bytes / v->esize;
   return MMB_OK;
+}
+
+static mmbError record_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
+                          const mmb__view *s) {
+  if (mmb__view_alike(d, s)) {   /* both SoA: plane by plane, by any transport */
+    for (size_t f = 0; f < d->rec->n; f++) {
+      mmb__view pd = mmb__view_plane(d, f), ps = mmb__view_plane(s, f);
+      mmbError err = mmb__view_copy(func, on, &pd, &ps);
+      if (err != MMB_OK) return err;   /* (every plane takes the same path) */
+    }
+    return MMB_OK;
+  }
+  if (on) return MMB_UNSUPPORTED;
+  if (mmb__view_host(d) && mmb__view_host(s)) {
+    mmb__record_convert(d, s);
+    return MMB_OK;
+  }
+  /* a side on a device: staged in its own storage, packed, then converted */
+  mmb__view hd = *d, hs = *s;
+  mmbError err = MMB_OK;
+  bool stage_d = !mmb__view_host(d), stage_s = !mmb__view_host(s);
+  if (stage_s && (err = mmb__view_stage(s, NULL, &hs)) == MMB_OK) {
+    if ((err = mmb__view_copy(func, NULL, &hs, s)) != MMB_OK) mmb__free(hs.ptr);
+  }
+  if (err != MMB_OK) return err == MMB_OUT_OF_MEMORY ? mmb__fail(err, func, "no host staging "
+                                                                  "buffer") : err;
+  if (stage_d && (err = mmb__view_stage(d, NULL, &hd)) != MMB_OK)
+    err = mmb__fail(err, func, "no host staging buffer");
+  if (err == MMB_OK) {
+    mmb__record_convert(&hd, &hs);
+    if (stage_d) {
+      err = mmb__view_copy(func, NULL, d, &hd);
+      mmb__free(hd.ptr);
+    }
+  }
+  if (stage_s) mmb__free(hs.ptr);
+  return err;
 }

@@ -133,6 +133,7 @@ program test_mamba
   call test_wrapped_arrays()
   call test_wrapped_misuse()
   call test_owned_arrays()
+  call test_records()
   call test_tiles()
   call test_tile_cache()
   call test_tile_pointer_misuse()
@@ -811,6 +812,84 @@ contains
     call expect(err, MMB_BUSY, 'an interface an array still uses')
     call mmb_array_destroy(arr, err)
     call teardown(layout, iface)
+  end subroutine
+
+  ! Records of two 4-byte integers, AoS and SoA: a duplicate converts, a
+  ! migration converts back, on a queue too; the fields are read in place.
+  subroutine test_records()
+    type(mmbLayout) :: aos, soa, plain
+    type(mmbMemInterface) :: iface
+    type(mmbArray) :: a, s
+    type(mmbArrayTile) :: t
+    type(mmbQueue) :: queue
+    type(mmbRequest) :: r
+    type(mmbRecordInfo) :: info
+    type(mmbField) :: f
+    integer(c_int32_t), pointer :: raw(:,:), plane(:)
+    character(len=:), allocatable :: name
+    integer(mmbSizeKind) :: size, offset, index
+    integer :: err, i
+    call begin('records')
+    call setup(4, 1, plain, iface)
+    call mmb_layout_create_record([4_mmbSizeKind, 4_mmbSizeKind], [0_mmbSizeKind, 4_mmbSizeKind], &
+      0_mmbSizeKind, MMB_RECORD_AOS, 1_mmbSizeKind, MMB_ROWMAJOR, mmb_layout_padding_create_zero(), &
+      aos, err, names=['id   ', 'count'])
+    call expect(err, MMB_OK, 'an AoS layout')
+    call mmb_layout_create_record([4_mmbSizeKind, 4_mmbSizeKind], [0_mmbSizeKind, 4_mmbSizeKind], &
+      0_mmbSizeKind, MMB_RECORD_SOA, 1_mmbSizeKind, MMB_ROWMAJOR, mmb_layout_padding_create_zero(), &
+      soa, err)
+    call expect(err, MMB_OK, 'an SoA layout, unnamed')
+    call mmb_layout_get_record(aos, info, err)
+    call ensure(info%n_fields == 2 .and. info%kind == MMB_RECORD_AOS .and. info%record_size == 8, &
+                'its records')
+    call mmb_layout_get_field(aos, 1_mmbSizeKind, name, size, offset, err)
+    call ensure(err == MMB_OK .and. name == 'count' .and. size == 4 .and. offset == 4, 'field 1')
+    call mmb_layout_find_field(aos, 'count', index, err)
+    call ensure(err == MMB_OK .and. index == 1, 'found by name')
+    call mmb_layout_find_field(soa, 'count', index, err)
+    call expect(err, MMB_INVALID_ARG, 'no such name')
+    call mmb_array_create([10_mmbIndexKind], aos, iface, MMB_READ_WRITE, a, err)
+    call mmb_array_get_field(a, 0_mmbSizeKind, f, err)
+    call ensure(err == MMB_OK .and. f%byte_stride(1) == 8, 'AoS: records of 8 bytes')
+    call c_f_pointer(f%ptr, raw, [2, 10])
+    raw(1, :) = [(i, i = 1, 10)]
+    raw(2, :) = [(100 + i, i = 1, 10)]
+    call mmb_array_duplicate_layout(a, iface, MMB_READ_WRITE, soa, s, err)
+    call expect(err, MMB_OK, 'an SoA duplicate')
+    call mmb_array_get_field(s, 1_mmbSizeKind, f, err)
+    call ensure(f%byte_stride(1) == 4, 'SoA: a plane per field')
+    call c_f_pointer(f%ptr, plane, [10])
+    call ensure(all(plane == [(100 + i, i = 1, 10)]), 'converted')
+    plane = -plane
+    call mmb_array_merge(s, MMB_MERGE_OVERWRITE, err)
+    call ensure(err == MMB_OK .and. all(raw(2, :) == [(-100 - i, i = 1, 10)]), 'converted back')
+    call mmb_array_migrate_layout(a, iface, MMB_READ_WRITE, soa, err)
+    call expect(err, MMB_OK, 'migrated to SoA')
+    call mmb_tile_at(a, [0_mmbIndexKind], t, err)
+    call mmb_tile_get_field(t, 0_mmbSizeKind, f, err)
+    call c_f_pointer(f%ptr, plane, [10])
+    call ensure(all(plane == [(i, i = 1, 10)]), 'the tile reads field 0 in its plane')
+    call mmb_array_get_field(a, 2_mmbSizeKind, f, err)
+    call expect(err, MMB_INVALID_ARG, 'field 2 of 2')
+    call mmb_queue_create(queue, err)
+    call mmb_array_duplicate_layout_async(a, iface, MMB_READ_WRITE, aos, queue, r, s, err)
+    call expect(err, MMB_OK, 'an AoS duplicate on a queue')
+    call mmb_wait(r, err)
+    call mmb_array_merge(s, MMB_MERGE_OVERWRITE, err)
+    call mmb_array_migrate_layout_async(a, iface, MMB_READ_WRITE, aos, queue, r, err)
+    call expect(err, MMB_OK, 'back to AoS on a queue')
+    call mmb_wait(r, err)
+    call mmb_array_get_field(a, 0_mmbSizeKind, f, err)
+    call c_f_pointer(f%ptr, raw, [2, 10])
+    call ensure(all(raw(1, :) == [(i, i = 1, 10)]) .and. all(raw(2, :) == [(-100 - i, i = 1, 10)]), &
+                'the same records')
+    call mmb_array_migrate_layout(a, iface, MMB_READ, plain, err)
+    call expect(err, MMB_INVALID_ARG, 'records are not 4-byte elements')
+    call mmb_queue_destroy(queue, err)
+    call mmb_array_destroy(a, err)
+    call mmb_layout_destroy(aos, err)
+    call mmb_layout_destroy(soa, err)
+    call teardown(plain, iface)
   end subroutine
 
   subroutine test_owned_arrays()

@@ -1,0 +1,273 @@
+/* Records on the move: whether two views lie alike, an SoA view's planes,
+   and the host conversion between storages that differ (AoS and SoA, or two
+   AoS shapes), in one pass: the elements go in blocks that stay in L1, and
+   each field of a block is gathered or scattered in its turn, with a load
+   and a store of the field's own width. transfer.c decides when it runs. */
+#include "tile/internal.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+bool mmb__view_alike(const mmb__view *a, const mmb__view *b) {
+  const mmb__fieldset *x = a->rec, *y = b->rec;
+  if (!x || !y || x == y) return x == y;
+  if (x->kind != y->kind || x->n != y->n) return false;
+  if (x->kind == MMB_RECORD_SOA) return true;   /* (the sizes matched) */
+  if (x->record_size != y->record_size) return false;
+  for (size_t f = 0; f < x->n; f++)
+    if (x->offset[f] != y->offset[f]) return false;
+  return true;
+}
+
+mmb__view mmb__view_plane(const mmb__view *v, size_t f) {
+  mmb__view p = *v;
+  p.ptr = mmb__view_field(v, f);
+  p.esize = v->rec->size[f];
+  p.rec = NULL;
+  p.first = p.cap = 0;
+  return p;
+}
+
+/* One field of a block of n elements, from steps of ss bytes to steps of
+   ds bytes: a plain load and store of the field's width (memcpy of a
+   constant size compiles to one, and is defined at any alignment). */
+#define MOVE(W)                                                      \
+  for (size_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, W); \
+  return
+
+static void move_field(char *d, size_t ds, const char *s, size_t ss, size_t n, size_t size) {
+  switch (size) {
+    case 1: MOVE(1);
+    case 2: MOVE(2);
+    case 4: MOVE(4);
+    case 8: MOVE(8);
+    case 12: MOVE(12);
+    case 16: MOVE(16);
+    default:
+      for (size_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, size);
+  }
+}
+
+/* ---- AVX-512: blocks of 16 records shuffled in registers --------------------
+   Records whose fields and size are whole 4-byte words (up to 128 bytes)
+   convert 16 at a time: the words of 16 records (or of 16 elements of each
+   plane) are loaded as vectors, and every output vector is put together from
+   pairs of them by vpermt2d and a masked move, after a table made once per
+   conversion: for each output vector, the pairs its words come from, the
+   word each lane takes, and which lanes. Words of no field are zero. */
+enum { MAX_VECTORS = 32 };   /* words of a record, or of its fields */
+
+typedef struct shuffle_step {
+  uint32_t idx[16];       /* a word of the pair (0..31), per lane */
+  uint32_t at;            /* the pair's first input vector, in bytes (128 per pair) */
+  uint16_t out, mask;
+  bool single;            /* the last input vector, alone (an odd count) */
+} shuffle_step;
+
+typedef struct shuffle {
+  size_t n_in, n_out, n_steps;
+  shuffle_step steps[];   /* by output vector */
+} shuffle;
+
+/* The table for output words taking input word map[o * 16 + l] (-1: zero). */
+static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map) {
+  size_t pairs = (n_in + 1) / 2;
+  shuffle *sh = mmb__malloc(sizeof *sh + n_out * pairs * sizeof(shuffle_step));
+  if (!sh) return NULL;
+  *sh = (shuffle){.n_in = n_in, .n_out = n_out};
+  for (size_t o = 0; o < n_out; o++)
+    for (size_t p = 0; p < pairs; p++) {
+      shuffle_step st = {.out = (uint16_t)o, .at = (uint32_t)(128 * p),
+                         .single = 2 * p + 1 == n_in};
+      for (unsigned l = 0; l < 16; l++) {
+        int w = map[o * 16 + l];
+        if (w >= 0 && (size_t)w / 32 == p) {
+          st.mask |= (uint16_t)(1u << l);
+          st.idx[l] = (uint32_t)w % 32;
+        }
+      }
+      if (st.mask) sh->steps[sh->n_steps++] = st;
+    }
+  return sh;
+}
+
+/* The output vectors of one block: the input vectors one after the other
+   at `in`, output vector o stored at out[o]. */
+__attribute__((target("avx512f"))) static void shuffle_run(const shuffle *sh, const char *in,
+                                                           char *const *out) {
+  const shuffle_step *st = sh->steps, *end = st + sh->n_steps;
+  while (st < end) {
+    size_t o = st->out;
+    __m512i acc = _mm512_setzero_si512();
+    for (; st < end && st->out == o; st++) {
+      __m512i idx = _mm512_loadu_si512(st->idx), lo = _mm512_loadu_si512(in + st->at);
+      __m512i t = st->single ? _mm512_permutexvar_epi32(idx, lo)
+                             : _mm512_permutex2var_epi32(lo, idx,
+                                                         _mm512_loadu_si512(in + st->at + 64));
+      acc = _mm512_mask_mov_epi32(acc, st->mask, t);
+    }
+    _mm512_storeu_si512(out[o], acc);
+  }
+}
+
+/* Records of whole words: the table from AoS to SoA (to_soa) or back. */
+static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
+  size_t w = r->record_size / 4, p = r->payload / 4;
+  if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
+  for (size_t f = 0; f < r->n; f++)
+    if (r->size[f] % 4 || r->offset[f] % 4) return NULL;
+  int map[MAX_VECTORS * 16] = {0};   /* (every entry is set below) */
+  if (to_soa) {   /* inputs: the record words; outputs: each field's words, field by field */
+    for (size_t f = 0, o = 0; f < r->n; f++) {
+      size_t sf = r->size[f] / 4;
+      for (size_t q = 0; q < 16 * sf; q++) map[o * 16 + q] = (int)((q / sf) * w + r->offset[f] / 4 + q % sf);
+      o += sf;
+    }
+    return shuffle_make(w, p, map);
+  }
+  for (size_t q = 0; q < 16 * w; q++) {   /* inputs: the fields' words; outputs: records */
+    size_t rec = q / w, c = q % w;
+    map[q] = -1;
+    for (size_t f = 0; f < r->n; f++) {
+      size_t sf = r->size[f] / 4, at = r->offset[f] / 4;
+      if (c >= at && c < at + sf) map[q] = (int)(r->before[f] / 4 * 16 + rec * sf + c - at);
+    }
+  }
+  return shuffle_make(p, w, map);
+}
+
+/* Whether the table is worth it: each step (a permute and a blend) against
+   a scalar load and store per field of each of the block's 16 records
+   (records of many words cost a step per pair of them per output). */
+static bool shuffle_pays(const shuffle *sh, const mmb__fieldset *r) {
+  return sh && 2 * sh->n_steps <= 16 * r->n;
+}
+
+/* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
+   run[f]. Into SoA the records are the input vectors; into AoS each block's
+   16 elements of every field are put one after the other first, in L1. */
+__attribute__((target("avx512f"))) static void shuffle_blocks(const shuffle *sh,
+                                                              const mmb__fieldset *r, bool to_soa,
+                                                              char *aos, char *const *run,
+                                                              size_t n) {
+  char *fld[MAX_VECTORS], *rec[MAX_VECTORS];
+  size_t fld_step[MAX_VECTORS], k = 0, w = r->record_size / 4;
+  for (size_t f = 0; f < r->n; f++)
+    for (size_t t = 0; t < r->size[f] / 4; t++, k++) {
+      fld[k] = run[f] + 64 * t;
+      fld_step[k] = 16 * r->size[f];
+    }
+  _Alignas(64) char staged[MAX_VECTORS * 64];
+  for (size_t i = 0; i < n; i += 16, aos += 16 * r->record_size) {
+    if (to_soa) {
+      shuffle_run(sh, aos, fld);
+    } else {
+      for (size_t v = 0; v < k; v++) _mm512_store_si512(staged + 64 * v, _mm512_loadu_si512(fld[v]));
+      for (size_t v = 0; v < w; v++) rec[v] = aos + 64 * v;
+      shuffle_run(sh, staged, rec);
+    }
+    for (size_t v = 0; v < k; v++) fld[v] += fld_step[v];
+  }
+}
+
+/* A host conversion: both views' field pointers, and per field the bytes
+   from one element to the next. Runs contiguous on both sides between AoS
+   and SoA go 16 records at a time through registers where the records
+   allow (shuffle). Large conversions (the copy engine's streaming size)
+   stage each block in L1 and write it out with streaming stores, so no
+   destination line is read for ownership. Bytes between the fields of AoS
+   records written by either are zero. */
+typedef struct convert {
+  const mmb__fieldset *r;     /* the destination's records */
+  const mmb__fieldset *aos;   /* with a shuffle: the AoS side's (its offsets and size) */
+  char *d[MMB_MAX_FIELDS];
+  const char *s[MMB_MAX_FIELDS];
+  size_t dstep[MMB_MAX_FIELDS], sstep[MMB_MAX_FIELDS];   /* per element */
+  bool d_soa, s_soa, stream;
+  const shuffle *sh;   /* NULL: field by field */
+  size_t block;        /* elements per block of a run */
+  char *buf;           /* stream: a block of the destination, in its storage */
+} convert;
+
+enum { BLOCK_BYTES = 16384 };
+
+/* m elements of one run, dst and src steps in elements (plan dim 0). */
+static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff, size_t sst,
+                          size_t m) {
+  const mmb__fieldset *r = c->r;
+  size_t fast = c->sh && dst == 1 && sst == 1 ? m / 16 * 16 : 0;   /* through registers */
+  char *to[MMB_MAX_FIELDS] = {0};   /* (r->n >= 1 fills them) */
+  const char *from[MMB_MAX_FIELDS] = {0};
+  for (size_t f = 0; f < r->n; f++) {
+    to[f] = c->d[f] + doff * c->dstep[f];
+    from[f] = c->s[f] + soff * c->sstep[f];
+  }
+  if (c->d_soa) {   /* into plane runs: staged field by field when streaming */
+    char *run[MMB_MAX_FIELDS];
+    for (size_t f = 0; f < r->n; f++) run[f] = c->stream ? c->buf + m * r->before[f] : to[f];
+    size_t step = c->stream ? 1 : dst;
+    if (fast) shuffle_blocks(c->sh, c->aos, true, (char *)from[0] - c->aos->offset[0], run, fast);
+    for (size_t f = 0; f < r->n; f++) {
+      move_field(run[f] + fast * step * r->size[f], step * r->size[f],
+                 from[f] + fast * sst * c->sstep[f], sst * c->sstep[f], m - fast, r->size[f]);
+      if (c->stream) mmb__engine_run(to[f], run[f], m * r->size[f], true);
+    }
+    return;
+  }
+  /* into records: staged whole when streaming */
+  size_t rs = c->dstep[0], step = c->stream ? 1 : dst;
+  char *rec = c->stream ? c->buf : to[0] - r->offset[0];
+  if (fast) shuffle_blocks(c->sh, c->aos, false, rec, (char *const *)from, fast);
+  for (size_t f = 0; f < r->n; f++)
+    move_field(rec + r->offset[f] + fast * step * rs, step * rs,
+               from[f] + fast * sst * c->sstep[f], sst * c->sstep[f], m - fast, r->size[f]);
+  if (c->stream) mmb__engine_run(to[0] - r->offset[0], c->buf, m * rs, true);
+}
+
+static void convert_walk(const convert *c, const mmb__plan *p, size_t k, size_t doff,
+                         size_t soff) {
+  if (k > 1) {
+    for (size_t i = 0; i < p->dim[k - 1]; i++)
+      convert_walk(c, p, k - 1, doff + i * p->ds[k - 1], soff + i * p->ss[k - 1]);
+    return;
+  }
+  /* one run along plan dim 0 (or one element when the plan is empty) */
+  size_t n = p->n ? p->dim[0] : 1, dst = p->n ? p->ds[0] : 1, sst = p->n ? p->ss[0] : 1;
+  for (size_t i0 = 0; i0 < n; i0 += c->block)
+    convert_block(c, doff + i0 * dst, dst, soff + i0 * sst, sst, mmb__min(c->block, n - i0));
+}
+
+void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
+  convert c = {.r = d->rec, .d_soa = mmb__record_soa(d->rec), .s_soa = mmb__record_soa(s->rec)};
+  for (size_t f = 0; f < c.r->n; f++) {
+    c.d[f] = mmb__view_field(d, f);
+    c.s[f] = mmb__view_field(s, f);
+    c.dstep[f] = mmb__view_field_step(d, f);
+    c.sstep[f] = mmb__view_field_step(s, f);
+  }
+  /* a block of the wider side's elements fills about 16 KiB of L1 */
+  c.block = BLOCK_BYTES / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
+  if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
+  shuffle *sh = NULL;
+  if (c.d_soa != c.s_soa) {   /* (two AoS shapes: field by field) */
+    c.aos = c.d_soa ? s->rec : d->rec;
+    sh = record_shuffle(c.aos, c.d_soa);
+  }
+  if (shuffle_pays(sh, c.r)) c.sh = sh;
+  /* streaming into AoS needs the records contiguous along the run */
+  mmb__plan p;
+  mmb__plan_make(d, s, &p);
+  bool runs = c.d_soa || (p.n && p.ds[0] == 1);
+  size_t staged = c.block * d->esize;
+  if (runs && mmb__engine_streams(mmb__view_bytes(d)) && (c.buf = mmb__malloc(staged))) {
+    c.stream = true;
+    memset(c.buf, 0, staged);   /* (padding between AoS fields stays zero) */
+  }
+  convert_walk(&c, &p, p.n, 0, 0);
+  if (c.stream) {
+    _mm_sfence();
+    mmb__free(c.buf);
+  }
+  mmb__free(sh);
+}

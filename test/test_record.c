@@ -1,0 +1,509 @@
+/* Records (mmb_layout_create_record): layouts of named fields, stored AoS
+   or SoA, and every transport converting between them: copies of arrays
+   and tiles, duplicates, migrations and overwrite merges, synchronous and
+   on a queue, on every host provider pair and through the fake device (its
+   side staged), with odd field sizes, padded records, padded rows and both
+   orders. The values are checked field by field (mmb_array_get_field,
+   mmb_tile_get_field) against a reference: byte b of field f of element e
+   is a function of (e, f, b, salt). */
+#include "arrays.h"
+#include "fake_device.h"
+
+#include <stddef.h>
+
+static unsigned char ref_byte(size_t e, size_t f, size_t b, unsigned salt) {
+  return (unsigned char)(e * 131u + f * 17u + b * 7u + salt * 29u + 1u);
+}
+
+/* The linear (row-major) number of an index. */
+static size_t linear(const size_t *idx, const size_t *dims, size_t rank) {
+  size_t e = 0;
+  for (size_t k = 0; k < rank; k++) e = e * dims[k] + idx[k];
+  return e;
+}
+
+/* Writes (fill) or checks every field of every element of a host array. */
+static void walk_array(mmbArray *a, unsigned salt, bool fill) {
+  mmbDimensions d;
+  OK(mmb_array_get_dims(a, &d));
+  size_t idx[MMB_MAX_DIMS] = {0}, lo[MMB_MAX_DIMS] = {0};
+  do {
+    size_t e = linear(idx, d.d, d.size);
+    mmbField fld;
+    for (size_t f = 0; mmb_array_get_field(a, f, &fld) == MMB_OK; f++) {
+      unsigned char *p = fld.ptr;
+      for (size_t k = 0; k < d.size; k++) p += idx[k] * fld.byte_stride[k];
+      for (size_t b = 0; b < fld.size; b++) {
+        if (fill) p[b] = ref_byte(e, f, b, salt);
+        else cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu byte %zu", e, f, b);
+      }
+    }
+  } while (index_next(idx, lo, d.d, d.size));
+}
+
+/* Checks every field of a host tile of an array of extents `dims`. */
+static void check_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt) {
+  size_t idx[MMB_MAX_DIMS], lo[MMB_MAX_DIMS];
+  for (size_t k = 0; k < t->rank; k++) idx[k] = lo[k] = t->lower[k];
+  do {
+    size_t e = linear(idx, dims, t->rank);
+    mmbField fld;
+    for (size_t f = 0; mmb_tile_get_field(t, f, &fld) == MMB_OK; f++) {
+      unsigned char *p = fld.ptr;
+      for (size_t k = 0; k < t->rank; k++) p += (idx[k] - t->lower[k]) * fld.byte_stride[k];
+      for (size_t b = 0; b < fld.size; b++)
+        cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu", e, f);
+    }
+  } while (index_next(idx, lo, t->upper, t->rank));
+}
+
+/* A particle: 3 floats, a char flag, a double (C pads it to 32 bytes). */
+typedef struct particle {
+  float x, y, z;
+  char flag;
+  double mass;
+} particle;
+
+static const mmbRecordField particle_fields[] = {
+  {"x", sizeof(float), offsetof(particle, x)},
+  {"y", sizeof(float), offsetof(particle, y)},
+  {"z", sizeof(float), offsetof(particle, z)},
+  {"flag", 1, offsetof(particle, flag)},
+  {"mass", sizeof(double), offsetof(particle, mass)},
+};
+
+static mmbLayout *particles(mmbRecordKind kind, size_t rank, mmbLayoutOrder order, size_t ra) {
+  mmbLayout *l;
+  OK(mmb_layout_create_record(particle_fields, 5, 0, kind, rank, order,
+                              (mmbLayoutPadding){.row_alignment = ra}, &l));
+  return l;
+}
+
+static mmbArray *make(mmbMemInterface *iface, const mmbDimensions *d, mmbLayout *l) {
+  mmbArray *a;
+  OK(mmb_array_create(d, l, iface, MMB_READ_WRITE, &a));
+  return a;
+}
+
+MMB_TEST(record, layouts_describe_their_fields) {
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 1, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 1, MMB_ROWMAJOR, 0);
+  mmbRecordInfo ri;
+  OK(mmb_layout_get_record(aos, &ri));
+  cr_assert(ri.n_fields == 5 && ri.kind == MMB_RECORD_AOS && ri.record_size == sizeof(particle) &&
+            ri.payload == 21);
+  mmbLayoutInfo li;
+  OK(mmb_layout_get_info(aos, &li));
+  cr_assert_eq(li.element_size, sizeof(particle));
+  OK(mmb_layout_get_info(soa, &li));
+  cr_assert_eq(li.element_size, 21, "an SoA element is its payload");
+  mmbRecordField f;
+  OK(mmb_layout_get_field(soa, 4, &f));
+  cr_assert(!strcmp(f.name, "mass") && f.size == 8 && f.offset == offsetof(particle, mass));
+  size_t i;
+  OK(mmb_layout_find_field(aos, "flag", &i));
+  cr_assert_eq(i, 3);
+  cr_assert_eq(mmb_layout_find_field(aos, "nope", &i), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_layout_get_field(aos, 5, &f), MMB_INVALID_ARG);
+  /* the C compiler's padding, when no record size is given */
+  mmbLayout *l;
+  OK(mmb_layout_create_record((mmbRecordField[]){{"a", 1, 0}, {"b", 1, 1}, {"c", 1, 2}}, 3, 0,
+                              MMB_RECORD_AOS, 1, MMB_ROWMAJOR, (mmbLayoutPadding){0}, &l));
+  OK(mmb_layout_get_record(l, &ri));
+  cr_assert_eq(ri.record_size, 3);
+  OK(mmb_layout_destroy(l));
+  OK(mmb_layout_create_record((mmbRecordField[]){{"v", 12, 0}, {"w", 2, 12}}, 2, 0,
+                              MMB_RECORD_AOS, 1, MMB_ROWMAJOR, (mmbLayoutPadding){0}, &l));
+  OK(mmb_layout_get_record(l, &ri));
+  cr_assert_eq(ri.record_size, 16, "12 bytes align to 4: 14 rounds up to 16");
+  OK(mmb_layout_destroy(l));
+  /* a regular layout has no records */
+  mmbLayout *plain = test_layout(8, 1, MMB_ROWMAJOR, 0, MMB_TYPE_BYTES);
+  OK(mmb_layout_get_record(plain, &ri));
+  cr_assert_eq(ri.n_fields, 0);
+  cr_assert_eq(mmb_layout_get_field(plain, 0, &f), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_layout_find_field(plain, "x", &i), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_layout_set_element_type(aos, MMB_TYPE_DOUBLE), MMB_INVALID_ARG);
+  OK(mmb_layout_destroy(plain));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(soa));
+}
+
+MMB_TEST(record, bad_records_are_refused) {
+  mmbLayout *l = NULL;
+  mmbLayoutPadding none = {0};
+  mmbRecordField two[] = {{"a", 4, 0}, {"b", 4, 4}};
+#define BAD(fields, n, rs, kind, pad)                                                       \
+  cr_assert_eq(mmb_layout_create_record(fields, n, rs, kind, 1, MMB_ROWMAJOR, pad, &l),     \
+               MMB_INVALID_ARG, #fields " " #n " " #rs);                                    \
+  cr_assert_null(l)
+  BAD(NULL, 2, 0, MMB_RECORD_AOS, none);
+  BAD(two, 0, 0, MMB_RECORD_AOS, none);
+  BAD(two, MMB_MAX_FIELDS + 1, 0, MMB_RECORD_AOS, none);
+  BAD(two, 2, 6, MMB_RECORD_AOS, none);                      /* b ends at 8, past 6 */
+  BAD(two, 2, 0, (mmbRecordKind)7, none);
+  BAD(((mmbRecordField[]){{"a", 0, 0}}), 1, 0, MMB_RECORD_AOS, none);
+  BAD(((mmbRecordField[]){{"a", 4, 0}, {"b", 4, 2}}), 2, 0, MMB_RECORD_AOS, none);   /* overlap */
+  BAD(((mmbRecordField[]){{"a", 4, 0}, {"a", 4, 4}}), 2, 0, MMB_RECORD_SOA, none);   /* twice */
+  BAD(((mmbRecordField[]){{"a_name_of_thirty_two_characters_", 4, 0}}), 1, 0, MMB_RECORD_AOS,
+      none);
+  BAD(((mmbRecordField[]){{"a", 4, SIZE_MAX - 1}}), 1, 0, MMB_RECORD_AOS, none);
+  /* padding: a multiple of the record (AoS), of every field (SoA) */
+  BAD(((mmbRecordField[]){{"a", 4, 0}, {"b", 8, 4}}), 2, 12, MMB_RECORD_AOS,
+      ((mmbLayoutPadding){64}));
+  BAD(((mmbRecordField[]){{"a", 3, 0}}), 1, 0, MMB_RECORD_SOA, ((mmbLayoutPadding){64}));
+#undef BAD
+  cr_assert_eq(mmb_layout_create_record(two, 2, 0, MMB_RECORD_AOS, 0, MMB_ROWMAJOR, none, &l),
+               MMB_INVALID_ARG);
+  cr_assert_eq(mmb_layout_create_record(two, 2, 0, MMB_RECORD_AOS, 1, MMB_ROWMAJOR, none, NULL),
+               MMB_INVALID_ARG);
+  /* unnamed fields are fine, and may be many */
+  OK(mmb_layout_create_record((mmbRecordField[]){{NULL, 4, 0}, {NULL, 4, 4}}, 2, 0,
+                              MMB_RECORD_SOA, 1, MMB_ROWMAJOR, none, &l));
+  OK(mmb_layout_destroy(l));
+}
+
+/* AoS -> SoA -> AoS through a duplicate and an overwrite merge, from and to
+   an interface of each kind; the SoA side rewritten between. */
+static void duplicate_round_trip(mmbMemInterface *home, mmbMemInterface *away, bool away_host) {
+  mmbDimensions d = dims2(37, 29);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 2, MMB_COLMAJOR, 0);
+  mmbArray *a = make(home, &d, aos), *s;
+  walk_array(a, 1, true);
+  OK(mmb_array_duplicate_layout(a, away, MMB_READ_WRITE, soa, &s));
+  mmbArray *h = s;
+  if (!away_host) OK(mmb_array_duplicate_layout(s, home, MMB_READ_WRITE, NULL, &h));
+  walk_array(h, 1, false);
+  walk_array(h, 2, true);
+  if (!away_host) OK(mmb_array_merge(h, MMB_MERGE_OVERWRITE));
+  OK(mmb_array_merge(s, MMB_MERGE_OVERWRITE));
+  walk_array(a, 2, false);
+  OK(mmb_array_destroy(a));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(soa));
+}
+
+MMB_TEST(record, duplicates_convert_both_ways_on_every_host_provider_pair) {
+  mmbProviderType host[] = {MMB_PROVIDER_SYSTEM, MMB_PROVIDER_PINNED};
+  for (size_t i = 0; i < 2; i++)
+    for (size_t j = 0; j < 2; j++)
+      duplicate_round_trip(test_interface(host[i], 0), test_interface(host[j], 0), true);
+}
+
+MMB_TEST(record, duplicates_convert_through_a_device) {
+  mmbMemInterface *dev = fake_device_interface(0);
+  cr_assert_not_null(dev);
+  duplicate_round_trip(test_interface(MMB_PROVIDER_SYSTEM, 0), dev, false);
+  /* and an array homed on the device, converted on its way to the host */
+  mmbDimensions d = dims2(9, 70);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 2, MMB_ROWMAJOR, 0);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  mmbMemInterface *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *src = make(host, &d, soa), *on_dev, *back, *check;
+  walk_array(src, 5, true);
+  OK(mmb_array_duplicate_layout(src, dev, MMB_READ_WRITE, aos, &on_dev));   /* SoA -> AoS */
+  OK(mmb_array_duplicate_layout(on_dev, dev, MMB_READ_WRITE, soa, &back));  /* both on it */
+  OK(mmb_array_duplicate_layout(back, host, MMB_READ, aos, &check));
+  walk_array(check, 5, false);
+  OK(mmb_array_merge(check, MMB_MERGE_OVERWRITE));
+  OK(mmb_array_merge(back, MMB_MERGE_OVERWRITE));
+  OK(mmb_array_merge(on_dev, MMB_MERGE_OVERWRITE));
+  OK(mmb_array_destroy(src));
+  OK(mmb_layout_destroy(soa));
+  OK(mmb_layout_destroy(aos));
+}
+
+/* Random records (fixed seed): 3 to 8 fields of odd sizes at shuffled
+   offsets with padding, rank 1 to 3, either order, padded rows; copied
+   AoS -> SoA -> AoS' (another AoS shape) and checked against the model. */
+MMB_TEST(record, random_records_copy_between_any_two_storages) {
+  uint64_t seed = 0x5eed;
+  static const size_t sizes[] = {1, 2, 3, 4, 5, 8, 12, 16, 7};
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  for (int round = 0; round < 40; round++) {
+    size_t n = 3 + test_rand(&seed) % 6, rank = 1 + test_rand(&seed) % 3;
+    mmbRecordField a[8], b[8];
+    size_t off_a = 0, pow2 = 1;
+    for (size_t f = 0; f < n; f++) {
+      size_t s = sizes[test_rand(&seed) % 9];
+      a[f] = (mmbRecordField){NULL, s, off_a};
+      off_a += s + test_rand(&seed) % 3;   /* gaps: padding */
+      pow2 = pow2 && !(s & (s - 1));
+    }
+    size_t off_b = 0;   /* the other AoS shape: the fields in reverse order */
+    for (size_t f = n; f-- > 0;) {
+      b[f] = (mmbRecordField){NULL, a[f].size, off_b};
+      off_b += a[f].size;
+    }
+    mmbDimensions d = {rank, {0}};
+    for (size_t k = 0; k < rank; k++) d.d[k] = 1 + test_rand(&seed) % (rank == 1 ? 300 : 13);
+    mmbLayoutOrder o1 = test_rand(&seed) % 2 ? MMB_ROWMAJOR : MMB_COLMAJOR;
+    mmbLayoutOrder o2 = test_rand(&seed) % 2 ? MMB_ROWMAJOR : MMB_COLMAJOR;
+    size_t pad = pow2 && test_rand(&seed) % 2 ? 64 : 0;
+    mmbLayout *la, *ls, *lb;
+    OK(mmb_layout_create_record(a, n, off_a + 3, MMB_RECORD_AOS, rank, o1, (mmbLayoutPadding){0},
+                                &la));
+    OK(mmb_layout_create_record(a, n, 0, MMB_RECORD_SOA, rank, o2,
+                                (mmbLayoutPadding){.row_alignment = pad}, &ls));
+    OK(mmb_layout_create_record(b, n, 0, MMB_RECORD_AOS, rank, o2, (mmbLayoutPadding){0}, &lb));
+    mmbArray *xa = make(iface, &d, la), *xs = make(iface, &d, ls), *xb = make(iface, &d, lb);
+    walk_array(xa, round, true);
+    OK(mmb_array_copy(xs, xa));
+    walk_array(xs, round, false);
+    OK(mmb_array_copy(xb, xs));
+    walk_array(xb, round, false);
+    walk_array(xa, round + 1, true);
+    OK(mmb_array_copy(xb, xa));   /* AoS -> AoS of another shape */
+    walk_array(xb, round + 1, false);
+    OK(mmb_array_destroy(xa));
+    OK(mmb_array_destroy(xs));
+    OK(mmb_array_destroy(xb));
+    OK(mmb_layout_destroy(la));
+    OK(mmb_layout_destroy(ls));
+    OK(mmb_layout_destroy(lb));
+  }
+}
+
+MMB_TEST(record, migrating_to_another_layout_converts_and_tiles_follow) {
+  mmbDimensions d = dims2(40, 33);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 2, MMB_ROWMAJOR, 64);
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = make(sys, &d, aos);
+  walk_array(a, 3, true);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));
+  OK(mmb_array_migrate_layout(a, sys, MMB_READ_WRITE, soa));   /* in place of the old home */
+  walk_array(a, 3, false);
+  size_t bytes;
+  OK(mmb_array_get_bytes(a, &bytes));
+  cr_assert_geq(bytes, 40 * 33 * 21, "SoA planes hold the payload");
+  mmbArrayTile *t;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 2}}, &t));
+  cr_assert_eq(t->element_size, 21);
+  check_tile(t, d.d, 3);
+  mmbTileState st;
+  OK(mmb_tile_get_state(t, &st));
+  cr_assert(st.soa && !st.contiguous);
+  mmbField x, mass;
+  OK(mmb_tile_get_field(t, 0, &x));
+  OK(mmb_tile_get_field(t, 4, &mass));
+  cr_assert(x.ptr == t->ptr && x.size == 4 && x.byte_stride[1] == 4 && mass.byte_stride[1] == 8);
+  cr_assert_eq(mmb_tile_get_field(t, 5, &x), MMB_INVALID_ARG);
+  /* and back to AoS on the pinned provider */
+  OK(mmb_array_migrate_layout(a, test_interface(MMB_PROVIDER_PINNED, 0), MMB_READ, aos));
+  walk_array(a, 3, false);
+  OK(mmb_tile_get_state(t, &st));
+  cr_assert(!st.soa && t->element_size == sizeof(particle));
+  OK(mmb_tile_get_field(t, 4, &mass));
+  cr_assert_eq(mass.byte_stride[1], sizeof(particle));
+  check_tile(t, d.d, 3);
+  OK(mmb_array_destroy(a));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(soa));
+}
+
+static void count_calls(void *dst, const void *src, size_t count, size_t esize, void *user) {
+  ++*(int *)user;
+}
+
+MMB_TEST(record, tiles_convert_on_copy_duplicate_and_merge) {
+  mmbDimensions d = dims2(30, 20);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 2, MMB_ROWMAJOR, 0);
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = make(sys, &d, aos), *s = make(sys, &d, soa);
+  walk_array(a, 7, true);
+  mmbDimensions chunk = {2, {8, 8}};
+  OK(mmb_array_tile(a, &chunk));
+  OK(mmb_array_tile(s, &chunk));
+  mmbDimensions grid;
+  OK(mmb_array_tile_grid(a, &grid));
+  for (size_t i = 0; i < grid.d[0]; i++)
+    for (size_t j = 0; j < grid.d[1]; j++) {
+      mmbArrayTile *ta, *ts;
+      OK(mmb_tile_at(a, &(mmbIndex){2, {i, j}}, &ta));
+      OK(mmb_tile_at(s, &(mmbIndex){2, {i, j}}, &ts));
+      OK(mmb_tile_copy(ts, ta));   /* AoS -> SoA, tile by tile */
+      check_tile(ts, d.d, 7);
+    }
+  walk_array(s, 7, false);
+  /* an SoA tile duplicated into AoS storage, written, merged back */
+  mmbArrayTile *ts, *dup;
+  OK(mmb_tile_at(s, &(mmbIndex){2, {1, 1}}, &ts));
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbLayout *aos_tile = particles(MMB_RECORD_AOS, 2, MMB_COLMAJOR, 0);
+  OK(mmb_tile_duplicate(ts, dram, MMB_READ_WRITE, aos_tile, &dup));
+  OK(mmb_layout_destroy(aos_tile));   /* the duplicate keeps its records */
+  cr_assert_eq(dup->element_size, sizeof(particle));
+  check_tile(dup, d.d, 7);
+  mmbField fx;
+  OK(mmb_tile_get_field(dup, 0, &fx));
+  float *x0 = fx.ptr;
+  *x0 = 1234.5f;
+  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
+  mmbField sx;
+  OK(mmb_tile_get_field(ts, 0, &sx));
+  cr_assert_eq(*(float *)sx.ptr, 1234.5f);
+  /* a user merge between AoS and SoA storage is refused, nothing lost */
+  mmbLayout *aos2 = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  OK(mmb_tile_duplicate(ts, dram, MMB_READ_WRITE, aos2, &dup));
+  int calls = 0;
+  cr_assert_eq(mmb_tile_merge_with(dup, count_calls, &calls), MMB_UNSUPPORTED);
+  cr_assert_eq(calls, 0);
+  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
+  OK(mmb_layout_destroy(aos2));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(s));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(soa));
+}
+
+MMB_TEST(record, conversions_run_on_a_queue) {
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  mmbDimensions d = {3, {5, 7, 11}};
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 3, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 3, MMB_COLMAJOR, 0);
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = make(sys, &d, aos), *s;
+  walk_array(a, 11, true);
+  mmbRequest r1 = {0}, r2 = {0}, r3 = {0};
+  OK(mmb_array_duplicate_layout_async(a, sys, MMB_READ_WRITE, soa, q, &r1, &s));
+  OK(mmb_array_migrate_layout_async(s, sys, MMB_READ_WRITE, aos, q, &r2));   /* SoA -> AoS */
+  OK(mmb_wait(&r1));
+  OK(mmb_wait(&r2));
+  walk_array(s, 11, false);
+  walk_array(s, 12, true);
+  OK(mmb_array_merge_async(s, MMB_MERGE_OVERWRITE, q, &r3));   /* AoS dup of an AoS array now */
+  OK(mmb_wait(&r3));
+  walk_array(a, 12, false);
+  OK(mmb_array_destroy(a));
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(soa));
+}
+
+MMB_TEST(record, other_records_and_plain_elements_are_refused) {
+  mmbDimensions d = dims2(4, 4);
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 2, MMB_ROWMAJOR, 0);
+  mmbLayout *other, *plain = test_layout(sizeof(particle), 2, MMB_ROWMAJOR, 0, MMB_TYPE_BYTES);
+  mmbLayout *rank1 = particles(MMB_RECORD_SOA, 1, MMB_ROWMAJOR, 0);
+  mmbRecordField swapped[5];
+  memcpy(swapped, particle_fields, sizeof swapped);
+  swapped[3] = particle_fields[4];   /* mass before flag: other sizes in order */
+  swapped[4] = particle_fields[3];
+  OK(mmb_layout_create_record(swapped, 5, 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){0}, &other));
+  mmbArray *a = make(sys, &d, aos), *x = make(sys, &d, other), *p = make(sys, &d, plain), *dup;
+  cr_assert_eq(mmb_array_copy(x, a), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_copy(p, a), MMB_INVALID_ARG, "records are not plain bytes");
+  cr_assert_eq(mmb_array_duplicate_layout(a, sys, MMB_READ, other, &dup), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_duplicate_layout(a, sys, MMB_READ, plain, &dup), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_duplicate_layout(a, sys, MMB_READ, rank1, &dup), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_migrate_layout(a, sys, MMB_READ, other), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_migrate_layout(a, sys, MMB_READ, (mmbLayout *)a), MMB_INVALID_ARG,
+               "not a layout");
+  mmbField f;
+  cr_assert_eq(mmb_array_get_field(a, 5, &f), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_get_field(a, 0, NULL), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_array_get_field(NULL, 0, &f), MMB_INVALID_ARG);
+  OK(mmb_array_get_field(p, 0, &f));   /* a plain element is its one field */
+  cr_assert(f.ptr == mmb_array_ptr(p) && f.size == sizeof(particle) &&
+            f.byte_stride[0] == 4 * sizeof(particle));
+  cr_assert_eq(mmb_array_get_field(p, 1, &f), MMB_INVALID_ARG);
+  cr_assert_eq(mmb_tile_get_field(NULL, 0, &f), MMB_INVALID_ARG);
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(x));
+  OK(mmb_array_destroy(p));
+  OK(mmb_layout_destroy(aos));
+  OK(mmb_layout_destroy(other));
+  OK(mmb_layout_destroy(plain));
+  OK(mmb_layout_destroy(rank1));
+}
+
+/* SoA tiles through the tile cache and a prefetching iterator: their
+   copies keep SoA storage, and written fields come home. */
+MMB_TEST(record, soa_tiles_go_through_the_cache_and_iterators) {
+  mmbDimensions d = dims2(48, 40);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 2, MMB_ROWMAJOR, 0);
+  mmbArray *s = make(test_interface(MMB_PROVIDER_SYSTEM, 0), &d, soa);
+  walk_array(s, 21, true);
+  OK(mmb_array_tile(s, &(mmbDimensions){2, {16, 16}}));
+  mmbMemSpace *fast = limited_space(64 << 10);   /* room for a few tiles */
+  mmbDimensions grid;
+  OK(mmb_array_tile_grid(s, &grid));
+  for (size_t i = 0; i < grid.d[0]; i++)
+    for (size_t j = 0; j < grid.d[1]; j++) {
+      mmbArrayTile *t, *l;
+      OK(mmb_tile_at(s, &(mmbIndex){2, {i, j}}, &t));
+      OK(mmb_tile_acquire(t, fast, MMB_READ_WRITE, &l));
+      mmbTileState st;
+      OK(mmb_tile_get_state(l, &st));
+      cr_assert(st.soa && l->space == fast);
+      check_tile(l, d.d, 21);
+      mmbField m;
+      OK(mmb_tile_get_field(l, 4, &m));
+      *(double *)m.ptr = (double)(i * 10 + j);   /* the tile's first mass */
+      OK(mmb_tile_release(l));
+    }
+  OK(mmb_array_flush(s));
+  OK(mmb_array_evict(s, fast));
+  for (size_t i = 0; i < grid.d[0]; i++)
+    for (size_t j = 0; j < grid.d[1]; j++) {
+      mmbArrayTile *t;
+      OK(mmb_tile_at(s, &(mmbIndex){2, {i, j}}, &t));
+      mmbField m;
+      OK(mmb_tile_get_field(t, 4, &m));
+      cr_assert_eq(*(double *)m.ptr, (double)(i * 10 + j));
+    }
+  OK(mmb_array_destroy(s));
+  OK(mmb_layout_destroy(soa));
+}
+
+/* Records of whole 4-byte words go 16 at a time through AVX-512 registers
+   (where the CPU has it), and large conversions stream their blocks: both,
+   with ragged tails, checked for each shape, streaming forced on and off. */
+static void word_records_round_trip(void) {
+  static const mmbRecordField shapes[][4] = {
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},                  /* 12 B */
+    {{"a", 4, 0}, {"b", 8, 8}, {"c", 4, 16}},                 /* 24 B, gaps */
+    {{"q", 16, 0}, {"id", 4, 16}},                            /* 20 B */
+    {{"big", 12, 4}, {"w", 4, 112}},                          /* 116 B: a step per pair */
+  };
+  static const size_t n_fields[] = {3, 3, 2, 2}, rs[] = {12, 24, 20, 116};
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  for (size_t k = 0; k < 4; k++) {
+    mmbDimensions one = {1, {16 * 70 + 5}}, two = dims2(37, 41);
+    for (int rank = 1; rank <= 2; rank++) {
+      mmbDimensions *d = rank == 1 ? &one : &two;
+      mmbLayout *la, *ls;
+      OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, (size_t)rank,
+                                  MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
+      OK(mmb_layout_create_record(shapes[k], n_fields[k], 0, MMB_RECORD_SOA, (size_t)rank,
+                                  MMB_ROWMAJOR, (mmbLayoutPadding){0}, &ls));
+      mmbArray *a = make(iface, d, la), *s = make(iface, d, ls);
+      walk_array(a, (unsigned)k, true);
+      OK(mmb_array_copy(s, a));
+      walk_array(s, (unsigned)k, false);
+      walk_array(s, (unsigned)k + 9, true);
+      OK(mmb_array_copy(a, s));
+      walk_array(a, (unsigned)k + 9, false);
+      OK(mmb_array_destroy(a));
+      OK(mmb_array_destroy(s));
+      OK(mmb_layout_destroy(la));
+      OK(mmb_layout_destroy(ls));
+    }
+  }
+}
+
+MMB_TEST(record, word_records_convert_in_registers) { word_records_round_trip(); }
+
+MMB_TEST(record, word_records_convert_streamed) {
+  OK(mmb_finalize());
+  setenv("MMB_COPY_NT_BYTES", "1", 1);   /* every conversion streams */
+  OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+  word_records_round_trip();
+}
