@@ -342,6 +342,11 @@ static mmbError prepare(transfer *x) {
   mmbTileState st;
   mmbError err = mmb_tile_get_state(x->tile, &st);
   if (err != MMB_OK) return err;
+  if (st.soa) {
+    say(MMB_LOG_WARN, x->func, "the tile holds SoA records, one plane per field: send an AoS "
+        "duplicate of it (mmb_tile_duplicate with an AoS layout)");
+    return MMB_UNSUPPORTED;
+  }
   bool reads = x->kind == SEND || x->root || x->kind == ALLREDUCE;
   x->writes = x->kind == RECV || (x->kind == BCAST && !x->root) || x->kind == ALLREDUCE;
   if (reads && st.stale) {
@@ -914,6 +919,11 @@ mmbError mmb_mpi_array_descriptor(mmbArray *array, int blacs_context, int desc[9
       (err = mmb_array_get_dims(array, &dims)) != MMB_OK ||
       (err = mmb_array_get_strides(array, &strides)) != MMB_OK)
     return err;
+  mmbField second;
+  if (mmb_array_get_field(array, 1, &second) == MMB_OK) {
+    say(MMB_LOG_DEBUG, __func__, "ScaLAPACK takes matrices of numbers, not records of fields");
+    return MMB_INVALID_ARG;
+  }
   if (bc.rank != 2 || strides.d[0] != 1) {
     say(MMB_LOG_DEBUG, __func__, "ScaLAPACK takes matrices in column-major order (rank %zu, "
         "row stride %zu)", bc.rank, strides.d[0]);

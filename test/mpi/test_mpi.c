@@ -535,6 +535,18 @@ static void bad_arguments_are_refused(void) {
   EXPECT(mmb_mpi_tile_send(t, 1, MPI_ANY_TAG, w), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_tile_send(t, 1, tag_max + 1, w), MMB_INVALID_ARG);
   EXPECT(mmb_mpi_tile_send(t, 1, 0, MPI_COMM_NULL), MMB_INVALID_ARG);
+  /* SoA records lie in one plane per field: not one message's bytes */
+  mmbLayout *soa;
+  mmbArray *records;
+  OK(mmb_layout_create_record((mmbRecordField[]){{"a", 4, 0}, {"b", 8, 8}}, 2, 0,
+                              MMB_RECORD_SOA, 1, MMB_ROWMAJOR, (mmbLayoutPadding){0}, &soa));
+  OK(mmb_array_create(&(mmbDimensions){1, {16}}, soa, sys, MMB_READ_WRITE, &records));
+  mmbArrayTile *whole;
+  OK(mmb_tile_at(records, &(mmbIndex){1, {0}}, &whole));
+  if (rank == 0) EXPECT(mmb_mpi_tile_send(whole, 1, 3, w), MMB_UNSUPPORTED);
+  else EXPECT(mmb_mpi_tile_recv(whole, 0, 3, w, MPI_STATUS_IGNORE), MMB_UNSUPPORTED);
+  OK(mmb_array_destroy(records));
+  OK(mmb_layout_destroy(soa));
   /* its messages go where mmb's go: to the code's callback, with the rank */
   OK(mmb_logging_set_callback(keep_message, NULL));
   OK(mmb_logging_set_level(MMB_LOG_DEBUG));
