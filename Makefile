@@ -70,7 +70,8 @@ SHARED := $(BUILD)/lib/libmmb.so
 TOOLS    := $(BUILD)/bin/mmb-info
 EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose \
             $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn $(BUILD)/bin/ooc-gemm
-BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue
+BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue \
+            $(BUILD)/bin/bench-records
 TESTS    := $(BUILD)/test/mmb-tests
 # What each part needs, installed on first use (scripts/install-deps.sh SET)
 DEPS_LIB      := $(BUILD)/.deps-lib
@@ -226,6 +227,10 @@ $(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED) $(if $(CNN_MPI),$(MPI_LIBS))
 
 $(BENCHES): | $(DEPS_BENCH)
 $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+
+$(BUILD)/bin/bench-records: bench/records.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
@@ -616,6 +621,10 @@ bench-cache: $(BUILD)/bin/cnn
 
 # The out-of-core SGEMM against the I/O lower bound, in-core OpenBLAS and the
 # storage tier's measured bandwidth (bench/ooc.sh).
+# AoS <-> SoA conversion against a plain copy and a per-field loop
+bench-records: $(BUILD)/bin/bench-records
+	$(BUILD)/bin/bench-records
+
 bench-ooc: $(BUILD)/bin/ooc-gemm
 	BUILD=$(BUILD) bench/ooc.sh
 
@@ -633,6 +642,7 @@ bench: $(BENCHES) $(if $(filter 1,$(MPI)),$(BUILD)/bin/bench-mpi)
 	$(BUILD)/bin/bench-alloc
 	$(BUILD)/bin/bench-tiles
 	$(BUILD)/bin/bench-queue
+	$(BUILD)/bin/bench-records
 ifeq ($(MPI),1)
 	test/mpi/run.sh 2 $(BUILD)/bin/bench-mpi
 endif
