@@ -23,7 +23,7 @@ module mamba
     mmbMemSpaceConfig, mmbOptions, mmbLayoutPadding, mmbLayoutInfo, mmbAllocateOptions, &
     mmbArrayOptions, mmbRegionOptions, mmbQueueOptions, mmbTileIteratorOptions, mmbStats, &
     mmbSpaceInfo, mmbTileInfo, mmbTileState, mmbProviderTarget, mmbProviderOps, &
-    mmbCacheConfig, mmbCacheStats, mmbBlockCyclic, mmbRecordInfo, mmbField
+    mmbCacheConfig, mmbCacheStats, mmbBlockCyclic, mmbRecordInfo, mmbField, mmbLayerProperties
   ! every procedure of the C API (and Mamba's), and the tile pointer
   public :: mmb_allocate, mmb_allocate_opts, mmb_allocation_get_interface, mmb_allocation_ptr, &
     mmb_allocation_record_queue, mmb_allocation_size, mmb_array_get_bytes, mmb_array_copy, &
@@ -36,7 +36,7 @@ module mamba
     mmb_layout_create_record, mmb_layout_get_record, mmb_layout_get_field, &
     mmb_layout_find_field, mmb_array_get_field, mmb_tile_get_field, &
     mmb_array_duplicate_layout, mmb_array_duplicate_layout_async, mmb_array_migrate_layout, &
-    mmb_array_migrate_layout_async, &
+    mmb_array_migrate_layout_async, mmb_layer_register, mmb_layer_find, &
     mmb_context_name, mmb_copy, &
     mmb_copy_1d, mmb_copy_1d_async, mmb_copy_2d, mmb_copy_2d_async, mmb_copy_async, &
     mmb_copy_nd, mmb_copy_nd_async, mmb_cuda_status, mmb_element_type_size, mmb_error_name, &
@@ -448,6 +448,30 @@ contains
     character(len=:), allocatable :: s
     s = f_string(c_mmb_layer_name(int(layer, c_int)))
   end function
+
+  ! A layer of the user's: its number in layer (C's mmb_layer_register).
+  subroutine mmb_layer_register(name, properties, layer, err)
+    character(len=*), intent(in) :: name
+    type(mmbLayerProperties), intent(in) :: properties
+    integer, intent(out) :: layer
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: l, rc
+    l = -1
+    rc = c_mmb_layer_register(c_name(name), properties, l)
+    layer = int(l)
+    call set_err(err, rc)
+  end subroutine
+
+  subroutine mmb_layer_find(name, layer, err)
+    character(len=*), intent(in) :: name
+    integer, intent(out) :: layer
+    integer(mmbErrorKind), intent(out), optional :: err
+    integer(c_int) :: l, rc
+    l = -1
+    rc = c_mmb_layer_find(c_name(name), l)
+    layer = int(l)
+    call set_err(err, rc)
+  end subroutine
 
   function mmb_context_name(context) result(s)
     integer, intent(in) :: context

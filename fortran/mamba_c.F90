@@ -144,6 +144,13 @@ module mamba_c
     integer(c_size_t) :: size = 0
     integer(c_size_t) :: byte_stride(MMB_MAX_DIMS) = 0
   end type
+  ! A layer of the user's (C's mmbLayerProperties, mmb_layer_register).
+  type, bind(C) :: mmbLayerProperties
+    integer(c_int) :: backing = MMB_DRAM, numa_node = 0
+    integer(c_size_t) :: capacity = 0
+    integer(c_long_long) :: bandwidth = 0, latency = 0
+    logical(c_bool) :: device_only = .false.
+  end type
   type, bind(C) :: mmbCacheConfig
     integer(c_size_t) :: budget_bytes = 0
     real(c_double) :: clean_share = 0.5_c_double
@@ -346,6 +353,17 @@ module mamba_c
     type(c_ptr) function c_mmb_layer_name(layer) bind(C, name='mmb_layer_name')
       import :: c_ptr, c_int
       integer(c_int), value :: layer
+    end function
+    integer(c_int) function c_mmb_layer_register(name, props, out) bind(C, name='mmb_layer_register')
+      import :: c_int, c_char, mmbLayerProperties
+      character(kind=c_char), intent(in) :: name(*)
+      type(mmbLayerProperties), intent(in) :: props
+      integer(c_int), intent(out) :: out
+    end function
+    integer(c_int) function c_mmb_layer_find(name, out) bind(C, name='mmb_layer_find')
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: out
     end function
     type(c_ptr) function c_mmb_context_name(ctx) bind(C, name='mmb_context_name')
       import :: c_ptr, c_int

@@ -79,7 +79,9 @@ static void print_text(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *s
     if (s->device >= 0) snprintf(gpu, sizeof gpu, "%d", s->device);
     printf("%-3zu %-24s %-7s %-9s %-5s %-4s %-11s %-11s %-12s %-8s %s%s%s\n", i, s->name,
            mmb_layer_name(s->layer), mmb_context_name(s->context), numa, gpu, cap, lim, bw, lat,
-           mmb_provider_name(s->default_provider), prov[0] ? "," : "", prov);
+           s->default_provider == MMB_PROVIDER_DEFAULT ? "none (a device-only layer)"
+                                                       : mmb_provider_name(s->default_provider),
+           prov[0] ? "," : "", prov);
   }
   printf("tile caches (MMB_CACHE, mmb_space_set_cache):\n%-3s %-24s %-22s %s\n", "#", "space",
          "budget", "clean share");

@@ -24,7 +24,7 @@ extern "C" {
 
 /** What a space is, as mmb-info shows it. */
 typedef struct mmbSpaceInfo {
-  mmbMemLayer layer;              /**< DRAM, HBM, NVDIMM or GDRAM */
+  mmbMemLayer layer;              /**< DRAM, HBM, NVDIMM, GDRAM, STORAGE or a registered layer */
   mmbExecutionContext context;    /**< who uses it: CPU, or GPU_CUDA (GDRAM, pinned DRAM) */
   int numa_node;          /**< OS index of the NUMA node behind it, -1 for none */
   int device;             /**< CUDA device ordinal, -1 for none */
@@ -213,8 +213,58 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_reset_high(mmbMemInterface *inte
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_trim(mmbMemInterface *interface, size_t min_bytes_to_keep);
 
-/** "DRAM", "HBM", "NVDIMM", "GDRAM"; "unknown" otherwise. */
+/** "DRAM", "HBM", "NVDIMM", "GDRAM", "STORAGE", a registered layer's name
+    (mmb_layer_register); "unknown" otherwise. */
 MMB_EXPORT const char *mmb_layer_name(mmbMemLayer layer);
+
+/** The most layers a program may register (mmb_layer_register). */
+#define MMB_USER_LAYERS_MAX 8
+/** Room for a registered layer's name, its NUL included. */
+#define MMB_LAYER_NAME_MAX 16
+
+/** What a layer of the user's is (mmb_layer_register); zero for defaults. */
+typedef struct mmbLayerProperties {
+  mmbMemLayer backing;          /**< the built-in host layer whose memory it uses:
+                                     MMB_DRAM (0), MMB_HBM or MMB_NVDIMM */
+  int numa_node;                /**< which space of that layer, 0-based (as
+                                     mmbMemSpaceConfig.numa_node) */
+  size_t capacity;              /**< bytes it may hold; 0: the backing space's */
+  unsigned long long bandwidth; /**< MiB/s, a hint placement and mmb-info show; 0: the
+                                     backing space's */
+  unsigned long long latency;   /**< ns, likewise */
+  bool device_only;             /**< not host accessible: only providers of the user's
+                                     (mmb_provider_register, serving every layer) serve it */
+} mmbLayerProperties;
+
+/**
+ * Registers a memory layer of the user's (CXL-attached memory, a remote
+ * pool, a budget carved out of DRAM): it gets the next layer number, a
+ * space of its own (info.layer that number, named "<name> (NUMA n)") that
+ * mmb_request_space, mmb_register_memory, interfaces, arrays, the tile
+ * cache, statistics, traces and mmb_layer_name treat as a built-in one's,
+ * and a limit MMB_LIMIT_<name> read now. Host layers are served by the
+ * providers of their backing layer (the system provider, by default);
+ * device_only ones by user providers (those whose mmbProviderOps.layers is
+ * 0). Register layers at startup, before other threads use mmb (the list of
+ * spaces grows); they last until mmb_finalize. MMB_LAYERS registers layers
+ * at init
+ * ("NAME:BACKING[:INDEX[:SIZE]]", comma-separated), so tools such as
+ * mmb-info show them.
+ * \param name  1 to MMB_LAYER_NAME_MAX - 1 letters, digits or '_', not a
+ *              layer's name already (case aside).
+ * 
+eturn MMB_OK; MMB_INVALID_ARG for NULLs, a bad or taken name, a backing
+ *         layer that is not a host one, a negative index, a bad
+ *         MMB_LIMIT_<name>; MMB_UNAVAILABLE when the backing space does not
+ *         exist; MMB_OUT_OF_MEMORY past MMB_USER_LAYERS_MAX layers;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layer_register(const char *name, const mmbLayerProperties *properties,
+                                       mmbMemLayer *out_layer);
+
+/** The layer named \p name (built-in or registered; case aside).
+    \return MMB_OK; MMB_INVALID_ARG for NULLs or no such layer; MMB_NOT_INITIALIZED. */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_layer_find(const char *name, mmbMemLayer *out_layer);
 /** "default", "CPU", "GPU_CUDA"; "unknown" otherwise. */
 MMB_EXPORT const char *mmb_context_name(mmbExecutionContext ctx);
 /** "system", "pinned", "cuda", a registered provider's name; "unknown" otherwise. */

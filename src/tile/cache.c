@@ -55,7 +55,7 @@ struct space_cache {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static space_cache *caches;
 /* MMB_CACHE's settings, a new cache's in a space of the layer */
-static mmbCacheConfig layer_default[MMB_MEMLAYER_MAX];
+static mmbCacheConfig layer_default[MMB__LAYERS];
 static _Thread_local bool held;   /* this thread holds the lock */
 
 static void cache_lock(void) {
@@ -679,7 +679,7 @@ static mmbError cache_env_failed(const char *env, const char *why) {
    the tile caches of the layer's spaces, as mmb_space_set_cache would set
    them; a program's own mmb_space_set_cache still wins. */
 mmbError mmb__caches_init(void) {
-  for (int l = 0; l < MMB_MEMLAYER_MAX; l++) layer_default[l] = (mmbCacheConfig){.clean_share = 0.5};
+  for (int l = 0; l < MMB__LAYERS; l++) layer_default[l] = (mmbCacheConfig){.clean_share = 0.5};
   const char *env = getenv("MMB_CACHE");
   if (!env || !*env) return MMB_OK;
   char copy[256];
@@ -695,10 +695,8 @@ mmbError mmb__caches_init(void) {
       if (strncmp(clean, "clean=", 6) != 0) return cache_env_failed(env, "unknown option after the size");
       clean += 6;
     }
-    int layer = -1;
-    for (int l = 0; l < MMB_MEMLAYER_MAX && layer < 0; l++)
-      if (!strcasecmp(entry, mmb_layer_name((mmbMemLayer)l))) layer = l;
-    if (layer < 0) return cache_env_failed(env, "unknown layer");
+    mmbMemLayer layer;   /* built-in, or registered by MMB_LAYERS */
+    if (!mmb__layer_lookup(entry, &layer)) return cache_env_failed(env, "unknown layer");
     mmbCacheConfig cfg = {.clean_share = 0.5};
     if (!mmb__parse_size(size, &cfg.budget_bytes) || !cfg.budget_bytes)
       return cache_env_failed(env, "the size is not a size above 0");

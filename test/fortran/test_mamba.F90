@@ -134,6 +134,7 @@ program test_mamba
   call test_wrapped_misuse()
   call test_owned_arrays()
   call test_records()
+  call test_user_layers()
   call test_tiles()
   call test_tile_cache()
   call test_tile_pointer_misuse()
@@ -167,6 +168,7 @@ contains
     call ensure(index(mmb_error_string(MMB_OUT_OF_MEMORY), 'out of memory') == 1, 'error strings')
     call ensure(mmb_layer_name(MMB_HBM) == 'HBM' .and. mmb_layer_name(MMB_GDRAM) == 'GDRAM', 'layer names')
     call ensure(mmb_layer_name(MMB_STORAGE) == 'STORAGE', 'the storage layer')
+    call ensure(MMB_USER_LAYERS_MAX == 8 .and. MMB_LAYER_NAME_MAX == 16, 'user layer limits')
     call ensure(mmb_context_name(MMB_GPU_CUDA) == 'GPU_CUDA', 'context names')
     call ensure(mmb_provider_name(MMB_PROVIDER_PINNED) == 'pinned', 'provider names')
     v = mmb_version(major, minor, patch)
@@ -890,6 +892,39 @@ contains
     call mmb_layout_destroy(aos, err)
     call mmb_layout_destroy(soa, err)
     call teardown(plain, iface)
+  end subroutine
+
+  ! A layer of the user's over DRAM: its space, an allocation there, by name.
+  subroutine test_user_layers()
+    type(mmbMemSpace) :: space
+    type(mmbMemInterface) :: iface
+    type(mmbAllocation) :: a
+    type(mmbSpaceInfo) :: info
+    integer :: err, layer, found
+    call begin('user_layers')
+    call init_quiet()
+    call mmb_layer_register('CXL', mmbLayerProperties(capacity=1048576_c_size_t), layer, err)
+    call ensure(err == MMB_OK .and. layer == MMB_MEMLAYER_MAX, 'registered, numbered after the built-ins')
+    call ensure(mmb_layer_name(layer) == 'CXL', 'its name')
+    call mmb_layer_find('cxl', found, err)
+    call ensure(err == MMB_OK .and. found == layer, 'found by name')
+    call mmb_layer_register('CXL', mmbLayerProperties(), found, err)
+    call expect(err, MMB_INVALID_ARG, 'a name taken')
+    call mmb_layer_find('nope', found, err)
+    call expect(err, MMB_INVALID_ARG, 'no such layer')
+    call mmb_request_space(layer, MMB_CPU, new_space=space, err=err)
+    call expect(err, MMB_OK, 'its space')
+    call mmb_space_get_info(space, info, err)
+    call ensure(info%capacity == 1048576 .and. info%layer == layer, 'its capacity')
+    call mmb_request_interface(space, new_interface=iface, err=err)
+    call mmb_allocate(4096_mmbSizeKind, iface, a, err)
+    call expect(err, MMB_OK, 'an allocation in it')
+    call mmb_allocate(2097152_mmbSizeKind, iface, a, err)
+    call expect(err, MMB_OUT_OF_MEMORY, 'past its capacity')
+    call mmb_free(a, err)
+    call expect(err, MMB_OK, 'the first one freed')
+    call mmb_interface_destroy(iface, err)
+    call finalize_checked()
   end subroutine
 
   subroutine test_owned_arrays()

@@ -193,6 +193,81 @@ static mmbError add_storage_space(void) {
   return add(&info, NULL, NULL);
 }
 
+/* A layer of the user's and its one space, over the backing layer's
+   index-th space (its NUMA node, and its providers unless device_only). */
+static mmbError add_user_layer(const char *func, const char *name,
+                               const mmbLayerProperties *props, mmbMemLayer *out) {
+  mmbMemLayer backing = props->backing;
+  const mmbMemSpace *base = props->numa_node >= 0 && (backing == MMB_DRAM || backing == MMB_HBM ||
+                                                      backing == MMB_NVDIMM)
+                                ? mmb__space_find_discovered(backing, MMB_CPU, props->numa_node)
+                                : NULL;
+  mmbMemLayer l;
+  mmbError err = mmb__layer_add(func, name, props, &l);   /* (checks the rest) */
+  if (err != MMB_OK) return err;
+  if (!base) {
+    mmb__layer_remove_last();
+    return mmb__fail(MMB_UNAVAILABLE, func, "no %s space #%d on this node to back layer %s",
+                     mmb_layer_name(backing), props->numa_node, name);
+  }
+  mmbSpaceInfo info = base->info;
+  info.layer = l;
+  info.emulated = false;
+  if (props->capacity) info.capacity = props->capacity;
+  if (props->bandwidth) info.bandwidth = props->bandwidth;
+  if (props->latency) info.latency = props->latency;
+  if (props->device_only) info.default_provider = MMB_PROVIDER_DEFAULT;   /* none: name one */
+  snprintf(info.name, sizeof info.name, "%s (NUMA %d)", name, base->info.numa_node);
+  if ((err = add(&info, NULL, NULL)) != MMB_OK) {
+    mmb__layer_remove_last();
+    return err;
+  }
+  mmb__log(MMB_LOG_INFO, "layer %s: %zu bytes over %s", name, info.capacity, base->info.name);
+  *out = l;
+  return MMB_OK;
+}
+
+mmbError mmb_layer_register(const char *name, const mmbLayerProperties *properties,
+                            mmbMemLayer *out_layer) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!name || !properties || !out_layer, __func__, "NULL argument");
+  return add_user_layer(__func__, name, properties, out_layer);
+}
+
+/* MMB_LAYERS="NAME:BACKING[:INDEX[:SIZE]],...": layers registered at init. */
+static mmbError add_env_layers(const char *env) {
+  char copy[512];
+  if (strlen(env) >= sizeof copy) {
+    mmb__log(MMB_LOG_ERROR, "MMB_LAYERS is longer than %zu bytes", sizeof copy - 1);
+    return MMB_INVALID_ARG;
+  }
+  snprintf(copy, sizeof copy, "%s", env);
+  char *save = NULL;
+  for (char *entry = strtok_r(copy, ",", &save); entry; entry = strtok_r(NULL, ",", &save)) {
+    char *part[4] = {0}, *rest = entry;
+    int n = 0;
+    while (n < 4 && (part[n] = strsep(&rest, ":"))) n++;
+    mmbLayerProperties props = {0};
+    size_t index = 0;
+    bool ok = n >= 2 && !rest && (!strcasecmp(part[1], "DRAM") || !strcasecmp(part[1], "HBM") ||
+                                  !strcasecmp(part[1], "NVDIMM"));
+    if (ok) props.backing = !strcasecmp(part[1], "DRAM") ? MMB_DRAM
+                            : !strcasecmp(part[1], "HBM") ? MMB_HBM : MMB_NVDIMM;
+    if (ok && n >= 3) ok = mmb__parse_size(part[2], &index) && index <= 4096;
+    if (ok && n >= 4) ok = mmb__parse_size(part[3], &props.capacity) && props.capacity;
+    if (!ok) {
+      mmb__log(MMB_LOG_ERROR, "MMB_LAYERS='%s': an entry is not NAME:DRAM|HBM|NVDIMM[:INDEX"
+               "[:SIZE]]", env);
+      return MMB_INVALID_ARG;
+    }
+    props.numa_node = (int)index;
+    mmbMemLayer l;
+    mmbError err = add_user_layer("MMB_LAYERS", part[0], &props, &l);
+    if (err != MMB_OK) return err;
+  }
+  return MMB_OK;
+}
+
 mmbError mmb__spaces_discover(void) {
   int nodes = mmb__os_numa_count();
   mmbMemSpace *dram_of_node[MMB__MAX_NUMA_NODES] = {0};
@@ -200,5 +275,7 @@ mmbError mmb__spaces_discover(void) {
   const char *emulate = getenv("MMB_EMULATE");
   if (err == MMB_OK && emulate && *emulate) err = add_emulated(emulate, dram_of_node, nodes);
   if (err == MMB_OK) err = add_cuda_spaces(nodes, dram_of_node);
-  return err == MMB_OK ? add_storage_space() : err;
+  if (err == MMB_OK) err = add_storage_space();
+  const char *layers = getenv("MMB_LAYERS");
+  return err == MMB_OK && layers && *layers ? add_env_layers(layers) : err;
 }

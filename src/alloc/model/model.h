@@ -63,6 +63,19 @@ void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space));
 void mmb__space_set_oom_hook(bool (*hook)(mmbMemSpace *space, int step));
 bool mmb__space_oom_hook(mmbMemSpace *space, int step);
 bool mmb__space_oom_handlers(mmbMemSpace *space, size_t need, unsigned attempt);
+/* Layers: built-in or registered (mmb_layer_register) ones; the layer
+   whose providers serve a layer's memory (-1: only providers serving every
+   layer); a layer by name (case aside); registering one (its name and
+   root; discovery.c adds its space) and taking the last back. */
+#define MMB__LAYERS (MMB_MEMLAYER_MAX + MMB_USER_LAYERS_MAX)
+bool mmb__layer_known(mmbMemLayer layer);
+int mmb__layer_served_as(mmbMemLayer layer);
+bool mmb__layer_lookup(const char *name, mmbMemLayer *out);
+mmbError mmb__layer_add(const char *func, const char *name, const mmbLayerProperties *props,
+                        mmbMemLayer *out);
+void mmb__layer_remove_last(void);
+/* The index-th discovered space of a layer and context, or NULL. */
+mmbMemSpace *mmb__space_find_discovered(mmbMemLayer layer, mmbExecutionContext ctx, int index);
 /* Adds a discovered space (discovery.c calls it at init). */
 mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpace **out);
 mmbError mmb__spaces_init(void);     /* reads MMB_LIMIT_* */

@@ -24,7 +24,8 @@ const mmbProviderOps *mmb__provider_lookup(mmbProviderType type) {
 /* Built-in providers know their layers; pinned and cuda also need a device. */
 bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type,
                           const mmbMemSpace *space) {
-  if (ops->layers && !(ops->layers & (1u << space->info.layer))) return false;
+  int as = mmb__layer_served_as(space->info.layer);   /* a user layer: its backing's */
+  if (ops->layers && (as < 0 || !(ops->layers & (1u << as)))) return false;
   if (type == MMB_PROVIDER_SYSTEM) return space->info.context == MMB_CPU;
   return true;
 }

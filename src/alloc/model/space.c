@@ -7,12 +7,14 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_DISCOVERED 256
 
 /* One hidden root per layer carries MMB_LIMIT_<LAYER> and the layer's totals. */
-static mmbMemSpace layer_roots[MMB_MEMLAYER_MAX];
+static mmbMemSpace layer_roots[MMB__LAYERS];
 static mmbMemSpace *discovered[MAX_DISCOVERED];
 static size_t n_discovered;
 static pthread_mutex_t requested_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -20,13 +22,113 @@ static mmbMemSpace *requested;   /* list of spaces made by mmb_request_space */
 _Atomic uint64_t mmb__note_epoch = 1;   /* a zeroed note is stale */
 /* mmb_register_memory's spaces, by layer and resolved context (CPU, GPU_CUDA);
    each is also on the requested list. Under requested_lock. */
-static mmbMemSpace *registered[MMB_MEMLAYER_MAX][2];
+static mmbMemSpace *registered[MMB__LAYERS][2];
 
 static const char *const layer_names[MMB_MEMLAYER_MAX] = {"DRAM", "HBM", "NVDIMM", "GDRAM",
                                                               "STORAGE"};
+/* The layers of the user's (mmb_layer_register), numbered from
+   MMB_MEMLAYER_MAX; a layer is known once n_user_layers counts it. */
+static struct {
+  char name[MMB_LAYER_NAME_MAX];
+  mmbLayerProperties props;
+} user_layers[MMB_USER_LAYERS_MAX];
+static _Atomic unsigned n_user_layers;
+static pthread_mutex_t layers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool mmb__layer_known(mmbMemLayer layer) {
+  return (unsigned)layer < MMB_MEMLAYER_MAX + atomic_load_explicit(&n_user_layers,
+                                                                   memory_order_acquire);
+}
+
+int mmb__layer_served_as(mmbMemLayer layer) {
+  if ((unsigned)layer < MMB_MEMLAYER_MAX) return (int)layer;
+  if (!mmb__layer_known(layer)) return -1;
+  const mmbLayerProperties *p = &user_layers[layer - MMB_MEMLAYER_MAX].props;
+  return p->device_only ? -1 : (int)p->backing;
+}
 
 const char *mmb_layer_name(mmbMemLayer layer) {
-  return (unsigned)layer < MMB_MEMLAYER_MAX ? layer_names[layer] : "unknown";
+  if ((unsigned)layer < MMB_MEMLAYER_MAX) return layer_names[layer];
+  return mmb__layer_known(layer) ? user_layers[layer - MMB_MEMLAYER_MAX].name : "unknown";
+}
+
+bool mmb__layer_lookup(const char *name, mmbMemLayer *out) {
+  unsigned n = MMB_MEMLAYER_MAX + atomic_load_explicit(&n_user_layers, memory_order_acquire);
+  for (unsigned l = 0; l < n; l++)
+    if (!strcasecmp(name, mmb_layer_name((mmbMemLayer)l))) {
+      *out = (mmbMemLayer)l;
+      return true;
+    }
+  return false;
+}
+
+mmbError mmb_layer_find(const char *name, mmbMemLayer *out_layer) {
+  MMB__REQUIRE_INIT();
+  MMB__ARG(!name || !out_layer, __func__, "NULL argument");
+  MMB__ARG(!mmb__layer_lookup(name, out_layer), __func__, "no layer named \"%s\"", name);
+  return MMB_OK;
+}
+
+/* A layer's root: its limit from MMB_LIMIT_<lname>. */
+static mmbError root_init(mmbMemLayer l, const char *lname) {
+  mmbMemSpace *root = &layer_roots[l];
+  memset(root, 0, sizeof *root);
+  root->info.layer = l;
+  root->own_limit = SIZE_MAX;
+  char name[48];
+  snprintf(name, sizeof name, "MMB_LIMIT_%s", lname);
+  const char *env = getenv(name);
+  if (env && !mmb__parse_size(env, &root->own_limit)) {
+    mmb__log(MMB_LOG_ERROR, "%s='%s' is not a size (expected bytes with an optional "
+             "K, M, G or T suffix, e.g. 512M or 2G)", name, env);
+    return MMB_INVALID_ARG;
+  }
+  if (env && root->own_limit == 0)
+    mmb__log(MMB_LOG_WARN, "%s=0: every allocation in %s will be refused", name, lname);
+  else if (env)
+    mmb__log(MMB_LOG_INFO, "%s caps layer %s at %zu bytes", name, lname, root->own_limit);
+  return MMB_OK;
+}
+
+mmbError mmb__layer_add(const char *func, const char *name, const mmbLayerProperties *props,
+                        mmbMemLayer *out) {
+  size_t len = strlen(name);
+  MMB__ARG(len == 0 || len >= MMB_LAYER_NAME_MAX, func, "a layer's name has 1 to %d bytes",
+           MMB_LAYER_NAME_MAX - 1);
+  for (size_t i = 0; i < len; i++)
+    MMB__ARG(!isalnum((unsigned char)name[i]) && name[i] != '_', func,
+             "layer name \"%s\": letters, digits and '_' only (it names MMB_LIMIT_<name>)", name);
+  MMB__ARG(props->backing != MMB_DRAM && props->backing != MMB_HBM &&
+           props->backing != MMB_NVDIMM, func, "backing layer %d is not DRAM, HBM or NVDIMM",
+           (int)props->backing);
+  MMB__ARG(props->numa_node < 0, func, "numa_node %d: indices are 0-based", props->numa_node);
+  pthread_mutex_lock(&layers_lock);
+  mmbMemLayer taken;
+  unsigned i = atomic_load(&n_user_layers);
+  mmbError err = MMB_OK;
+  if (mmb__layer_lookup(name, &taken))
+    err = mmb__fail(MMB_INVALID_ARG, func, "a layer named %s exists already", mmb_layer_name(taken));
+  else if (i == MMB_USER_LAYERS_MAX)
+    err = mmb__fail(MMB_OUT_OF_MEMORY, func, "already %d layers of the user's", MMB_USER_LAYERS_MAX);
+  if (err == MMB_OK) {
+    mmbMemLayer l = (mmbMemLayer)(MMB_MEMLAYER_MAX + i);
+    snprintf(user_layers[i].name, sizeof user_layers[i].name, "%s", name);
+    user_layers[i].props = *props;
+    if ((err = root_init(l, name)) == MMB_OK) {
+      memset(registered[l], 0, sizeof registered[l]);
+      atomic_store_explicit(&n_user_layers, i + 1, memory_order_release);
+      *out = l;
+    }
+  }
+  pthread_mutex_unlock(&layers_lock);
+  return err;
+}
+
+void mmb__layer_remove_last(void) {
+  pthread_mutex_lock(&layers_lock);
+  unsigned n = atomic_load(&n_user_layers);
+  if (n) atomic_store(&n_user_layers, n - 1);
+  pthread_mutex_unlock(&layers_lock);
 }
 
 const char *mmb_context_name(mmbExecutionContext ctx) {
@@ -40,24 +142,10 @@ const char *mmb_context_name(mmbExecutionContext ctx) {
 
 
 mmbError mmb__spaces_init(void) {
-  memset(layer_roots, 0, sizeof layer_roots);
+  atomic_store(&n_user_layers, 0);
   for (int l = 0; l < MMB_MEMLAYER_MAX; l++) {
-    mmbMemSpace *root = &layer_roots[l];
-    root->info.layer = (mmbMemLayer)l;
-    root->own_limit = SIZE_MAX;
-    char name[32];
-    snprintf(name, sizeof name, "MMB_LIMIT_%s", layer_names[l]);
-    const char *env = getenv(name);
-    if (env && !mmb__parse_size(env, &root->own_limit)) {
-      mmb__log(MMB_LOG_ERROR, "%s='%s' is not a size (expected bytes with an optional "
-               "K, M, G or T suffix, e.g. 512M or 2G)", name, env);
-      return MMB_INVALID_ARG;
-    }
-    if (env && root->own_limit == 0)
-      mmb__log(MMB_LOG_WARN, "%s=0: every allocation in %s will be refused", name, layer_names[l]);
-    else if (env)
-      mmb__log(MMB_LOG_INFO, "%s caps layer %s at %zu bytes", name, layer_names[l],
-               root->own_limit);
+    mmbError err = root_init((mmbMemLayer)l, layer_names[l]);
+    if (err != MMB_OK) return err;
   }
   n_discovered = 0;
   return MMB_OK;
@@ -159,7 +247,7 @@ static mmbExecutionContext resolve_context(mmbMemLayer layer, mmbExecutionContex
   return layer == MMB_GDRAM ? MMB_GPU_CUDA : MMB_CPU;
 }
 
-static mmbMemSpace *find_discovered(mmbMemLayer layer, mmbExecutionContext ctx, int index) {
+mmbMemSpace *mmb__space_find_discovered(mmbMemLayer layer, mmbExecutionContext ctx, int index) {
   for (size_t i = 0; i < n_discovered; i++) {
     mmbMemSpace *s = discovered[i];
     if (s->info.layer == layer && s->info.context == ctx && s->info.index == index) return s;
@@ -255,7 +343,7 @@ static mmbError check_space_config(const char *func, const mmbMemSpaceConfig *cf
 static mmbError new_space(const char *func, mmbMemLayer layer, mmbExecutionContext ctx,
                           const mmbMemSpaceConfig *cfg, mmbMemSpace **out) {
   int index = layer == MMB_GDRAM ? cfg->device : cfg->numa_node;
-  mmbMemSpace *base = find_discovered(layer, ctx, index);
+  mmbMemSpace *base = mmb__space_find_discovered(layer, ctx, index);
   if (!base)
     return mmb__fail(MMB_UNAVAILABLE, func, "no %s space #%d for %s on this node",
                      mmb_layer_name(layer), index, mmb_context_name(ctx));
@@ -298,14 +386,14 @@ mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
                            const mmbMemSpaceConfig *cfg, mmbMemSpace **out_space) {
   MMB__REQUIRE_INIT();
   MMB__ARG(!out_space, __func__, "out_space is NULL");
-  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
+  MMB__ARG(!mmb__layer_known(layer), __func__, "unknown layer %d", (int)layer);
   MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
   ctx = resolve_context(layer, ctx);
   if (!cfg) {
     pthread_mutex_lock(&requested_lock);
     mmbMemSpace *reg = registered[layer][ctx == MMB_GPU_CUDA];
     pthread_mutex_unlock(&requested_lock);
-    *out_space = reg ? reg : find_discovered(layer, ctx, 0);
+    *out_space = reg ? reg : mmb__space_find_discovered(layer, ctx, 0);
     if (!*out_space)
       return mmb__fail(MMB_UNAVAILABLE, __func__, "no %s space for %s on this node",
                        mmb_layer_name(layer), mmb_context_name(ctx));
@@ -333,7 +421,7 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
                              const mmbMemSpaceConfig *space_cfg,
                              const mmbMemInterfaceConfig *interface_cfg) {
   MMB__REQUIRE_INIT();
-  MMB__ARG((unsigned)layer >= MMB_MEMLAYER_MAX, __func__, "unknown layer %d", (int)layer);
+  MMB__ARG(!mmb__layer_known(layer), __func__, "unknown layer %d", (int)layer);
   MMB__ARG((unsigned)ctx > MMB_GPU_CUDA, __func__, "unknown execution context %d", (int)ctx);
   ctx = resolve_context(layer, ctx);
   mmbMemSpaceConfig cfg = space_cfg ? *space_cfg : (mmbMemSpaceConfig){0};
