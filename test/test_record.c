@@ -463,19 +463,22 @@ MMB_TEST(record, soa_tiles_go_through_the_cache_and_iterators) {
   OK(mmb_layout_destroy(soa));
 }
 
-/* Records of whole 4-byte words go 16 at a time through AVX-512 registers
-   (where the CPU has it), and large conversions stream their blocks: both,
-   with ragged tails, checked for each shape, streaming forced on and off. */
+/* Fields of whole 4-byte words go 16 records at a time through AVX-512
+   registers (where the CPU has it; the other fields of the record field by
+   field), and large conversions stream their blocks: both, with ragged
+   tails, checked for each shape, streaming forced on and off. */
 static void word_records_round_trip(void) {
   static const mmbRecordField shapes[][4] = {
     {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},                  /* 12 B */
     {{"a", 4, 0}, {"b", 8, 8}, {"c", 4, 16}},                 /* 24 B, gaps */
     {{"q", 16, 0}, {"id", 4, 16}},                            /* 20 B */
     {{"big", 12, 4}, {"w", 4, 112}},                          /* 116 B: a step per pair */
+    {{"x", 4, 0}, {"flag", 1, 4}, {"s", 2, 6}},               /* 8 B: x in registers */
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}}, /* 16 B, with a byte */
   };
-  static const size_t n_fields[] = {3, 3, 2, 2}, rs[] = {12, 24, 20, 116};
+  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4}, rs[] = {12, 24, 20, 116, 8, 16};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
-  for (size_t k = 0; k < 4; k++) {
+  for (size_t k = 0; k < 6; k++) {
     mmbDimensions one = {1, {16 * 70 + 5}}, two = dims2(37, 41);
     for (int rank = 1; rank <= 2; rank++) {
       mmbDimensions *d = rank == 1 ? &one : &two;

@@ -50,12 +50,13 @@ static void move_field(char *d, size_t ds, const char *s, size_t ss, size_t n, s
 }
 
 /* ---- AVX-512: blocks of 16 records shuffled in registers --------------------
-   Records whose fields and size are whole 4-byte words (up to 128 bytes)
-   convert 16 at a time: the words of 16 records (or of 16 elements of each
-   plane) are loaded as vectors, and every output vector is put together from
-   pairs of them by vpermt2d and a masked move, after a table made once per
-   conversion: for each output vector, the pairs its words come from, the
-   word each lane takes, and which lanes. Words of no field are zero. */
+   In records of whole 4-byte words (up to 128 bytes), the fields that are
+   whole words convert 16 records at a time: the words of 16 records (or of
+   16 elements of each plane) are loaded as vectors, and every output vector
+   is put together from pairs of them by vpermt2d and a masked move, after a
+   table made once per conversion: for each output vector, the pairs its
+   words come from, the word each lane takes, and which lanes. Words of no
+   such field are zero; the other fields follow field by field. */
 enum { MAX_VECTORS = 32 };   /* words of a record, or of its fields */
 
 typedef struct shuffle_step {
@@ -66,6 +67,7 @@ typedef struct shuffle_step {
 } shuffle_step;
 
 typedef struct shuffle {
+  unsigned fields;        /* the fields it moves (bit f); the others go field by field */
   size_t n_in, n_out, n_steps;
   shuffle_step steps[];   /* by output vector */
 } shuffle;
@@ -111,50 +113,158 @@ __attribute__((target("avx512f"))) static void shuffle_run(const shuffle *sh, co
   }
 }
 
-/* Records of whole words: the table from AoS to SoA (to_soa) or back. */
+/* The fields that are whole words of records of whole words (up to 128
+   bytes): the table from AoS to SoA (to_soa) or back; the other fields'
+   words are left zero on the way into AoS, for the field-by-field pass. */
+static bool word_field(const mmb__fieldset *r, size_t f) {
+  return r->size[f] % 4 == 0 && r->offset[f] % 4 == 0;
+}
+
 static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
-  size_t w = r->record_size / 4, p = r->payload / 4;
+  size_t w = r->record_size / 4, p = 0, before[MMB_MAX_FIELDS];
   if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
+  unsigned fields = 0;
   for (size_t f = 0; f < r->n; f++)
-    if (r->size[f] % 4 || r->offset[f] % 4) return NULL;
-  int map[MAX_VECTORS * 16] = {0};   /* (every entry is set below) */
+    if (word_field(r, f)) {
+      fields |= 1u << f;
+      before[f] = p;   /* words of the moved fields before f */
+      p += r->size[f] / 4;
+    }
+  if (!fields) return NULL;
+  int map[MAX_VECTORS * 16] = {0};   /* (every entry read is set below) */
+  shuffle *sh;
   if (to_soa) {   /* inputs: the record words; outputs: each field's words, field by field */
     for (size_t f = 0, o = 0; f < r->n; f++) {
+      if (!(fields >> f & 1)) continue;
       size_t sf = r->size[f] / 4;
       for (size_t q = 0; q < 16 * sf; q++) map[o * 16 + q] = (int)((q / sf) * w + r->offset[f] / 4 + q % sf);
       o += sf;
     }
-    return shuffle_make(w, p, map);
-  }
-  for (size_t q = 0; q < 16 * w; q++) {   /* inputs: the fields' words; outputs: records */
-    size_t rec = q / w, c = q % w;
-    map[q] = -1;
-    for (size_t f = 0; f < r->n; f++) {
-      size_t sf = r->size[f] / 4, at = r->offset[f] / 4;
-      if (c >= at && c < at + sf) map[q] = (int)(r->before[f] / 4 * 16 + rec * sf + c - at);
+    sh = shuffle_make(w, p, map);
+  } else {
+    for (size_t q = 0; q < 16 * w; q++) {   /* inputs: the fields' words; outputs: records */
+      size_t rec = q / w, c = q % w;
+      map[q] = -1;
+      for (size_t f = 0; f < r->n; f++) {
+        size_t sf = r->size[f] / 4, at = r->offset[f] / 4;
+        if ((fields >> f & 1) && c >= at && c < at + sf)
+          map[q] = (int)(before[f] * 16 + rec * sf + c - at);
+      }
     }
+    sh = shuffle_make(p, w, map);
   }
-  return shuffle_make(p, w, map);
+  if (sh) sh->fields = fields;
+  return sh;
 }
 
 /* Whether the table is worth it: each step (a permute and a blend) against
-   a scalar load and store per field of each of the block's 16 records
-   (records of many words cost a step per pair of them per output). */
-static bool shuffle_pays(const shuffle *sh, const mmb__fieldset *r) {
-  return sh && 2 * sh->n_steps <= 16 * r->n;
+   a scalar load and store per moved field of each of the block's 16
+   records (records of many words cost a step per pair of them per output). */
+static bool shuffle_pays(const shuffle *sh) {
+  return sh && 2 * sh->n_steps <= 16 * (size_t)__builtin_popcount(sh->fields);
 }
 
 /* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
    run[f]. Into SoA the records are the input vectors; into AoS each block's
    16 elements of every field are put one after the other first, in L1. */
+/* Small tables (records of a few words: xyz, xyzw) run from registers:
+   for S steps, the loop over the steps is unrolled, each step's index
+   vector, offset and mask held across the blocks. */
+#define SMALL_STEPS 8
+#define SHUFFLE_SMALL(S)                                                                      \
+  __attribute__((target("avx512f"))) static void shuffle_small_##S(                          \
+      const shuffle *sh, const char *in, size_t in_step, char **out, const size_t *out_step,  \
+      size_t blocks, const char *const *stage_from, size_t n_stage, char *staged) {           \
+    __m512i idx[S];                                                                           \
+    size_t at[S], dstep[S];                                                                   \
+    char *dst[S];                                                                             \
+    __mmask16 mask[S];                                                                        \
+    bool single[S], last[S];                                                                  \
+    for (int q = 0; q < S; q++) {   /* (held: the stores below may alias the table) */       \
+      const shuffle_step *st = &sh->steps[q];                                                 \
+      idx[q] = _mm512_loadu_si512(st->idx);                                                   \
+      at[q] = st->at;                                                                         \
+      dst[q] = out[st->out];                                                                  \
+      dstep[q] = out_step[st->out];                                                           \
+      mask[q] = st->mask;                                                                     \
+      single[q] = st->single;                                                                 \
+      last[q] = q + 1 == S || sh->steps[q + 1].out != st->out;                                \
+    }                                                                                         \
+    for (size_t b = 0; b < blocks; b++) {                                                     \
+      const char *from = in;                                                                  \
+      if (staged) {   /* (into AoS: this block's field vectors, side by side) */              \
+        for (size_t v = 0; v < n_stage; v++)                                                  \
+          _mm512_store_si512(staged + 64 * v,                                                 \
+                             _mm512_loadu_si512(stage_from[v] + b * out_step[MAX_VECTORS + v])); \
+        from = staged;                                                                        \
+      }                                                                                       \
+      __m512i acc = _mm512_setzero_si512();                                                   \
+      _Pragma("GCC unroll 8") for (int q = 0; q < S; q++) {                                  \
+        __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
+        __m512i t = single[q] ? _mm512_permutexvar_epi32(idx[q], lo)                          \
+                              : _mm512_permutex2var_epi32(lo, idx[q],                         \
+                                                          _mm512_loadu_si512(from + at[q] + 64)); \
+        acc = _mm512_mask_mov_epi32(acc, mask[q], t);                                         \
+        if (last[q]) {                                                                        \
+          _mm512_storeu_si512(dst[q], acc);                                                   \
+          dst[q] += dstep[q];                                                                 \
+          acc = _mm512_setzero_si512();                                                       \
+        }                                                                                     \
+      }                                                                                       \
+      in += in_step;                                                                          \
+    }                                                                                         \
+  }
+SHUFFLE_SMALL(1)
+SHUFFLE_SMALL(2)
+SHUFFLE_SMALL(3)
+SHUFFLE_SMALL(4)
+SHUFFLE_SMALL(5)
+SHUFFLE_SMALL(6)
+SHUFFLE_SMALL(7)
+SHUFFLE_SMALL(8)
+
+typedef void (*small_fn)(const shuffle *, const char *, size_t, char **, const size_t *, size_t,
+                         const char *const *, size_t, char *);
+static const small_fn small_kernels[SMALL_STEPS + 1] = {
+  NULL, shuffle_small_1, shuffle_small_2, shuffle_small_3, shuffle_small_4,
+  shuffle_small_5, shuffle_small_6, shuffle_small_7, shuffle_small_8};
+
 __attribute__((target("avx512f"))) static void shuffle_blocks(const shuffle *sh,
                                                               const mmb__fieldset *r, bool to_soa,
                                                               char *aos, char *const *run,
                                                               size_t n) {
+  if (sh->n_steps <= SMALL_STEPS) {
+    /* out[] and out_step[]: the outputs; out_step[MAX_VECTORS + v]: staged inputs' steps */
+    char *out[MAX_VECTORS], *fields[MAX_VECTORS];
+    size_t step[2 * MAX_VECTORS], k = 0, w = r->record_size / 4;
+    size_t fstep[MAX_VECTORS];   /* a field vector's step from one block to the next */
+    for (size_t f = 0; f < r->n; f++)
+      for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, k++) {
+        fields[k] = run[f] + 64 * t;
+        fstep[k] = 16 * r->size[f];
+      }
+    _Alignas(64) char staged[MAX_VECTORS * 64];
+    if (to_soa) {
+      for (size_t v = 0; v < k; v++) {
+        out[v] = fields[v];
+        step[v] = fstep[v];
+      }
+      small_kernels[sh->n_steps](sh, aos, 16 * r->record_size, out, step, n / 16, NULL, 0, NULL);
+    } else {
+      for (size_t v = 0; v < w; v++) {
+        out[v] = aos + 64 * v;
+        step[v] = 16 * r->record_size;
+      }
+      for (size_t v = 0; v < k; v++) step[MAX_VECTORS + v] = fstep[v];
+      small_kernels[sh->n_steps](sh, NULL, 0, out, step, n / 16, (const char *const *)fields, k,
+                                 staged);
+    }
+    return;
+  }
   char *fld[MAX_VECTORS], *rec[MAX_VECTORS];
   size_t fld_step[MAX_VECTORS], k = 0, w = r->record_size / 4;
   for (size_t f = 0; f < r->n; f++)
-    for (size_t t = 0; t < r->size[f] / 4; t++, k++) {
+    for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, k++) {
       fld[k] = run[f] + 64 * t;
       fld_step[k] = 16 * r->size[f];
     }
@@ -203,25 +313,28 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     to[f] = c->d[f] + doff * c->dstep[f];
     from[f] = c->s[f] + soff * c->sstep[f];
   }
+  size_t step = c->stream ? 1 : dst;   /* staged: packed in the buffer */
   if (c->d_soa) {   /* into plane runs: staged field by field when streaming */
     char *run[MMB_MAX_FIELDS];
     for (size_t f = 0; f < r->n; f++) run[f] = c->stream ? c->buf + m * r->before[f] : to[f];
-    size_t step = c->stream ? 1 : dst;
     if (fast) shuffle_blocks(c->sh, c->aos, true, (char *)from[0] - c->aos->offset[0], run, fast);
     for (size_t f = 0; f < r->n; f++) {
-      move_field(run[f] + fast * step * r->size[f], step * r->size[f],
-                 from[f] + fast * sst * c->sstep[f], sst * c->sstep[f], m - fast, r->size[f]);
+      size_t done = c->sh && (c->sh->fields >> f & 1) ? fast : 0;   /* the rest: here */
+      move_field(run[f] + done * step * r->size[f], step * r->size[f],
+                 from[f] + done * sst * c->sstep[f], sst * c->sstep[f], m - done, r->size[f]);
       if (c->stream) mmb__engine_run(to[f], run[f], m * r->size[f], true);
     }
     return;
   }
   /* into records: staged whole when streaming */
-  size_t rs = c->dstep[0], step = c->stream ? 1 : dst;
+  size_t rs = c->dstep[0];
   char *rec = c->stream ? c->buf : to[0] - r->offset[0];
   if (fast) shuffle_blocks(c->sh, c->aos, false, rec, (char *const *)from, fast);
-  for (size_t f = 0; f < r->n; f++)
-    move_field(rec + r->offset[f] + fast * step * rs, step * rs,
-               from[f] + fast * sst * c->sstep[f], sst * c->sstep[f], m - fast, r->size[f]);
+  for (size_t f = 0; f < r->n; f++) {   /* after the registers: they zero the other words */
+    size_t done = c->sh && (c->sh->fields >> f & 1) ? fast : 0;
+    move_field(rec + r->offset[f] + done * step * rs, step * rs,
+               from[f] + done * sst * c->sstep[f], sst * c->sstep[f], m - done, r->size[f]);
+  }
   if (c->stream) mmb__engine_run(to[0] - r->offset[0], c->buf, m * rs, true);
 }
 
@@ -254,7 +367,7 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
     c.aos = c.d_soa ? s->rec : d->rec;
     sh = record_shuffle(c.aos, c.d_soa);
   }
-  if (shuffle_pays(sh, c.r)) c.sh = sh;
+  if (shuffle_pays(sh)) c.sh = sh;
   /* streaming into AoS needs the records contiguous along the run */
   mmb__plan p;
   mmb__plan_make(d, s, &p);
