@@ -249,7 +249,7 @@ mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout 
 }
 
 static mmbError record_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
-                          const mmb__view *s) {
+                           const mmb__view *s) {
   if (mmb__view_alike(d, s)) {   /* both SoA: plane by plane, by any transport */
     for (size_t f = 0; f < d->rec->n; f++) {
       mmb__view pd = mmb__view_plane(d, f), ps = mmb__view_plane(s, f);
