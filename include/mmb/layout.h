@@ -97,7 +97,11 @@ typedef struct mmbRecordField {
  * in one pass over the data.
  * An AoS layout's element size is \p record_size; an SoA layout's is the
  * sum of the field sizes (what a tile's element_size then says: read SoA
- * tiles through mmb_tile_get_field).
+ * tiles through mmb_tile_get_field). SoA storage is one block: with cap the
+ * element count (row padding included) rounded up to a multiple of 64 (of
+ * row_alignment, when larger),
+ * field f's plane starts cap * (the sizes of the fields before f) bytes in;
+ * a buffer wrapped with mmb_array_create_wrapped must be laid out so.
  * \param fields       \p n_fields fields, non-overlapping, inside \p record_size.
  * \param n_fields     1..MMB_MAX_FIELDS.
  * \param record_size  bytes per AoS record, 0 = the end of the last field
