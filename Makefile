@@ -482,6 +482,10 @@ install-check: $(STATIC) $(SHARED) $(TOOLS)
 	@left=$$(find $(STAGE)-ma -type f -not -path '*/cmake-build/*'); \
 	  if [ -n "$$left" ]; then echo "uninstall left: $$left"; exit 1; fi
 	$(STAGE)/bin/mmb-info --version | grep -q '$(VERSION)'
+	@# a layer of the user's, registered at init, is listed as the built-in ones
+	MMB_LAYERS=CXL:DRAM:0:1G $(STAGE)/bin/mmb-info | grep -q '^[0-9]* *CXL (NUMA [0-9]*) *CXL *CPU.*1.0 GiB'
+	MMB_LAYERS=CXL:DRAM:0:1G $(STAGE)/bin/mmb-info --json | grep -q '"layer": "CXL"'
+	! MMB_LAYERS=CXL:GDRAM $(STAGE)/bin/mmb-info >/dev/null 2>&1
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(MAKE) --no-print-directory -s -C $(STAGE)/share/mmb/examples \
 	  CFLAGS="-O2 $(SAN)" >/dev/null
 	$(STAGE)/share/mmb/examples/quickstart >/dev/null
