@@ -28,12 +28,13 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
   return MMB_OK;
 }
 
-mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               unsigned flags, mmbAllocation **out, mmbMemInterface **out_iface) {
-  mmbAllocateOptions o = {.alignment = a->alignment, .flags = flags};
-  mmbError err = mmb_allocate_opts(a->bytes, iface, &o, out);
+mmbError mmb__array_alloc_home(const char *func, size_t bytes, size_t alignment,
+                               mmbMemInterface *iface, unsigned flags, mmbAllocation **out,
+                               mmbMemInterface **out_iface) {
+  mmbAllocateOptions o = {.alignment = alignment, .flags = flags};
+  mmbError err = mmb_allocate_opts(bytes, iface, &o, out);
   if (err != MMB_OK)
-    return mmb__fail(err, func, "no home of %zu bytes in %s: %s", a->bytes,
+    return mmb__fail(err, func, "no home of %zu bytes in %s: %s", bytes,
                      iface->space->info.name, mmb_error_string(err));
   return mmb_allocation_get_interface(*out, out_iface);   /* iface, or its fallback's */
 }
@@ -97,7 +98,8 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   } else {
     mmbAllocation *home;
     mmbMemInterface *landed;
-    if ((err = mmb__array_alloc_home(__func__, a, interface, o.flags, &home, &landed)) == MMB_OK)
+    if ((err = mmb__array_alloc_home(__func__, a->bytes, a->alignment, interface, o.flags,
+                                     &home, &landed)) == MMB_OK)
       mmb__array_take_home(a, home, interface, landed);
   }
   if (err != MMB_OK) {

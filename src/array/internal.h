@@ -128,12 +128,12 @@ struct mmbArray {
 /* The part of array creation that lays out and checks, shared by duplicate. */
 mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const mmbLayout *l,
                         mmbMemInterface *iface, mmbAccessType access, mmbArray **out);
-/* Allocates an owned home of a->bytes at a->alignment for `a` in `iface`
-   into *out (the array itself is not changed); *out_iface is the
-   interface whose space holds it: iface, or the one mmb made in iface's
-   fallback space when the allocation landed there. */
-mmbError mmb__array_alloc_home(const char *func, mmbArray *a, mmbMemInterface *iface,
-                               unsigned flags, mmbAllocation **out, mmbMemInterface **out_iface);
+/* Allocates an owned home of `bytes` at `alignment` in `iface` into *out;
+   *out_iface is the interface whose space holds it: iface, or the one mmb
+   made in iface's fallback space when the allocation landed there. */
+mmbError mmb__array_alloc_home(const char *func, size_t bytes, size_t alignment,
+                               mmbMemInterface *iface, unsigned flags, mmbAllocation **out,
+                               mmbMemInterface **out_iface);
 /* Makes `home` (from mmb__array_alloc_home on `asked`, landed on
    `landed`) the array's home: where it landed is its interface, and the
    space asked for, if it is not that, the one its tiles prefer. */

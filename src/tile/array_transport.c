@@ -105,7 +105,8 @@ static mmbError array_duplicate(const char *func, mmbArray *in_array,
                 .to = in_interface->space};
   own_arrays(&j, in_array, d);
   mmbMemInterface *landed;
-  if ((err = mmb__array_alloc_home(func, d, in_interface, 0, &j.made, &landed)) == MMB_OK) {
+  if ((err = mmb__array_alloc_home(func, d->bytes, d->alignment, in_interface, 0, &j.made,
+                                   &landed)) == MMB_OK) {
     mmb__array_take_home(d, j.made, in_interface, landed);
     j.to = landed->space;
     j.dst = mmb__array_view(d);
@@ -235,13 +236,11 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
   mmb__job j = {.func = func, .name = "migrate",
                 .kind = in_access & MMB_READ ? MMB__JOB_COPY : MMB__JOB_NONE,
                 .src = mmb__array_view(a), .from = a->iface->space, .to = in_interface->space};
-  size_t old_bytes = a->bytes, old_alignment = a->alignment;
-  a->bytes = bytes;   /* (what mmb__array_alloc_home allocates) */
-  if (layout->row_alignment > a->alignment) a->alignment = layout->row_alignment;
+  size_t alignment = mmb__max(a->alignment, layout->row_alignment);
   own_arrays(&j, a, NULL);
   j.retired[0] = a->home;
   mmbMemInterface *landed;
-  err = mmb__array_alloc_home(func, a, in_interface, 0, &j.made, &landed);
+  err = mmb__array_alloc_home(func, bytes, alignment, in_interface, 0, &j.made, &landed);
   if (err == MMB_OK) {
     j.to = landed->space;
     j.dst = j.src;
@@ -253,16 +252,14 @@ static mmbError array_migrate(const char *func, mmbArray *in_array, mmbMemInterf
     memcpy(j.dst.stride, stride, a->rank * sizeof *stride);
     err = mmb__job_start(&j, q, req);
   }
-  if (err != MMB_OK) {
-    a->bytes = old_bytes;
-    a->alignment = old_alignment;
-    return err;
-  }
+  if (err != MMB_OK) return err;
   /* the old home in a region is read until the job is done */
   if (a->region && a->pending) mmb__region_read_by(a->region, a->pending);
   mmb__array_take_home(a, j.made, in_interface, landed);
   a->region = NULL;
   a->layout = *layout;
+  a->bytes = bytes;
+  a->alignment = alignment;
   memcpy(a->stride, stride, a->rank * sizeof *stride);
   if (!(in_access & MMB_READ)) wrote_whole(a);
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles; i++) {
