@@ -164,40 +164,60 @@ static bool shuffle_pays(const shuffle *sh) {
   return sh && 2 * sh->n_steps <= 16 * (size_t)__builtin_popcount(sh->fields);
 }
 
-/* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
-   run[f]. Into SoA the records are the input vectors; into AoS each block's
-   16 elements of every field are put one after the other first, in L1. */
+/* The vectors of a block of 16 records, and how far each moves to the
+   next block: the records' (AoS) one after the other at `aos`, rec_step
+   apart; the word fields' (SoA) vector k at fld[k], fld_step[k] apart.
+   Into SoA the records are the input vectors; into AoS each block's field
+   vectors are put side by side first, in L1 (`staged`). */
+typedef struct blocks {
+  char *aos;
+  size_t rec_step;
+  char *fld[MAX_VECTORS];
+  size_t fld_step[MAX_VECTORS], n_fld;
+  bool to_soa;
+} blocks;
+
+/* Output vector o's place in block 0, and its step from block to block. */
+static char *block_out(const blocks *bl, size_t o, size_t *step) {
+  *step = bl->to_soa ? bl->fld_step[o] : bl->rec_step;
+  return bl->to_soa ? bl->fld[o] : bl->aos + 64 * o;
+}
+
+/* Block b's input vectors, one after the other. */
+__attribute__((target("avx512f"))) static const char *block_in(const blocks *bl, size_t b,
+                                                               char *staged) {
+  if (bl->to_soa) return bl->aos + b * bl->rec_step;
+  for (size_t v = 0; v < bl->n_fld; v++)
+    _mm512_store_si512(staged + 64 * v, _mm512_loadu_si512(bl->fld[v] + b * bl->fld_step[v]));
+  return staged;
+}
+
 /* Small tables (records of a few words: xyz, xyzw) run from registers:
    for S steps, the loop over the steps is unrolled, each step's index
-   vector, offset and mask held across the blocks. */
+   vector, offset, mask and destination held across the blocks (the stores
+   could alias the table, which the compiler would otherwise reload). */
 #define SMALL_STEPS 8
 #define SHUFFLE_SMALL(S)                                                                      \
-  __attribute__((target("avx512f"))) static void shuffle_small_##S(                          \
-      const shuffle *sh, const char *in, size_t in_step, char **out, const size_t *out_step,  \
-      size_t blocks, const char *const *stage_from, size_t n_stage, char *staged) {           \
+  __attribute__((target("avx512f"))) static void shuffle_small_##S(const shuffle *sh,        \
+                                                                    const blocks *bl,         \
+                                                                    size_t n_blocks) {        \
     __m512i idx[S];                                                                           \
     size_t at[S], dstep[S];                                                                   \
     char *dst[S];                                                                             \
     __mmask16 mask[S];                                                                        \
     bool single[S], last[S];                                                                  \
-    for (int q = 0; q < S; q++) {   /* (held: the stores below may alias the table) */       \
+    for (int q = 0; q < S; q++) {                                                             \
       const shuffle_step *st = &sh->steps[q];                                                 \
       idx[q] = _mm512_loadu_si512(st->idx);                                                   \
       at[q] = st->at;                                                                         \
-      dst[q] = out[st->out];                                                                  \
-      dstep[q] = out_step[st->out];                                                           \
+      dst[q] = block_out(bl, st->out, &dstep[q]);                                             \
       mask[q] = st->mask;                                                                     \
       single[q] = st->single;                                                                 \
       last[q] = q + 1 == S || sh->steps[q + 1].out != st->out;                                \
     }                                                                                         \
-    for (size_t b = 0; b < blocks; b++) {                                                     \
-      const char *from = in;                                                                  \
-      if (staged) {   /* (into AoS: this block's field vectors, side by side) */              \
-        for (size_t v = 0; v < n_stage; v++)                                                  \
-          _mm512_store_si512(staged + 64 * v,                                                 \
-                             _mm512_loadu_si512(stage_from[v] + b * out_step[MAX_VECTORS + v])); \
-        from = staged;                                                                        \
-      }                                                                                       \
+    _Alignas(64) char staged[MAX_VECTORS * 64];                                               \
+    for (size_t b = 0; b < n_blocks; b++) {                                                   \
+      const char *from = block_in(bl, b, staged);                                             \
       __m512i acc = _mm512_setzero_si512();                                                   \
       _Pragma("GCC unroll 8") for (int q = 0; q < S; q++) {                                  \
         __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
@@ -211,7 +231,6 @@ static bool shuffle_pays(const shuffle *sh) {
           acc = _mm512_setzero_si512();                                                       \
         }                                                                                     \
       }                                                                                       \
-      in += in_step;                                                                          \
     }                                                                                         \
   }
 SHUFFLE_SMALL(1)
@@ -223,61 +242,32 @@ SHUFFLE_SMALL(6)
 SHUFFLE_SMALL(7)
 SHUFFLE_SMALL(8)
 
-typedef void (*small_fn)(const shuffle *, const char *, size_t, char **, const size_t *, size_t,
-                         const char *const *, size_t, char *);
+typedef void (*small_fn)(const shuffle *, const blocks *, size_t);
 static const small_fn small_kernels[SMALL_STEPS + 1] = {
   NULL, shuffle_small_1, shuffle_small_2, shuffle_small_3, shuffle_small_4,
   shuffle_small_5, shuffle_small_6, shuffle_small_7, shuffle_small_8};
 
-__attribute__((target("avx512f"))) static void shuffle_blocks(const shuffle *sh,
-                                                              const mmb__fieldset *r, bool to_soa,
-                                                              char *aos, char *const *run,
-                                                              size_t n) {
-  if (sh->n_steps <= SMALL_STEPS) {
-    /* out[] and out_step[]: the outputs; out_step[MAX_VECTORS + v]: staged inputs' steps */
-    char *out[MAX_VECTORS], *fields[MAX_VECTORS];
-    size_t step[2 * MAX_VECTORS], k = 0, w = r->record_size / 4;
-    size_t fstep[MAX_VECTORS];   /* a field vector's step from one block to the next */
-    for (size_t f = 0; f < r->n; f++)
-      for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, k++) {
-        fields[k] = run[f] + 64 * t;
-        fstep[k] = 16 * r->size[f];
-      }
-    _Alignas(64) char staged[MAX_VECTORS * 64];
-    if (to_soa) {
-      for (size_t v = 0; v < k; v++) {
-        out[v] = fields[v];
-        step[v] = fstep[v];
-      }
-      small_kernels[sh->n_steps](sh, aos, 16 * r->record_size, out, step, n / 16, NULL, 0, NULL);
-    } else {
-      for (size_t v = 0; v < w; v++) {
-        out[v] = aos + 64 * v;
-        step[v] = 16 * r->record_size;
-      }
-      for (size_t v = 0; v < k; v++) step[MAX_VECTORS + v] = fstep[v];
-      small_kernels[sh->n_steps](sh, NULL, 0, out, step, n / 16, (const char *const *)fields, k,
-                                 staged);
+/* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
+   run[f]: small tables from registers, larger ones step by step. */
+static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_soa, char *aos,
+                           char *const *run, size_t n) {
+  blocks bl = {.aos = aos, .rec_step = 16 * r->record_size, .to_soa = to_soa};
+  for (size_t f = 0; f < r->n; f++)
+    for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, bl.n_fld++) {
+      bl.fld[bl.n_fld] = run[f] + 64 * t;
+      bl.fld_step[bl.n_fld] = 16 * r->size[f];
     }
+  if (sh->n_steps <= SMALL_STEPS) {
+    small_kernels[sh->n_steps](sh, &bl, n / 16);
     return;
   }
-  char *fld[MAX_VECTORS], *rec[MAX_VECTORS];
-  size_t fld_step[MAX_VECTORS], k = 0, w = r->record_size / 4;
-  for (size_t f = 0; f < r->n; f++)
-    for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, k++) {
-      fld[k] = run[f] + 64 * t;
-      fld_step[k] = 16 * r->size[f];
-    }
+  char *out[MAX_VECTORS];
+  size_t step[MAX_VECTORS];
+  for (size_t o = 0; o < sh->n_out; o++) out[o] = block_out(&bl, o, &step[o]);
   _Alignas(64) char staged[MAX_VECTORS * 64];
-  for (size_t i = 0; i < n; i += 16, aos += 16 * r->record_size) {
-    if (to_soa) {
-      shuffle_run(sh, aos, fld);
-    } else {
-      for (size_t v = 0; v < k; v++) _mm512_store_si512(staged + 64 * v, _mm512_loadu_si512(fld[v]));
-      for (size_t v = 0; v < w; v++) rec[v] = aos + 64 * v;
-      shuffle_run(sh, staged, rec);
-    }
-    for (size_t v = 0; v < k; v++) fld[v] += fld_step[v];
+  for (size_t b = 0; b < n / 16; b++) {
+    shuffle_run(sh, block_in(&bl, b, staged), out);
+    for (size_t o = 0; o < sh->n_out; o++) out[o] += step[o];
   }
 }
 
