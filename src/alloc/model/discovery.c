@@ -197,18 +197,14 @@ static mmbError add_storage_space(void) {
    index-th space (its NUMA node, and its providers unless device_only). */
 static mmbError add_user_layer(const char *func, const char *name,
                                const mmbLayerProperties *props, mmbMemLayer *out) {
-  mmbMemLayer backing = props->backing;
-  const mmbMemSpace *base = props->numa_node >= 0 && (backing == MMB_DRAM || backing == MMB_HBM ||
-                                                      backing == MMB_NVDIMM)
-                                ? mmb__space_find_discovered(backing, MMB_CPU, props->numa_node)
-                                : NULL;
   mmbMemLayer l;
-  mmbError err = mmb__layer_add(func, name, props, &l);   /* (checks the rest) */
+  mmbError err = mmb__layer_add(func, name, props, &l);   /* (checks the name and backing) */
   if (err != MMB_OK) return err;
+  const mmbMemSpace *base = mmb__space_find_discovered(props->backing, MMB_CPU, props->numa_node);
   if (!base) {
     mmb__layer_remove_last();
     return mmb__fail(MMB_UNAVAILABLE, func, "no %s space #%d on this node to back layer %s",
-                     mmb_layer_name(backing), props->numa_node, name);
+                     mmb_layer_name(props->backing), props->numa_node, name);
   }
   mmbSpaceInfo info = base->info;
   info.layer = l;
