@@ -9,7 +9,15 @@
 #      lower bound, and GFLOP/s against OpenBLAS on the same matrices all in
 #      DRAM (timed by the same process, same threads, just before, every
 #      page of both touched first); medians, with min and max.
+#   3. the traffic against the bound for budgets of 16, 64 and 256 MiB, on
+#      shapes where the bound is tight (k at least 8 sqrt(M) words, so C's
+#      own m n words are a small share, and C's blocks dealing out evenly):
+#      one run each, capacity DRAM (the bytes moved do not depend on the
+#      tier or the timing).
 #   CASES="4096:16M 8192:64M" RUNS=3 THREADS=1 BUILD=build bench/ooc.sh
+#   TRAFFIC="16M:3840:3840:16384 64M:7680:7680:32768 256M:15360:15360:32768"
+#   (TRAFFIC= skips the sweep; the 256 MiB case multiplies 4.7 GiB of
+#   matrices and takes minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${BUILD:-build}/bin/ooc-gemm"
@@ -80,3 +88,26 @@ for name, label in (("dram", "capacity DRAM"), ("dram5g", "capacity DRAM at 5 Gi
     print(line)
 PY
 done
+
+traffic="${TRAFFIC-16M:3840:3840:16384 64M:7680:7680:32768 256M:15360:15360:32768}"
+if [ -n "$traffic" ]; then
+  echo
+  echo "== traffic against the I/O lower bound, capacity DRAM, one run each"
+  for case in $traffic; do
+    IFS=: read -r budget m n k <<< "$case"
+    "$bin" --m "$m" --n "$n" --k "$k" --fast-limit "$budget" --threads "$threads" --json |
+      tail -1 > "$out/traffic.$budget.json"
+    python3 - "$out/traffic.$budget.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+M = d["fast_budget_bytes"] / 4
+c_share = d["m"] * d["n"] * 4 / d["io_lower_bound_bytes"]
+print(f"  fast tier {d['fast_budget_bytes'] / 2**20:4.0f} MiB, {d['m']} x {d['n']} x {d['k']} "
+      f"(k = {d['k'] / M ** 0.5:.0f} sqrt(M)), tiles of {d['tile']}, C blocks of "
+      f"{d['block_tiles'][0]} x {d['block_tiles'][1]}: moved {d['bytes_moved'] / 2**20:.0f} MiB = "
+      f"{d['bytes_moved'] / d['io_lower_bound_bytes']:.2f}x the bound "
+      f"({d['io_lower_bound_bytes'] / 2**20:.0f} MiB; C alone {c_share:.2f} of it); "
+      f"{d['gflops'] / d['incore_gflops']:.2f}x in core")
+PY
+  done
+fi

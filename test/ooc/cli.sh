@@ -42,6 +42,12 @@ run "smaller than a tile" --m 5 --n 3 --k 1 --tile 64 --fast-limit 1M
 check='
 assert d["bytes_moved"] <= 2.0 * d["io_lower_bound_bytes"], (d["bytes_moved"], d["io_lower_bound_bytes"])' \
   run "traffic near the bound" --m 512 --n 512 --k 1024 --tile 32 --fast-limit 256K
+# where the bound is tight (k = 8 sqrt(M), C's blocks of 7 x 7 tiles dealing
+# out evenly): within 1.3x of it
+check='
+assert d["block_tiles"] == [7, 7], d["block_tiles"]
+assert d["bytes_moved"] <= 1.3 * d["io_lower_bound_bytes"], (d["bytes_moved"], d["io_lower_bound_bytes"])' \
+  run "traffic within 1.3x of a tight bound" --m 896 --n 896 --k 4096 --tile 64 --fast-limit 1M
 
 for bad in "--m 0" "--tile x" "--capacity tape" "--fast-limit 0" "--threads 0" "--bogus 1"; do
   # shellcheck disable=SC2086
