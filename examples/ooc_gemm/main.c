@@ -18,8 +18,12 @@
    (arXiv:1702.02017): any schedule moves at least 2mnk / sqrt(M) - 2M words
    with M words of fast memory.
 
-   The same product with everything in DRAM (cblas_sgemm on the whole
-   matrices, same threads) is timed in the same run: incore_gflops. */
+   With --threads T, the tile products of each panel step are shared by T
+   threads, each calling OpenBLAS on one thread: independent products of
+   tiles scale better than OpenBLAS's own split of each small one. The same
+   product with everything in DRAM (cblas_sgemm on the whole matrices,
+   OpenBLAS on the same T threads) is timed in the same run:
+   incore_gflops. */
 #include <mmb/mmb.h>
 
 #include "blas.h"
@@ -27,6 +31,8 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +55,8 @@ static const char usage[] =
     "  and computed in T x T tiles (default: the largest that leaves blocks of C of\n"
     "  at least 6 x 6 tiles) in a fast tier of SIZE bytes\n"
     "  (default 16M; K, M, G suffixes) through mmb's tile cache.\n"
-    "  --threads T  OpenBLAS threads (default 1)\n"
+    "  --threads T  threads sharing the tile products (default 1); OpenBLAS's for\n"
+    "               the in-core product\n"
     "  --check      compare a sample of C with a double-precision reference\n"
     "  --json       last line: one JSON object with the results\n";
 
@@ -138,6 +145,8 @@ static mmbArrayTile *tile_at(mmbArray *a, size_t i, size_t j) {
   return mmb_tile_at(a, &(mmbIndex){2, {i, j}}, &t) == MMB_OK ? t : NULL;
 }
 
+typedef struct team team;
+
 typedef struct gemm {
   options o;
   mmbArray *a, *b, *c;
@@ -146,7 +155,113 @@ typedef struct gemm {
   size_t bm, bn;       /* C's block: bm x bn tiles */
   mmbMemSpace *fast;
   mmbArrayTile **la, **lb, **lc;
+  team *team;          /* NULL: one thread */
 } gemm;
+
+/* One panel step of a block: bh x bw products, C += A's panel x B's. */
+typedef struct step {
+  gemm *g;
+  size_t bh, bw;
+  float beta;
+} step;
+
+/* Takes products of the step until none is left. */
+static void products(const step *s, atomic_size_t *next) {
+  const gemm *g = s->g;
+  for (size_t p; (p = atomic_fetch_add(next, 1)) < s->bh * s->bw;) {
+    const mmbArrayTile *ta = g->la[p / s->bw], *tb = g->lb[p % s->bw], *tc = g->lc[p];
+    int rows = (int)(ta->upper[0] - ta->lower[0]), depth = (int)(ta->upper[1] - ta->lower[1]);
+    int cols = (int)(tb->upper[1] - tb->lower[1]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, depth, 1.0f, ta->ptr,
+                (int)ta->stride[0], tb->ptr, (int)tb->stride[0], s->beta, tc->ptr,
+                (int)tc->stride[0]);
+  }
+}
+
+/* The threads that share each step's products: the caller and helpers,
+   woken for each step (a new generation) and counted back when done. */
+struct team {
+  pthread_mutex_t lock;
+  pthread_cond_t go, done;
+  pthread_t *helpers;
+  int n_helpers, pending;
+  unsigned long generation;
+  bool stop;
+  step step;
+  atomic_size_t next;
+};
+
+static void *helper(void *arg) {
+  team *t = arg;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&t->lock);
+  for (;;) {
+    while (t->generation == seen && !t->stop) pthread_cond_wait(&t->go, &t->lock);
+    if (t->stop) break;
+    seen = t->generation;
+    step s = t->step;
+    pthread_mutex_unlock(&t->lock);
+    products(&s, &t->next);
+    pthread_mutex_lock(&t->lock);
+    if (--t->pending == 0) pthread_cond_signal(&t->done);
+  }
+  pthread_mutex_unlock(&t->lock);
+  return NULL;
+}
+
+static void run_step(gemm *g, const step *s) {
+  team *t = g->team;
+  if (!t) {
+    atomic_size_t next = 0;
+    products(s, &next);
+    return;
+  }
+  pthread_mutex_lock(&t->lock);
+  t->step = *s;
+  atomic_store(&t->next, 0);
+  t->pending = t->n_helpers;
+  t->generation++;
+  pthread_cond_broadcast(&t->go);
+  pthread_mutex_unlock(&t->lock);
+  products(s, &t->next);
+  pthread_mutex_lock(&t->lock);
+  while (t->pending) pthread_cond_wait(&t->done, &t->lock);
+  pthread_mutex_unlock(&t->lock);
+}
+
+static void team_stop(team *t) {
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  t->stop = true;
+  pthread_cond_broadcast(&t->go);
+  pthread_mutex_unlock(&t->lock);
+  for (int i = 0; i < t->n_helpers; i++) pthread_join(t->helpers[i], NULL);
+  pthread_mutex_destroy(&t->lock);
+  pthread_cond_destroy(&t->go);
+  pthread_cond_destroy(&t->done);
+  free(t->helpers);
+  free(t);
+}
+
+/* Up to threads - 1 helpers (fewer if the system gives fewer); NULL for
+   one thread. */
+static team *team_start(int threads) {
+  team *t = threads > 1 ? calloc(1, sizeof *t) : NULL;
+  if (!t) return NULL;
+  if (!(t->helpers = calloc((size_t)threads - 1, sizeof *t->helpers))) {
+    free(t);
+    return NULL;
+  }
+  pthread_mutex_init(&t->lock, NULL);
+  pthread_cond_init(&t->go, NULL);
+  pthread_cond_init(&t->done, NULL);
+  while (t->n_helpers < threads - 1 &&
+         pthread_create(&t->helpers[t->n_helpers], NULL, helper, t) == 0)
+    t->n_helpers++;
+  if (t->n_helpers < threads - 1)
+    fprintf(stderr, "ooc-gemm: %d of %d threads started\n", t->n_helpers + 1, threads);
+  return t;
+}
 
 static mmbError advise_panels(gemm *g, size_t bi, size_t bj, size_t kk, mmbAdvice advice) {
   size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
@@ -162,6 +277,7 @@ static mmbError block(gemm *g, size_t bi, size_t bj) {
   size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
   size_t j1 = bj + g->bn < g->nt ? bj + g->bn : g->nt;
   size_t bw = j1 - bj;
+  step s = {.g = g, .bh = i1 - bi, .bw = bw};
   /* C's tiles first: room made for them now never evicts a panel on its way */
   for (size_t i = bi; i < i1; i++)
     for (size_t j = bj; j < j1; j++)
@@ -172,16 +288,8 @@ static mmbError block(gemm *g, size_t bi, size_t bj) {
     for (size_t j = bj; j < j1; j++)
       TRY(mmb_tile_acquire(tile_at(g->b, kk, j), g->fast, MMB_READ, &g->lb[j - bj]));
     if (kk + 1 < g->kt) TRY(advise_panels(g, bi, bj, kk + 1, MMB_ADVICE_WILLNEED));
-    for (size_t i = bi; i < i1; i++)
-      for (size_t j = bj; j < j1; j++) {
-        mmbArrayTile **c = &g->lc[(i - bi) * bw + (j - bj)];
-        const mmbArrayTile *ta = g->la[i - bi], *tb = g->lb[j - bj];
-        int rows = (int)(ta->upper[0] - ta->lower[0]), depth = (int)(ta->upper[1] - ta->lower[1]);
-        int cols = (int)(tb->upper[1] - tb->lower[1]);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, depth, 1.0f,
-                    ta->ptr, (int)ta->stride[0], tb->ptr, (int)tb->stride[0], kk ? 1.0f : 0.0f,
-                    (*c)->ptr, (int)(*c)->stride[0]);
-      }
+    s.beta = kk ? 1.0f : 0.0f;   /* C's first product overwrites it */
+    run_step(g, &s);
     for (size_t i = bi; i < i1; i++) TRY(mmb_tile_release(g->la[i - bi]));
     for (size_t j = bj; j < j1; j++) TRY(mmb_tile_release(g->lb[j - bj]));
     TRY(advise_panels(g, bi, bj, kk, MMB_ADVICE_WONTNEED));
@@ -252,6 +360,8 @@ static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_by
               a, (int)o->k, b, (int)o->n, 0.0f, c, (int)o->n);
   double incore = now() - t0;
 
+  /* out of core: the products shared by the team, OpenBLAS on one thread each */
+  openblas_set_num_threads(1);
   mmbCacheStats before;
   TRY(mmb_space_get_cache_stats(g.fast, &before));
   t0 = now();
@@ -346,8 +456,10 @@ static mmbError run(const options *given) {
   g.la = calloc(g.bm, sizeof *g.la);
   g.lb = calloc(g.bn, sizeof *g.lb);
   g.lc = calloc(g.bm * g.bn, sizeof *g.lc);
+  g.team = team_start(o->threads);
   mmbError err = a && b && c && g.la && g.lb && g.lc ? multiply(&g, a, b, c, space_bytes)
                                                      : MMB_OUT_OF_MEMORY;
+  team_stop(g.team);
   free(a);
   free(b);
   free(c);

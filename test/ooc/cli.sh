@@ -36,6 +36,9 @@ assert d["capacity"] == "dram" and d["m"] == 300 and d["n"] == 270 and d["k"] ==
 check='
 assert d["capacity"] == "storage", d' \
   run "odd shapes, storage" --m 130 --n 257 --k 75 --tile 32 --fast-limit 96K --capacity storage
+check='
+assert d["threads"] == 3, d' \
+  run "odd shapes, products shared by 3 threads" --m 300 --n 270 --k 290 --tile 32 --fast-limit 64K --threads 3
 # one tile each way, and k of one element
 run "smaller than a tile" --m 5 --n 3 --k 1 --tile 64 --fast-limit 1M
 # matrices 8x the budget: the traffic is within 2x of the lower bound
