@@ -62,6 +62,9 @@ ifeq ($(CUDA),1)
   LIB_SRC += $(CUDA_SRC)
 endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+ifeq ($(CUDA),1)
+  LIB_OBJ += $(BUILD)/obj/providers/cuda/convert.o   # the record conversion kernel (nvcc)
+endif
 TEST_SRC := $(wildcard test/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
@@ -192,6 +195,14 @@ endif
 $(BUILD)/obj/examples/cnn/%.o: examples/cnn/%.c $(FLAGS_FILE) $(CNN_FLAGS_FILE) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
 	$(CNN_CC) $(CNN_FLAGS) -c $< -o $@
+
+# The library's one kernel: record conversions on a device (SASS for sm_80
+# and sm_90, PTX for what comes after).
+$(BUILD)/obj/providers/cuda/convert.o: providers/cuda/convert.cu src/os/record_move.h $(FLAGS_FILE)
+	@mkdir -p $(@D)
+	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -Isrc -gencode arch=compute_80,code=sm_80 \
+	  -gencode arch=compute_90,code=[sm_90,compute_90] -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-fno-exceptions,-fno-threadsafe-statics \
+	  -c $< -o $@
 
 $(BUILD)/obj/examples/cnn/ops_gpu.o: examples/cnn/ops_gpu.cu examples/cnn/ops.h $(FLAGS_FILE)
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@
    is a function of (e, f, b, salt). */
 #include "arrays.h"
 #include "fake_device.h"
+#include "tile/internal.h"
 
 #include <stddef.h>
 
@@ -191,9 +192,9 @@ MMB_TEST(record, duplicates_convert_both_ways_on_every_host_provider_pair) {
       duplicate_round_trip(test_interface(host[i], 0), test_interface(host[j], 0), true);
 }
 
-MMB_TEST(record, duplicates_convert_through_a_device) {
-  mmbMemInterface *dev = fake_device_interface(0);
-  cr_assert_not_null(dev);
+/* Round trips through a device's memory: from the host, on the device,
+   and back. */
+static void through_a_device(mmbMemInterface *dev) {
   duplicate_round_trip(test_interface(MMB_PROVIDER_SYSTEM, 0), dev, false);
   /* and an array homed on the device, converted on its way to the host */
   mmbDimensions d = dims2(9, 70);
@@ -214,9 +215,100 @@ MMB_TEST(record, duplicates_convert_through_a_device) {
   OK(mmb_layout_destroy(aos));
 }
 
+/* The fake device: each device side staged and converted on the host. */
+MMB_TEST(record, duplicates_convert_through_a_device) {
+  mmbMemInterface *dev = fake_device_interface(0);
+  cr_assert_not_null(dev);
+  through_a_device(dev);
+}
+
+/* The CUDA path without a GPU: a provider in the CUDA slot whose memory the
+   core cannot reach (the fake device's), and a runtime whose kernel runs
+   the element moves here. Every conversion with a side on the "device" is
+   its kernel's, the other side staged beside it. */
+static int fake_devices(char *why, size_t len) { return 1; }
+
+/* The "device" memory, so that the kernel can check it touches no other. */
+static struct { char *p; size_t n; } on_device[64];
+static mmbError cuda_alloc(void *state, size_t size, size_t alignment, unsigned flags, void **out) {
+  mmbError e = dev_alloc(state, size, alignment, flags, out);
+  for (size_t i = 0; e == MMB_OK && i < 64; i++)
+    if (!on_device[i].p) {
+      on_device[i].p = *out, on_device[i].n = size;
+      return MMB_OK;
+    }
+  cr_assert_eq(e, MMB_OK, "more device blocks than the test keeps");
+  return e;
+}
+static void cuda_free(void *state, void *ptr, size_t size, size_t alignment) {
+  for (size_t i = 0; i < 64; i++)
+    if (on_device[i].p == ptr) on_device[i].p = NULL;
+  dev_free(state, ptr, size, alignment);
+}
+static bool device_memory(const char *p) {
+  for (size_t i = 0; i < 64; i++)
+    if (on_device[i].p && p >= on_device[i].p && p < on_device[i].p + on_device[i].n) return true;
+  return false;
+}
+
+static int kernel_runs;
+static mmbError fake_kernel(int device, const mmb__record_moves *m) {
+  cr_assert_eq(device, 0);
+  for (size_t f = 0; f < m->n_fields; f++)
+    cr_assert(device_memory(m->d[f]) && device_memory(m->s[f]), "the kernel reaches the host");
+  kernel_runs++;
+  for (size_t i = 0; i < m->count; i++) mmb__record_move(m, i);
+  return MMB_OK;
+}
+
+MMB_TEST(record, a_cuda_devices_side_converts_in_its_kernel) {
+  static const mmb__cuda_runtime rt = {.device_count = fake_devices, .convert = fake_kernel};
+  static mmbProviderOps ops;
+  ops = device_ops;
+  ops.alloc = cuda_alloc;
+  ops.free = cuda_free;
+  const mmbProviderOps *cuda = mmb__provider_lookup(MMB_PROVIDER_CUDA);
+  mmb__provider_install(MMB_PROVIDER_CUDA, &ops);
+  mmb__os_set_cuda(&rt);
+  /* its space: a layer no host provider serves, made a CUDA one's */
+  mmbMemLayer layer;
+  mmbMemSpace *gpu;
+  mmbMemInterface *dev;
+  OK(mmb_layer_register("FAKEGPU", &(mmbLayerProperties){.device_only = true}, &layer));
+  OK(mmb_request_space(layer, MMB_CPU, NULL, &gpu));
+  gpu->info.default_provider = MMB_PROVIDER_CUDA;
+  OK(mmb_request_interface(gpu, NULL, &dev));
+  through_a_device(dev);
+  /* host AoS -> device SoA and back; host SoA -> device AoS, device AoS ->
+     SoA on it, -> host AoS (read-only: its merge moves nothing); the two
+     other merges back */
+  cr_assert_eq(kernel_runs, 7, "%d kernel runs", kernel_runs);
+  OK(mmb_interface_destroy(dev));
+  mmb__os_set_cuda(NULL);
+  mmb__provider_install(MMB_PROVIDER_CUDA, cuda);
+}
+
+/* A CUDA device: converted there by the kernel (skipped without one). */
+MMB_TEST(record, duplicates_convert_on_a_cuda_device) {
+  mmbMemInterface *dev = test_cuda_interface();
+  through_a_device(dev);
+  OK(mmb_interface_destroy(dev));
+}
+
+/* What a CUDA device's conversion kernel runs (os/record_move.h), run here
+   on the host: the moves of every element, one at a time, in no order the
+   host conversion shares. */
+static void kernel_copy(mmbArray *dst, mmbArray *src) {
+  mmb__view d = mmb__array_view(dst), s = mmb__array_view(src);
+  mmb__record_moves m;
+  mmb__record_moves_make(&d, &s, &m);
+  for (size_t i = m.count; i-- > 0;) mmb__record_move(&m, i);
+}
+
 /* Random records (fixed seed): 3 to 8 fields of odd sizes at shuffled
    offsets with padding, rank 1 to 3, either order, padded rows; copied
-   AoS -> SoA -> AoS' (another AoS shape) and checked against the model. */
+   AoS -> SoA -> AoS' (another AoS shape) and checked against the model,
+   by mmb_array_copy and by a device kernel's element moves. */
 MMB_TEST(record, random_records_copy_between_any_two_storages) {
   uint64_t seed = 0x5eed;
   static const size_t sizes[] = {1, 2, 3, 4, 5, 8, 12, 16, 7};
@@ -256,6 +348,14 @@ MMB_TEST(record, random_records_copy_between_any_two_storages) {
     walk_array(xa, round + 1, true);
     OK(mmb_array_copy(xb, xa));   /* AoS -> AoS of another shape */
     walk_array(xb, round + 1, false);
+    walk_array(xa, round + 2, true);   /* the same three, as a kernel moves them */
+    kernel_copy(xs, xa);
+    walk_array(xs, round + 2, false);
+    kernel_copy(xb, xs);
+    walk_array(xb, round + 2, false);
+    walk_array(xa, round + 3, true);
+    kernel_copy(xb, xa);
+    walk_array(xb, round + 3, false);
     OK(mmb_array_destroy(xa));
     OK(mmb_array_destroy(xs));
     OK(mmb_array_destroy(xb));

@@ -124,6 +124,12 @@ static void host_unregister(void *ptr) {
   mmb__cuda_error(cudaHostUnregister(ptr), "cudaHostUnregister");
 }
 
+int mmb__cuda_convert_launch(int device, const mmb__record_moves *m);   /* convert.cu */
+
+static mmbError convert(int device, const mmb__record_moves *m) {
+  return mmb__cuda_error((cudaError_t)mmb__cuda_convert_launch(device, m), "record conversion kernel");
+}
+
 const mmb__cuda_runtime mmb__cuda_runtime_impl = {
     .device_count = device_count,
     .mem_info = mem_info,
@@ -131,4 +137,5 @@ const mmb__cuda_runtime mmb__cuda_runtime_impl = {
     .host_free = host_free,
     .host_register = host_register,
     .host_unregister = host_unregister,
+    .convert = convert,
 };

@@ -8,6 +8,7 @@
 #define MMB_OS_INTERNAL_H
 
 #include "core/internal.h"
+#include "os/record_move.h"
 
 #include <mmb/provider.h>
 
@@ -70,6 +71,9 @@ typedef struct mmb__cuda_runtime {
   void (*host_free)(void *ptr);
   mmbError (*host_register)(void *ptr, size_t size);   /* cudaHostRegister, portable */
   void (*host_unregister)(void *ptr);
+  /* Runs a record conversion whose sides are both memory of `device`, in
+     a kernel (providers/cuda/convert.cu); returns when it is done. */
+  mmbError (*convert)(int device, const mmb__record_moves *moves);
 } mmb__cuda_runtime;
 
 /* Installs the runtime (NULL: none) and counts its devices. */

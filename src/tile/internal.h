@@ -197,6 +197,9 @@ mmb__view mmb__view_plane(const mmb__view *v, size_t f);
 /* Converts the records of host view src into host view dst (same records,
    stored otherwise), element by element in dst's order. */
 void mmb__record_convert(const mmb__view *dst, const mmb__view *src);
+/* The same conversion as plain data, for a device's kernel
+   (os/record_move.h); the pointers are the views' own, wherever they are. */
+void mmb__record_moves_make(const mmb__view *dst, const mmb__view *src, mmb__record_moves *out);
 
 /* ---- storage (transfer.c) ------------------------------------------------ */
 /* New storage for a tile's extents in `space` (mmb's own interface there),

@@ -341,14 +341,37 @@ static void convert_walk(const convert *c, const mmb__plan *p, size_t k, size_t 
     convert_block(c, doff + i0 * dst, dst, soff + i0 * sst, sst, mmb__min(c->block, n - i0));
 }
 
+_Static_assert(MMB__MOVE_FIELDS == MMB_MAX_FIELDS && MMB__MOVE_DIMS == MMB_MAX_DIMS,
+               "record_move.h's bounds are mmb's");
+
+void mmb__record_moves_make(const mmb__view *d, const mmb__view *s, mmb__record_moves *m) {
+  *m = (mmb__record_moves){.n_fields = d->rec->n, .count = 1};
+  for (size_t f = 0; f < m->n_fields; f++) {
+    m->size[f] = d->rec->size[f];
+    m->d[f] = mmb__view_field(d, f);
+    m->s[f] = mmb__view_field(s, f);
+    m->dstep[f] = mmb__view_field_step(d, f);
+    m->sstep[f] = mmb__view_field_step(s, f);
+  }
+  mmb__plan p;
+  mmb__plan_make(d, s, &p);
+  m->rank = p.n;
+  for (size_t k = 0; k < p.n; k++) {
+    m->dim[k] = p.dim[k];
+    m->ds[k] = p.ds[k];
+    m->ss[k] = p.ss[k];
+    m->count *= p.dim[k];
+  }
+}
+
 void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   convert c = {.r = d->rec, .d_soa = mmb__record_soa(d->rec), .s_soa = mmb__record_soa(s->rec)};
-  for (size_t f = 0; f < c.r->n; f++) {
-    c.d[f] = mmb__view_field(d, f);
-    c.s[f] = mmb__view_field(s, f);
-    c.dstep[f] = mmb__view_field_step(d, f);
-    c.sstep[f] = mmb__view_field_step(s, f);
-  }
+  mmb__record_moves m;
+  mmb__record_moves_make(d, s, &m);
+  memcpy(c.d, m.d, sizeof c.d);
+  memcpy(c.s, m.s, sizeof c.s);
+  memcpy(c.dstep, m.dstep, sizeof c.dstep);
+  memcpy(c.sstep, m.sstep, sizeof c.sstep);
   /* a block of the wider side's elements fills about 16 KiB of L1 */
   c.block = BLOCK_BYTES / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */

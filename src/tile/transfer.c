@@ -182,8 +182,9 @@ mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *o
 }
 
 /* Records whose views do not lie alike, or SoA: SoA pairs plane by plane;
-   otherwise converted on the host, a device side staged in its own storage
-   (with a stream, MMB_UNSUPPORTED: the host does it). */
+   otherwise converted on a CUDA device where a side is one's, else on the
+   host, a device side staged in its own storage (with a stream,
+   MMB_UNSUPPORTED: the host does it). */
 static mmbError record_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
                            const mmb__view *s);
 
@@ -248,6 +249,64 @@ mmbError mmb__storage_new(const char *func, mmbMemSpace *space, const mmbLayout 
   return MMB_OK;
 }
 
+/* The CUDA device whose memory v is, or -1 (host memory, or a provider of
+   the user's). */
+static int cuda_device(const mmb__view *v) {
+  if (!v->iface || mmb__view_host(v) || v->iface->provider.type != MMB_PROVIDER_CUDA) return -1;
+  return v->iface->space->info.device < 0 ? 0 : v->iface->space->info.device;
+}
+
+/* v's extents packed in v's own storage, beside `by` (in mmb's interface
+   of by's space, when that is memory of by's provider). */
+static bool stage_beside(const mmb__view *v, const mmb__view *by, mmb__view *out,
+                         mmbAllocation **out_alloc) {
+  mmbMemInterface *iface;
+  size_t bytes = mmb__view_bytes(v);
+  if (!by->iface || mmb__dup_interface(by->iface->space, &iface) != MMB_OK ||
+      iface->provider.type != by->iface->provider.type ||
+      mmb_allocate(bytes, iface, out_alloc) != MMB_OK)
+    return false;
+  *out = *v;
+  out->iface = iface;
+  pack_like(v, v, out->stride);
+  out->ptr = mmb_allocation_ptr(*out_alloc);
+  out->first = 0;   /* SoA: planes packed one after the other */
+  out->cap = bytes / v->esize;
+  return true;
+}
+
+/* Converts in the CUDA runtime's kernel on the device of d (or of s when d
+   is not a CUDA device's): a side that lies elsewhere (the host, another
+   device) is staged there in its own storage and copied as it lies, so the
+   trip between them carries the bytes unchanged. false, with nothing done,
+   when no staging buffer fits on the device: the host converts instead. */
+static bool device_convert(const char *func, const mmb__cuda_runtime *rt, const mmb__view *d,
+                           const mmb__view *s, mmbError *err) {
+  int dd = cuda_device(d), sd = cuda_device(s), dev = dd >= 0 ? dd : sd;
+  mmb__record_moves m;
+  if (dd >= 0 && dd == sd) {
+    mmb__record_moves_make(d, s, &m);
+    *err = rt->convert(dev, &m);
+  } else {
+    bool into = dd >= 0;   /* the kernel writes d: s is staged beside it */
+    mmb__view tmp;
+    mmbAllocation *a;
+    if (!stage_beside(into ? s : d, into ? d : s, &tmp, &a)) return false;
+    if (into && (*err = mmb__view_copy(func, NULL, &tmp, s)) == MMB_OK) {
+      mmb__record_moves_make(d, &tmp, &m);
+      *err = rt->convert(dev, &m);
+    } else if (!into) {
+      mmb__record_moves_make(&tmp, s, &m);
+      if ((*err = rt->convert(dev, &m)) == MMB_OK) *err = mmb__view_copy(func, NULL, d, &tmp);
+    }
+    mmbError f = mmb_free(a);
+    if (*err == MMB_OK) *err = f;
+  }
+  if (*err != MMB_OK) *err = mmb__fail(*err, func, "record conversion on CUDA device %d: %s", dev,
+                                       mmb_error_string(*err));
+  return true;
+}
+
 static mmbError record_copy(const char *func, const mmb__copy_engine *on, const mmb__view *d,
                            const mmb__view *s) {
   if (mmb__view_alike(d, s)) {   /* both SoA: plane by plane, by any transport */
@@ -263,9 +322,15 @@ static mmbError record_copy(const char *func, const mmb__copy_engine *on, const 
     mmb__record_convert(d, s);
     return MMB_OK;
   }
-  /* a side on a device: staged in its own storage, packed, then converted */
-  mmb__view hd = *d, hs = *s;
+  /* a side in a CUDA device's memory: converted there, in a kernel */
+  const mmb__cuda_runtime *rt = mmb__os_cuda();
   mmbError err = MMB_OK;
+  if (rt && rt->convert && (cuda_device(d) >= 0 || cuda_device(s) >= 0) &&
+      device_convert(func, rt, d, s, &err))
+    return err;
+  /* other devices (or no room on one): each device side staged on the host
+     in its own storage, packed, then converted */
+  mmb__view hd = *d, hs = *s;
   bool stage_d = !mmb__view_host(d), stage_s = !mmb__view_host(s);
   if (stage_s && (err = mmb__view_stage(s, NULL, &hs)) == MMB_OK) {
     if ((err = mmb__view_copy(func, NULL, &hs, s)) != MMB_OK) mmb__free(hs.ptr);
