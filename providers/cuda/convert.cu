@@ -15,8 +15,9 @@ static __global__ void convert_kernel(const mmb__record_moves m) {
     mmb__record_move(&m, i);
 }
 
-/* Launches on `device` (made current, then restored) and waits for the
-   kernel: a cudaError_t. */
+/* Launches on `device` (made current, then restored) in the legacy
+   default stream, after the copies that staged its input (the provider's
+   copies run there), and waits for the kernel: a cudaError_t. */
 extern "C" int mmb__cuda_convert_launch(int device, const mmb__record_moves *m) {
   int prev = -1;
   cudaGetDevice(&prev);
@@ -30,7 +31,7 @@ extern "C" int mmb__cuda_convert_launch(int device, const mmb__record_moves *m) 
     size_t want = (m->count + threads - 1) / threads, most = (size_t)sms * 8;   /* 8 blocks an SM */
     convert_kernel<<<(unsigned)(want < most ? want : most), threads>>>(*m);
     e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(0);
   }
   if (prev >= 0 && prev != device) cudaSetDevice(prev);
   return (int)e;
