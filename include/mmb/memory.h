@@ -247,13 +247,11 @@ typedef struct mmbLayerProperties {
  * device_only ones by user providers (those whose mmbProviderOps.layers is
  * 0). Register layers at startup, before other threads use mmb (the list of
  * spaces grows); they last until mmb_finalize. MMB_LAYERS registers layers
- * at init
- * ("NAME:BACKING[:INDEX[:SIZE]]", comma-separated), so tools such as
- * mmb-info show them.
+ * at init ("NAME:BACKING[:INDEX[:SIZE]]", comma-separated), so tools such
+ * as mmb-info show them.
  * \param name  1 to MMB_LAYER_NAME_MAX - 1 letters, digits or '_', not a
  *              layer's name already (case aside).
- * 
-eturn MMB_OK; MMB_INVALID_ARG for NULLs, a bad or taken name, a backing
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs, a bad or taken name, a backing
  *         layer that is not a host one, a negative index, a bad
  *         MMB_LIMIT_<name>; MMB_UNAVAILABLE when the backing space does not
  *         exist; MMB_OUT_OF_MEMORY past MMB_USER_LAYERS_MAX layers;
