@@ -281,9 +281,7 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
 typedef struct convert {
   const mmb__fieldset *r;     /* the destination's records */
   const mmb__fieldset *aos;   /* with a shuffle: the AoS side's (its offsets and size) */
-  char *d[MMB_MAX_FIELDS];
-  const char *s[MMB_MAX_FIELDS];
-  size_t dstep[MMB_MAX_FIELDS], sstep[MMB_MAX_FIELDS];   /* per element */
+  mmb__record_moves m;        /* each field's first element and steps, both sides */
   bool d_soa, s_soa, stream;
   const shuffle *sh;   /* NULL: field by field */
   size_t block;        /* elements per block of a run */
@@ -300,8 +298,8 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   char *to[MMB_MAX_FIELDS] = {0};   /* (r->n >= 1 fills them) */
   const char *from[MMB_MAX_FIELDS] = {0};
   for (size_t f = 0; f < r->n; f++) {
-    to[f] = c->d[f] + doff * c->dstep[f];
-    from[f] = c->s[f] + soff * c->sstep[f];
+    to[f] = c->m.d[f] + doff * c->m.dstep[f];
+    from[f] = c->m.s[f] + soff * c->m.sstep[f];
   }
   size_t step = c->stream ? 1 : dst;   /* staged: packed in the buffer */
   if (c->d_soa) {   /* into plane runs: staged field by field when streaming */
@@ -311,19 +309,19 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     for (size_t f = 0; f < r->n; f++) {
       size_t done = c->sh && (c->sh->fields >> f & 1) ? fast : 0;   /* the rest: here */
       move_field(run[f] + done * step * r->size[f], step * r->size[f],
-                 from[f] + done * sst * c->sstep[f], sst * c->sstep[f], m - done, r->size[f]);
+                 from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
       if (c->stream) mmb__engine_run(to[f], run[f], m * r->size[f], true);
     }
     return;
   }
   /* into records: staged whole when streaming */
-  size_t rs = c->dstep[0];
+  size_t rs = c->m.dstep[0];
   char *rec = c->stream ? c->buf : to[0] - r->offset[0];
   if (fast) shuffle_blocks(c->sh, c->aos, false, rec, (char *const *)from, fast);
   for (size_t f = 0; f < r->n; f++) {   /* after the registers: they zero the other words */
     size_t done = c->sh && (c->sh->fields >> f & 1) ? fast : 0;
     move_field(rec + r->offset[f] + done * step * rs, step * rs,
-               from[f] + done * sst * c->sstep[f], sst * c->sstep[f], m - done, r->size[f]);
+               from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
   }
   if (c->stream) mmb__engine_run(to[0] - r->offset[0], c->buf, m * rs, true);
 }
@@ -366,12 +364,7 @@ void mmb__record_moves_make(const mmb__view *d, const mmb__view *s, mmb__record_
 
 void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   convert c = {.r = d->rec, .d_soa = mmb__record_soa(d->rec), .s_soa = mmb__record_soa(s->rec)};
-  mmb__record_moves m;
-  mmb__record_moves_make(d, s, &m);
-  memcpy(c.d, m.d, sizeof c.d);
-  memcpy(c.s, m.s, sizeof c.s);
-  memcpy(c.dstep, m.dstep, sizeof c.dstep);
-  memcpy(c.sstep, m.sstep, sizeof c.sstep);
+  mmb__record_moves_make(d, s, &c.m);
   /* a block of the wider side's elements fills about 16 KiB of L1 */
   c.block = BLOCK_BYTES / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
