@@ -386,7 +386,7 @@ mpi mpi-check:
 	@echo "$@: skipped: no MPI compiler ($(MPICC)); scripts/install-deps.sh mpi installs Open MPI"
 endif
 
-# ScaLAPACK: the mapping on 2000 random cases, then pgemm on 1, 2 and 4
+# ScaLAPACK: the mapping on 2000 random cases, then pgemm on 1 to 4
 # ranks (and its local parts on disk) against the matrices' formulas.
 ifeq ($(SCALAPACK),1)
 scalapack-check: $(BUILD)/test/scalapack-mapping $(BUILD)/bin/pgemm

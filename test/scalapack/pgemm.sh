@@ -2,8 +2,10 @@
 # build/bin/pgemm as a user runs it: C = A B by ScaLAPACK's PDGEMM on
 # block-cyclic mmb arrays, on 1, 2 and 4 ranks (grids 1 x 1, 1 x 2, 2 x 2),
 # n not a multiple of the block, each checked against the matrices'
-# formulas (pgemm's own exit status) and its JSON; local parts on the
-# storage tier; bad arguments refused with status 2.
+# formulas (pgemm's own exit status) and its JSON; ranks the distribution
+# leaves without a block (n under block x grid: 1 x 2, 1 x 3 and 2 x 2
+# grids, along one dimension or both); local parts on the storage tier;
+# bad arguments refused with status 2.
 #   test/scalapack/pgemm.sh build/bin/pgemm
 set -uo pipefail
 pgemm="$1"
@@ -30,7 +32,10 @@ check 1 "[1, 1]" --n 200 --block 16
 check 2 "[1, 2]" --n 203 --block 16
 check 4 "[2, 2]" --n 301 --block 8 --samples 200
 check 2 "[1, 2]" --n 150 --block 10 --capacity storage
-for bad in "--n 0" "--block x" "--capacity tape" "--n 10 --block 16"; do
+check 2 "[1, 2]" --n 10 --block 16
+check 3 "[1, 3]" --n 20 --block 16 --samples 100
+check 4 "[2, 2]" --n 12 --block 16 --capacity storage
+for bad in "--n 0" "--block x" "--capacity tape" "--n 10 --block"; do
   # shellcheck disable=SC2086
   "$run" 2 "$pgemm" $bad > /dev/null 2> "$tmp/err"
   if [ $? -eq 2 ]; then passed=$((passed + 1)); else
