@@ -62,8 +62,11 @@ enum { MAX_VECTORS = 32 };   /* words of a record, or of its fields */
 typedef struct shuffle_step {
   uint32_t idx[16];       /* a word of the pair (0..31), per lane */
   uint32_t at;            /* the pair's first input vector, in bytes (128 per pair) */
+  uint32_t hi;            /* its second: at + 64, or at for the last vector alone */
   uint16_t out, mask;
+  uint16_t keep;          /* the output's words so far: 0 at its first step, else all */
   bool single;            /* the last input vector, alone (an odd count) */
+  bool last;              /* the output's last step: it is stored */
 } shuffle_step;
 
 typedef struct shuffle {
@@ -89,28 +92,14 @@ static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map) {
           st.idx[l] = (uint32_t)w % 32;
         }
       }
-      if (st.mask) sh->steps[sh->n_steps++] = st;
+      if (!st.mask) continue;
+      st.hi = st.single ? st.at : st.at + 64;
+      st.keep = sh->n_steps && sh->steps[sh->n_steps - 1].out == o ? 0xffff : 0;
+      if (sh->n_steps && !st.keep) sh->steps[sh->n_steps - 1].last = true;
+      sh->steps[sh->n_steps++] = st;
     }
+  if (sh->n_steps) sh->steps[sh->n_steps - 1].last = true;
   return sh;
-}
-
-/* The output vectors of one block: the input vectors one after the other
-   at `in`, output vector o stored at out[o]. */
-__attribute__((target("avx512f"))) static void shuffle_run(const shuffle *sh, const char *in,
-                                                           char *const *out) {
-  const shuffle_step *st = sh->steps, *end = st + sh->n_steps;
-  while (st < end) {
-    size_t o = st->out;
-    __m512i acc = _mm512_setzero_si512();
-    for (; st < end && st->out == o; st++) {
-      __m512i idx = _mm512_loadu_si512(st->idx), lo = _mm512_loadu_si512(in + st->at);
-      __m512i t = st->single ? _mm512_permutexvar_epi32(idx, lo)
-                             : _mm512_permutex2var_epi32(lo, idx,
-                                                         _mm512_loadu_si512(in + st->at + 64));
-      acc = _mm512_mask_mov_epi32(acc, st->mask, t);
-    }
-    _mm512_storeu_si512(out[o], acc);
-  }
 }
 
 /* The fields that are whole words of records of whole words (up to 128
@@ -192,11 +181,11 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
   return staged;
 }
 
-/* Small tables (records of a few words: xyz, xyzw) run from registers:
+/* Small tables (records of a few words: xyz, xyzw, a particle) run from registers:
    for S steps, the loop over the steps is unrolled, each step's index
    vector, offset, mask and destination held across the blocks (the stores
    could alias the table, which the compiler would otherwise reload). */
-#define SMALL_STEPS 8
+#define SMALL_STEPS 16
 #define SHUFFLE_SMALL(S)                                                                      \
   __attribute__((target("avx512f"))) static void shuffle_small_##S(const shuffle *sh,        \
                                                                     const blocks *bl,         \
@@ -219,7 +208,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
     for (size_t b = 0; b < n_blocks; b++) {                                                   \
       const char *from = block_in(bl, b, staged);                                             \
       __m512i acc = _mm512_setzero_si512();                                                   \
-      _Pragma("GCC unroll 8") for (int q = 0; q < S; q++) {                                  \
+      _Pragma("GCC unroll 16") for (int q = 0; q < S; q++) {                                  \
         __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
         __m512i t = single[q] ? _mm512_permutexvar_epi32(idx[q], lo)                          \
                               : _mm512_permutex2var_epi32(lo, idx[q],                         \
@@ -241,11 +230,50 @@ SHUFFLE_SMALL(5)
 SHUFFLE_SMALL(6)
 SHUFFLE_SMALL(7)
 SHUFFLE_SMALL(8)
+SHUFFLE_SMALL(9)
+SHUFFLE_SMALL(10)
+SHUFFLE_SMALL(11)
+SHUFFLE_SMALL(12)
+SHUFFLE_SMALL(13)
+SHUFFLE_SMALL(14)
+SHUFFLE_SMALL(15)
+SHUFFLE_SMALL(16)
+
+/* Larger tables (records of many words, or of wide fields) step by step
+   from the table, with no branch in the loop over the steps: a lone last
+   input vector is its own pair, an output's first step drops what the one
+   before left (keep), and only an output's last step stores to the
+   destination (the others to a line of scratch), so each step is the same
+   few instructions whatever the table. */
+__attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, const blocks *bl,
+                                                            size_t n_blocks) {
+  _Alignas(64) char staged[MAX_VECTORS * 64], scratch[64];
+  char *dst[MAX_VECTORS * 16];   /* per step: where it stores (block 0), and its step */
+  size_t dstep[MAX_VECTORS * 16];
+  for (size_t q = 0; q < sh->n_steps; q++) {
+    dst[q] = block_out(bl, sh->steps[q].out, &dstep[q]);
+    if (!sh->steps[q].last) dst[q] = scratch, dstep[q] = 0;
+  }
+  for (size_t b = 0; b < n_blocks; b++) {
+    const char *from = block_in(bl, b, staged);
+    __m512i acc = _mm512_setzero_si512();
+    for (size_t q = 0; q < sh->n_steps; q++) {
+      const shuffle_step *st = &sh->steps[q];
+      __m512i t = _mm512_permutex2var_epi32(_mm512_loadu_si512(from + st->at),
+                                            _mm512_loadu_si512(st->idx),
+                                            _mm512_loadu_si512(from + st->hi));
+      acc = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(st->keep, acc), st->mask, t);
+      _mm512_storeu_si512(dst[q] + b * dstep[q], acc);
+    }
+  }
+}
 
 typedef void (*small_fn)(const shuffle *, const blocks *, size_t);
 static const small_fn small_kernels[SMALL_STEPS + 1] = {
   NULL, shuffle_small_1, shuffle_small_2, shuffle_small_3, shuffle_small_4,
-  shuffle_small_5, shuffle_small_6, shuffle_small_7, shuffle_small_8};
+  shuffle_small_5, shuffle_small_6, shuffle_small_7, shuffle_small_8, shuffle_small_9,
+  shuffle_small_10, shuffle_small_11, shuffle_small_12, shuffle_small_13, shuffle_small_14,
+  shuffle_small_15, shuffle_small_16};
 
 /* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
    run[f]: small tables from registers, larger ones step by step. */
@@ -257,18 +285,7 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
       bl.fld[bl.n_fld] = run[f] + 64 * t;
       bl.fld_step[bl.n_fld] = 16 * r->size[f];
     }
-  if (sh->n_steps <= SMALL_STEPS) {
-    small_kernels[sh->n_steps](sh, &bl, n / 16);
-    return;
-  }
-  char *out[MAX_VECTORS];
-  size_t step[MAX_VECTORS];
-  for (size_t o = 0; o < sh->n_out; o++) out[o] = block_out(&bl, o, &step[o]);
-  _Alignas(64) char staged[MAX_VECTORS * 64];
-  for (size_t b = 0; b < n / 16; b++) {
-    shuffle_run(sh, block_in(&bl, b, staged), out);
-    for (size_t o = 0; o < sh->n_out; o++) out[o] += step[o];
-  }
+  (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
 }
 
 /* A host conversion: both views' field pointers, and per field the bytes
