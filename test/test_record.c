@@ -580,8 +580,9 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
 
 /* Fields of whole 4-byte words go 16 records at a time through AVX-512
    registers (where the CPU has it; the other fields of the record field by
-   field): tables of up to 16 steps from registers, larger ones step by
-   step; and large conversions stream their blocks: all of them, with
+   field): tables of up to 16 steps from registers, records of up to 16
+   words with longer ones by a transposition, others step by step; and
+   large conversions stream their blocks: all of them, with
    ragged tails, checked for each shape, streaming forced on and off.
    Streamed blocks write the gaps between the fields of AoS records zero
    (gaps_zero; elsewhere they are undefined). */
@@ -595,13 +596,15 @@ static void word_records_round_trip(bool gaps_zero) {
     {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}}, /* 16 B, with a byte */
     {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}, {"mass", 8, 16}},   /* 13, 15 steps */
     {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24}, {"vy", 8, 32}, {"vz", 8, 40},
-     {"m", 4, 48}, {"id", 4, 52}},                            /* 56 B: 62 and 98 steps */
+     {"m", 4, 48}, {"id", 4, 52}},                            /* 56 B: transposed */
     {{"a", 8, 4}, {"b", 4, 20}, {"c", 12, 28}, {"d", 4, 44}}, /* 52 B, gaps: 30 steps */
     {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}, {"f", 4, 20},
-     {"g", 4, 24}, {"h", 4, 28}},                             /* 40 B, a gap: 40 steps */
+     {"g", 4, 24}, {"h", 4, 28}},                             /* 40 B, a gap: transposed */
+    {{"v", 12, 0}, {"a", 4, 12}, {"b", 4, 16}, {"c", 4, 20}, {"d", 4, 24}, {"e", 4, 28},
+     {"f", 4, 32}, {"g", 4, 36}},                             /* 44 B, a gap: 50 and 51 steps */
   };
-  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8};
-  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40};
+  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8};
+  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions one = {1, {16 * 70 + 5}}, two = dims2(37, 41);

@@ -71,6 +71,7 @@ typedef struct shuffle_step {
 
 typedef struct shuffle {
   unsigned fields;        /* the fields it moves (bit f); the others go field by field */
+  bool transpose;         /* it runs as a transposition instead (transposes) */
   size_t n_in, n_out, n_steps;
   shuffle_step steps[];   /* by output vector */
 } shuffle;
@@ -109,6 +110,17 @@ static bool word_field(const mmb__fieldset *r, size_t f) {
   return r->size[f] % 4 == 0 && r->offset[f] % 4 == 0;
 }
 
+/* Records of up to 16 words whose moved fields are of one or two words
+   (floats, ints, doubles: a particle's x, y, z, vx, vy, vz, mass, id)
+   convert by a transposition where their table is long (transpose_blocks). */
+#define SMALL_STEPS 16
+static bool transposes(const mmb__fieldset *r, unsigned fields) {
+  if (r->record_size % 4 || r->record_size > 64) return false;
+  for (size_t f = 0; f < r->n; f++)
+    if ((fields >> f & 1) && r->size[f] > 8) return false;
+  return true;
+}
+
 static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   size_t w = r->record_size / 4, p = 0, before[MMB_MAX_FIELDS];
   if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
@@ -143,6 +155,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
     sh = shuffle_make(p, w, map);
   }
   if (sh) sh->fields = fields;
+  if (sh) sh->transpose = sh->n_steps > SMALL_STEPS && transposes(r, fields);
   return sh;
 }
 
@@ -150,7 +163,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
    a scalar load and store per moved field of each of the block's 16
    records (records of many words cost a step per pair of them per output). */
 static bool shuffle_pays(const shuffle *sh) {
-  return sh && 2 * sh->n_steps <= 16 * (size_t)__builtin_popcount(sh->fields);
+  return sh && (sh->transpose || 2 * sh->n_steps <= 16 * (size_t)__builtin_popcount(sh->fields));
 }
 
 /* The vectors of a block of 16 records, and how far each moves to the
@@ -185,7 +198,6 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
    for S steps, the loop over the steps is unrolled, each step's index
    vector, offset, mask and destination held across the blocks (the stores
    could alias the table, which the compiler would otherwise reload). */
-#define SMALL_STEPS 16
 #define SHUFFLE_SMALL(S)                                                                      \
   __attribute__((target("avx512f"))) static void shuffle_small_##S(const shuffle *sh,        \
                                                                     const blocks *bl,         \
@@ -268,6 +280,89 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
   }
 }
 
+/* The 16 x 16 words of v transposed in place: four rounds of 16 shuffles
+   (words within 128-bit lanes, then pairs of words, then lanes twice). */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512i *v) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {   /* v[i + j], lane l: word 4l + j of records i..i+3 */
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int j = 0; j < 4; j++) {
+    __m512i x0 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0x44);
+    __m512i x1 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0xee);
+    __m512i y0 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0x44);
+    __m512i y1 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0xee);
+    t[j] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+    t[4 + j] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+    t[8 + j] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+    t[12 + j] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+  }
+  for (int i = 0; i < 16; i++) v[i] = t[i];
+}
+
+/* Records of up to 16 words, 16 at a time: each record one vector (a
+   whole vector's load, or store, from its first word: masked loads and
+   stores that miss the cache are slow), the block transposed so that
+   vector w holds word w of the 16 records: a one-word field's plane
+   vector; a two-word field's two plane vectors interleave two of them.
+   About 6 instructions a record, where a long table takes a step per pair
+   of input vectors per output. Into AoS the other words are zero. */
+__attribute__((target("avx512f"))) static void transpose_blocks(const mmb__fieldset *r,
+                                                                unsigned fields,
+                                                                const blocks *bl,
+                                                                size_t n_blocks) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __mmask16 words = (__mmask16)((1u << (r->record_size / 4)) - 1);
+  size_t rs = r->record_size;
+  for (size_t b = 0; b < n_blocks; b++) {
+    char *aos = bl->aos + b * bl->rec_step;
+    __m512i v[16];
+    /* whole vectors, and one masked to the record where a whole one would
+       run past the last block (past the run: not this conversion's) */
+    int whole = b + 1 < n_blocks ? 16 : (int)mmb__min(16, (16 * rs - 64) / rs + 1);
+    if (bl->to_soa) {
+      for (int i = 0; i < 16; i++)
+        v[i] = i < whole ? _mm512_loadu_si512(aos + i * rs)
+                         : _mm512_maskz_loadu_epi32(words, aos + i * rs);
+      transpose16(v);
+    } else {
+      for (int i = 0; i < 16; i++) v[i] = _mm512_setzero_si512();
+    }
+    for (size_t f = 0, k = 0; f < r->n; f++) {   /* k: the field's first plane vector */
+      if (!(fields >> f & 1)) continue;
+      size_t w = r->offset[f] / 4;
+      char *p = bl->fld[k] + b * bl->fld_step[k];
+      if (r->size[f] == 4 && bl->to_soa) _mm512_storeu_si512(p, v[w]);
+      else if (r->size[f] == 4) v[w] = _mm512_loadu_si512(p);
+      else if (bl->to_soa) {
+        _mm512_storeu_si512(p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
+        _mm512_storeu_si512(p + 64, _mm512_permutex2var_epi32(v[w], hi, v[w + 1]));
+      } else {
+        __m512i a = _mm512_loadu_si512(p), c = _mm512_loadu_si512(p + 64);
+        v[w] = _mm512_permutex2var_epi32(a, even, c);
+        v[w + 1] = _mm512_permutex2var_epi32(a, odd, c);
+      }
+      k += r->size[f] / 4;
+    }
+    if (bl->to_soa) continue;
+    transpose16(v);
+    for (int i = 0; i < 16; i++) {   /* in order: each overwrites what the one before spilled */
+      if (i < whole) _mm512_storeu_si512(aos + i * rs, v[i]);
+      else _mm512_mask_storeu_epi32(aos + i * rs, words, v[i]);
+    }
+  }
+}
+
 typedef void (*small_fn)(const shuffle *, const blocks *, size_t);
 static const small_fn small_kernels[SMALL_STEPS + 1] = {
   NULL, shuffle_small_1, shuffle_small_2, shuffle_small_3, shuffle_small_4,
@@ -276,7 +371,8 @@ static const small_fn small_kernels[SMALL_STEPS + 1] = {
   shuffle_small_15, shuffle_small_16};
 
 /* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
-   run[f]: small tables from registers, larger ones step by step. */
+   run[f]: small tables from registers, larger ones by a transposition
+   where the records allow, else step by step. */
 static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_soa, char *aos,
                            char *const *run, size_t n) {
   blocks bl = {.aos = aos, .rec_step = 16 * r->record_size, .to_soa = to_soa};
@@ -285,7 +381,8 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
       bl.fld[bl.n_fld] = run[f] + 64 * t;
       bl.fld_step[bl.n_fld] = 16 * r->size[f];
     }
-  (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
+  if (sh->transpose) transpose_blocks(r, sh->fields, &bl, n / 16);
+  else (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
 }
 
 /* A host conversion: both views' field pointers, and per field the bytes
