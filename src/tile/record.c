@@ -110,9 +110,10 @@ static bool word_field(const mmb__fieldset *r, size_t f) {
   return r->size[f] % 4 == 0 && r->offset[f] % 4 == 0;
 }
 
-/* Records of up to 16 words whose moved fields are of one or two words
+/* Tables of up to SMALL_STEPS steps run from registers (shuffle_small_S).
+   Records of up to 16 words whose moved fields are of one or two words
    (floats, ints, doubles: a particle's x, y, z, vx, vy, vz, mass, id)
-   convert by a transposition where their table is long (transpose_blocks). */
+   convert by a transposition where their table is longer (transpose_blocks). */
 #define SMALL_STEPS 16
 static bool transposes(const mmb__fieldset *r, unsigned fields) {
   if (r->record_size % 4 || r->record_size > 64) return false;
