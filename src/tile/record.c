@@ -62,10 +62,10 @@ enum { MAX_VECTORS = 32 };   /* words of a record, or of its fields */
 typedef struct shuffle_step {
   uint32_t idx[16];       /* a word of the pair (0..31), per lane */
   uint32_t at;            /* the pair's first input vector, in bytes (128 per pair) */
-  uint32_t hi;            /* its second: at + 64, or at for the last vector alone */
+  uint32_t hi;            /* its second: at + 64, or at for the last vector alone (an
+                             odd count: then idx takes words 0..15, of `at` only) */
   uint16_t out, mask;
   uint16_t keep;          /* the output's words so far: 0 at its first step, else all */
-  bool single;            /* the last input vector, alone (an odd count) */
   bool last;              /* the output's last step: it is stored */
 } shuffle_step;
 
@@ -85,7 +85,7 @@ static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map) {
   for (size_t o = 0; o < n_out; o++)
     for (size_t p = 0; p < pairs; p++) {
       shuffle_step st = {.out = (uint16_t)o, .at = (uint32_t)(128 * p),
-                         .single = 2 * p + 1 == n_in};
+                         .hi = (uint32_t)(128 * p + (2 * p + 1 == n_in ? 0 : 64))};
       for (unsigned l = 0; l < 16; l++) {
         int w = map[o * 16 + l];
         if (w >= 0 && (size_t)w / 32 == p) {
@@ -94,7 +94,6 @@ static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map) {
         }
       }
       if (!st.mask) continue;
-      st.hi = st.single ? st.at : st.at + 64;
       st.keep = sh->n_steps && sh->steps[sh->n_steps - 1].out == o ? 0xffff : 0;
       if (sh->n_steps && !st.keep) sh->steps[sh->n_steps - 1].last = true;
       sh->steps[sh->n_steps++] = st;
@@ -204,7 +203,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
                                                                     const blocks *bl,         \
                                                                     size_t n_blocks) {        \
     __m512i idx[S];                                                                           \
-    size_t at[S], dstep[S];                                                                   \
+    size_t at[S], hi[S], dstep[S];                                                            \
     char *dst[S];                                                                             \
     __mmask16 mask[S];                                                                        \
     bool single[S], last[S];                                                                  \
@@ -214,8 +213,9 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
       at[q] = st->at;                                                                         \
       dst[q] = block_out(bl, st->out, &dstep[q]);                                             \
       mask[q] = st->mask;                                                                     \
-      single[q] = st->single;                                                                 \
-      last[q] = q + 1 == S || sh->steps[q + 1].out != st->out;                                \
+      hi[q] = st->hi;                                                                         \
+      single[q] = st->hi == st->at;                                                           \
+      last[q] = st->last;                                                                     \
     }                                                                                         \
     _Alignas(64) char staged[MAX_VECTORS * 64];                                               \
     for (size_t b = 0; b < n_blocks; b++) {                                                   \
@@ -225,7 +225,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
         __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
         __m512i t = single[q] ? _mm512_permutexvar_epi32(idx[q], lo)                          \
                               : _mm512_permutex2var_epi32(lo, idx[q],                         \
-                                                          _mm512_loadu_si512(from + at[q] + 64)); \
+                                                          _mm512_loadu_si512(from + hi[q])); \
         acc = _mm512_mask_mov_epi32(acc, mask[q], t);                                         \
         if (last[q]) {                                                                        \
           _mm512_storeu_si512(dst[q], acc);                                                   \
