@@ -171,13 +171,20 @@ static void pack_like(const mmb__view *v, const mmb__view *order_of, size_t *str
   }
 }
 
-mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out) {
+/* v's extents packed at ptr (of iface; NULL: host memory of mmb's own), in
+   the order of like's strides. */
+static void view_packed(const mmb__view *v, const mmb__view *like, mmbMemInterface *iface,
+                        void *ptr, mmb__view *out) {
   *out = *v;
-  out->iface = NULL;
-  pack_like(v, like ? like : v, out->stride);
-  out->ptr = mmb__malloc(mmb__view_bytes(v));
+  out->iface = iface;
+  pack_like(v, like, out->stride);
+  out->ptr = ptr;
   out->first = 0;   /* SoA: planes packed one after the other */
   out->cap = mmb__view_bytes(v) / v->esize;
+}
+
+mmbError mmb__view_stage(const mmb__view *v, const mmb__view *like, mmb__view *out) {
+  view_packed(v, like ? like : v, NULL, mmb__malloc(mmb__view_bytes(v)), out);
   return out->ptr ? MMB_OK : MMB_OUT_OF_MEMORY;
 }
 
@@ -266,12 +273,7 @@ static bool stage_beside(const mmb__view *v, const mmb__view *by, mmb__view *out
       iface->provider.type != by->iface->provider.type ||
       mmb_allocate(bytes, iface, out_alloc) != MMB_OK)
     return false;
-  *out = *v;
-  out->iface = iface;
-  pack_like(v, v, out->stride);
-  out->ptr = mmb_allocation_ptr(*out_alloc);
-  out->first = 0;   /* SoA: planes packed one after the other */
-  out->cap = bytes / v->esize;
+  view_packed(v, v, iface, mmb_allocation_ptr(*out_alloc), out);
   return true;
 }
 
