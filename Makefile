@@ -74,7 +74,7 @@ TOOLS    := $(BUILD)/bin/mmb-info
 EXAMPLES := $(BUILD)/bin/quickstart $(BUILD)/bin/training_loop $(BUILD)/bin/tiled_transpose \
             $(BUILD)/bin/stream_sum $(BUILD)/bin/cnn $(BUILD)/bin/ooc-gemm
 BENCHES  := $(BUILD)/bin/bench-copy $(BUILD)/bin/bench-alloc $(BUILD)/bin/bench-tiles $(BUILD)/bin/bench-queue \
-            $(BUILD)/bin/bench-records
+            $(BUILD)/bin/bench-records $(BUILD)/bin/bench-cache-threads
 TESTS    := $(BUILD)/test/mmb-tests
 # What each part needs, installed on first use (scripts/install-deps.sh SET)
 DEPS_LIB      := $(BUILD)/.deps-lib
@@ -119,7 +119,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-ooc install clean deps install-check plot-check cnn-check ooc-check gpu-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-cache-threads bench-ooc install clean deps install-check plot-check cnn-check ooc-check gpu-check \
         layers-check fuzz analyze fortran fortran-check mpi mpi-check scalapack-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
@@ -244,6 +244,10 @@ $(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
 $(BUILD)/bin/bench-records: bench/records.c $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+
+$(BUILD)/bin/bench-cache-threads: bench/cache_threads.c $(SHARED)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O2 $< -o $@ $(APP_LINK) -lpthread
 
 # The allocation benchmark links no allocator: it runs itself again with
 # mimalloc's or jemalloc's library preloaded, one process per baseline.
@@ -640,6 +644,10 @@ bench-cache: $(BUILD)/bin/cnn
 bench-records: $(BUILD)/bin/bench-records
 	$(BUILD)/bin/bench-records
 
+# Tile-cache misses from one and two threads against the same copies by hand
+bench-cache-threads: $(BUILD)/bin/bench-cache-threads
+	$(BUILD)/bin/bench-cache-threads
+
 bench-ooc: $(BUILD)/bin/ooc-gemm
 	BUILD=$(BUILD) bench/ooc.sh
 
@@ -658,6 +666,7 @@ bench: $(BENCHES) $(if $(filter 1,$(MPI)),$(BUILD)/bin/bench-mpi)
 	$(BUILD)/bin/bench-tiles
 	$(BUILD)/bin/bench-queue
 	$(BUILD)/bin/bench-records
+	$(BUILD)/bin/bench-cache-threads
 ifeq ($(MPI),1)
 	test/mpi/run.sh 2 $(BUILD)/bin/bench-mpi
 endif
