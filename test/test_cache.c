@@ -4,6 +4,7 @@
    against a reference model of the cache (what is cached, pinned and
    dirty, the victims, every byte written home once). */
 #include "arrays.h"
+#include "fake_device.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -394,14 +395,16 @@ static void *work(void *arg) {
   return NULL;
 }
 
-/* A thread that waits for its prefetch to arrive does not hold the cache
-   up: another thread's hit meanwhile returns at once. The capacity tier is
-   throttled so that the prefetch takes 250 ms. */
-typedef struct slow_prefetch {
+/* A thread that waits for a slow copy (its prefetch, or its own miss)
+   does not hold the cache up: the data moves without the cache's lock, and
+   another thread's hit meanwhile returns at once. The capacity tier is
+   throttled so that the copy takes 250 ms. */
+typedef struct slow_copy {
   mmbMemSpace *fast;
   mmbArrayTile *tile;
-  _Atomic int stage;   /* 1: advised, acquiring; 2: acquired */
-} slow_prefetch;
+  bool prefetch;
+  _Atomic int stage;   /* 1: acquiring; 2: acquired */
+} slow_copy;
 
 static double now_ms(void) {
   struct timespec t;
@@ -409,32 +412,35 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static void *acquire_prefetched(void *arg) {
-  slow_prefetch *s = arg;
+static void *acquire_slowly(void *arg) {
+  slow_copy *s = arg;
   mmbArrayTile *l;
-  OK(mmb_tile_advise(s->tile, s->fast, MMB_ADVICE_WILLNEED));
+  if (s->prefetch) OK(mmb_tile_advise(s->tile, s->fast, MMB_ADVICE_WILLNEED));
   atomic_store(&s->stage, 1);
-  OK(mmb_tile_acquire(s->tile, s->fast, MMB_READ, &l));   /* waits for the prefetch */
+  OK(mmb_tile_acquire(s->tile, s->fast, MMB_READ, &l));   /* 250 ms at 512 KiB/s */
   atomic_store(&s->stage, 2);
   OK(mmb_tile_release(l));
   return NULL;
 }
 
-Test(cache, a_wait_for_a_prefetch_does_not_hold_other_threads_up) {
+static void hit_while_another_thread_copies(bool prefetch) {
+  const char *what = prefetch ? "prefetch" : "miss";
   cr_assert_eq(setenv("MMB_EMULATE", "DRAM:bw=512K", 1), 0);
   mmb_test_setup();
   mmbMemSpace *fast = fast_space();
   mmbDimensions d = dims2(256, 256);   /* tiles of 128 x 128 doubles: 128 KiB */
   mmbArray *a = test_array(test_interface(MMB_PROVIDER_SYSTEM, 0), &d, MMB_ROWMAJOR, 0);
+  double *p = mmb_array_ptr(a);
+  for (size_t i = 0; i < 256 * 256; i++) p[i] = (double)i;
   OK(mmb_array_tile(a, &(mmbDimensions){2, {128, 128}}));
   mmbArrayTile *x, *y, *l;
   OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &x));
   OK(mmb_tile_at(a, &(mmbIndex){2, {1, 1}}, &y));
   OK(mmb_tile_acquire(y, fast, MMB_READ, &l));   /* y cached: the next acquire is a hit */
   OK(mmb_tile_release(l));
-  slow_prefetch s = {.fast = fast, .tile = x};
+  slow_copy s = {.fast = fast, .tile = x, .prefetch = prefetch};
   pthread_t th;
-  pthread_create(&th, NULL, acquire_prefetched, &s);
+  pthread_create(&th, NULL, acquire_slowly, &s);
   while (atomic_load(&s.stage) == 0) sched_yield();
   struct timespec pause = {0, 20 * 1000 * 1000};
   nanosleep(&pause, NULL);   /* the other thread is waiting for x by now */
@@ -444,11 +450,121 @@ Test(cache, a_wait_for_a_prefetch_does_not_hold_other_threads_up) {
   int stage = atomic_load(&s.stage);
   OK(mmb_tile_release(l));
   pthread_join(th, NULL);
-  cr_assert_eq(stage, 1, "the prefetch was done before the hit: the test proves nothing");
-  cr_assert_lt(ms, 125.0, "a hit waited %.1f ms for another thread's prefetch", ms);
+  cr_assert_eq(stage, 1, "the %s was done before the hit: the test proves nothing", what);
+  cr_assert_lt(ms, 125.0, "a hit waited %.1f ms for another thread's %s", ms, what);
+  OK(mmb_tile_acquire(x, fast, MMB_READ, &l));   /* the slow copy holds the tile's data */
+  cr_assert_eq(MMB_TILE_AT_2D(l, double, 127, 127), 127.0 * 256 + 127);
+  OK(mmb_tile_release(l));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 2 && st.hits == (prefetch ? 3u : 2u), "%llu misses, %llu hits",
+            (unsigned long long)st.misses, (unsigned long long)st.hits);
   OK(mmb_array_destroy(a));
   OK(mmb_space_release(fast));
   mmb_test_teardown();
+}
+
+Test(cache, a_wait_for_a_prefetch_does_not_hold_other_threads_up) {
+  hit_while_another_thread_copies(true);
+}
+
+Test(cache, a_miss_does_not_hold_other_threads_up) {
+  hit_while_another_thread_copies(false);
+}
+
+/* ---- copies that fail to arrive ------------------------------------------------ */
+
+/* A "device" whose copies fail while `flaky` is set, leaving the target
+   poisoned, as a copy cut short would. An array homed there, its values
+   i * N + j, read back through its tiles (the memory is the host's). */
+static _Atomic bool flaky;
+
+static mmbError flaky_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
+                              size_t spitch, size_t width, size_t height) {
+  bool fail = atomic_load(&flaky);
+  for (size_t r = 0; r < height; r++) {
+    if (fail) memset((char *)dst + r * dpitch, 0xff, width);
+    else memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+  }
+  return fail ? MMB_ERROR : MMB_OK;
+}
+
+static mmbArray *flaky_array(void) {
+  static const mmbProviderOps ops = {
+      .abi_version = MMB_PROVIDER_ABI_VERSION, .name = "flaky-device",
+      .caps = MMB_PROVIDER_DEVICE_ACCESSIBLE, .alloc = dev_alloc, .free = dev_free,
+      .copy_2d = flaky_copy_2d};
+  (void)fake_device_interface;
+  mmbProviderType type;
+  mmbMemSpace *dram;
+  mmbMemInterface *dev;
+  OK(mmb_provider_register(&ops, &type));
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.provider = type}, &dev));
+  mmbArray *host = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0), *a;
+  mmbDimensions d = dims2(N, N);
+  a = test_array(dev, &d, MMB_ROWMAJOR, 0);
+  OK(mmb_array_copy(a, host));
+  OK(mmb_array_destroy(host));
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {T, T}}));
+  return a;
+}
+
+static bool holds_tile(const mmbArrayTile *l) {
+  for (size_t i = l->lower[0]; i < l->upper[0]; i++)
+    for (size_t j = l->lower[1]; j < l->upper[1]; j++)
+      if (MMB_TILE_AT_2D(l, double, i, j) != (double)(i * N + j)) return false;
+  return true;
+}
+
+/* A prefetch that fails leaves no garbage behind: the acquire that finds
+   it copies the tile again. */
+MMB_TEST(cache, a_prefetch_that_failed_is_fetched_again) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = flaky_array();
+  mmbArrayTile *t = tile(a, 5), *l;
+  atomic_store(&flaky, true);
+  OK(mmb_tile_advise(t, fast, MMB_ADVICE_WILLNEED));
+  OK(mmb_array_flush(a));   /* waits for the prefetch */
+  atomic_store(&flaky, false);
+  OK(mmb_tile_acquire(t, fast, MMB_READ, &l));
+  cr_assert(holds_tile(l), "the acquire returned what a failed prefetch left");
+  OK(mmb_tile_release(l));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 2 && st.hits == 0 && st.fetched_bytes == 2 * TILE_BYTES,
+            "%llu misses, %llu hits", (unsigned long long)st.misses,
+            (unsigned long long)st.hits);
+  OK(mmb_array_destroy(a));
+}
+
+/* A synchronous fetch that fails says so, twice over (it tries once more),
+   and leaves its copy lost: clean, never written home, fetched again by
+   the next acquire that reads it. */
+MMB_TEST(cache, a_fetch_that_fails_is_refused_and_nothing_goes_home) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = flaky_array();
+  mmbArrayTile *t = tile(a, 5), *l;
+  atomic_store(&flaky, true);
+  FAILS(mmb_tile_acquire(t, fast, MMB_READ_WRITE, &l), MMB_ERROR);
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 2 && st.pinned_bytes == 0 && st.dirty_bytes == 0,
+            "%llu misses, %zu pinned, %zu dirty", (unsigned long long)st.misses,
+            (size_t)st.pinned_bytes, (size_t)st.dirty_bytes);
+  atomic_store(&flaky, false);
+  OK(mmb_array_flush(a));
+  OK(mmb_array_evict(a, fast));
+  cr_assert_eq(stats(fast).writebacks, 0, "a lost copy went home");
+  cr_assert(holds_tile(t), "the home was overwritten");
+  atomic_store(&flaky, true);
+  FAILS(mmb_tile_acquire(t, fast, MMB_READ, &l), MMB_ERROR);
+  atomic_store(&flaky, false);
+  OK(mmb_tile_acquire(t, fast, MMB_READ_WRITE, &l));   /* the lost copy, copied again */
+  cr_assert(holds_tile(l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -1.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(t), -1.0);
+  cr_assert_eq(stats(fast).writebacks, 1);
+  OK(mmb_array_destroy(a));
 }
 
 /* A space fuller than its cache knows (other data in it, a pool's holes):

@@ -22,7 +22,7 @@
  * copies of its tiles (without writing them back: the array is going).
  *
  * The calls of this header may be made from several threads at once: one
- * lock guards every space's cache.
+ * lock guards every space's cache, and it is never held while data moves.
  */
 #ifndef MMB_CACHE_H
 #define MMB_CACHE_H
@@ -86,7 +86,10 @@ typedef struct mmbCacheStats {
  *         duplicate (acquire its origin); MMB_INVALID_STATE for MMB_WRITE on
  *         a read-only tile; MMB_OUT_OF_MEMORY at once when the pinned copies
  *         (and those advised KEEP) leave no room for it: nothing is evicted
- *         then, so no livelock; MMB_NOT_INITIALIZED.
+ *         then, so no livelock; the copy's error (MMB_ERROR, ...) when its
+ *         data failed to arrive twice (a failed prefetch, then this fetch):
+ *         the copy is then neither pinned nor ever written home, and the
+ *         next acquire that reads it copies it again; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_acquire(mmbArrayTile *tile, mmbMemSpace *space,
                                                    mmbAccessType access,

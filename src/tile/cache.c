@@ -12,13 +12,20 @@
    recently used first, while they hold more than the budget's dirty share,
    so that eviction mostly drops clean copies.
 
-   One lock guards every cache. It is held while a copy this thread makes
-   moves (a synchronous fetch or refresh), so a fetch and an eviction of two
-   threads do not interleave; an allocation a fetch makes may run the
-   space's out-of-memory chain, which skips the cache while this thread
-   holds the lock (the acquire evicts for itself). An acquire that finds
-   its copy still arriving (a prefetch) pins it and waits with the lock let
-   go, so other threads' hits and releases do not wait for that copy. */
+   One lock guards every cache, never while data moves. A synchronous
+   fetch or refresh makes its copy under the lock (an allocation it makes
+   may run the space's out-of-memory chain, which skips the cache while
+   this thread holds the lock: the acquire evicts for itself), pins it, and
+   moves the data once it has let the lock go, as a job deferred to it
+   whose request stands in the copy's hazard slot: work on the tile or the
+   copy after it is ordered after it, as after a queue's. An acquire that
+   finds a copy still arriving (a prefetch, another thread's fetch) pins it
+   and waits with the lock let go too. So two threads' misses move their
+   data at once, and hits and releases never wait for another's copy.
+
+   A copy whose data failed to arrive is lost: the acquire that waited for
+   it says so (and tries once more), and the next acquire that reads it
+   copies it again; a lost copy is clean, so nothing of it goes home. */
 #include "tile/internal.h"
 
 #include <stdio.h>
@@ -37,6 +44,9 @@ struct mmb__cache_entry {
   unsigned pins, write_pins;
   bool dirty;
   mmbAdvice advice;
+  mmb__request *arrival;         /* the copy's data on its way (a reference); NULL: here */
+  bool lost;                     /* it failed to arrive: undefined until copied again */
+  mmbError lost_err;             /* why */
   cache_entry *prev, *next;      /* the space's list, least recently used first */
   cache_entry *next_of_tile;     /* the tile's copies in other spaces */
 };
@@ -138,6 +148,38 @@ static void pin(cache_entry *e, bool write) {
   if (write) e->write_pins++;
 }
 
+static void unpin(cache_entry *e) {
+  if (!--e->pins) e->sc->pinned -= e->bytes;
+  if (e->write_pins > e->pins) e->write_pins = e->pins;
+}
+
+static void drop_arrival(cache_entry *e) {
+  if (e->arrival) mmb__request_unref(e->arrival);
+  e->arrival = NULL;
+}
+
+/* The copy's data is on its way: the last work on the copy (the job just
+   started or deferred) stands for it. */
+static void arriving(cache_entry *e) {
+  drop_arrival(e);
+  if ((e->arrival = e->copy->pending)) mmb__request_ref(e->arrival);
+}
+
+/* True when no data is on its way to the copy (any more). A copy that
+   failed to arrive is lost, and clean: its bytes are undefined. */
+static bool arrived(cache_entry *e) {
+  if (!e->arrival) return true;
+  if (!mmb__request_done(e->arrival)) return false;
+  mmbError err = mmb__request_wait(e->arrival);   /* done: its error at once */
+  if (err != MMB_OK) {
+    e->lost = true;
+    e->lost_err = err;
+    set_dirty(e, false);
+  }
+  drop_arrival(e);
+  return true;
+}
+
 /* A cache event in the trace, with the cache's occupancy after it. */
 static void note(mmb__cache_event what, const space_cache *c, mmb__tile *t, size_t bytes,
                  unsigned flags) {
@@ -167,6 +209,7 @@ static mmbError write_home(const char *func, cache_entry *e, mmbQueue *q) {
    q, on q: the copy's bytes are freed once they are home). */
 static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueue *q) {
   space_cache *c = e->sc;
+  (void)arrived(e);   /* a lost copy is clean: none of it goes home */
   bool writes = write_back && e->dirty;
   mmbError err = mmb__tile_release_dup(func, e->copy, writes, writes ? q : NULL);
   if (err != MMB_OK) return err;
@@ -182,6 +225,7 @@ static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueu
   mmbArray *a = e->tile->array;
   if (a) a->n_cached--;
   note(MMB__CACHE_EVICT, c, e->tile, e->bytes, writes ? MMB__CACHE_FLAG_DONE : 0);
+  drop_arrival(e);
   mmb__free(e);
   return MMB_OK;
 }
@@ -248,7 +292,7 @@ static void write_ahead(const char *func, space_cache *c, size_t released) {
   if (c->used + released <= budget) return;
   double allowed = (1.0 - c->clean_share) * (double)budget;
   for (cache_entry *e = c->head; e && (double)c->dirty > allowed; e = e->next) {
-    if (!e->dirty || e->pins) continue;
+    if (!arrived(e) || !e->dirty || e->pins) continue;
     if (!queue_of(c) || write_home(func, e, c->queue) != MMB_OK) return;
   }
 }
@@ -274,8 +318,11 @@ static mmbAccessType copy_access(const mmb__tile *t, mmbAccessType access) {
 
 /* ---- acquire and release ------------------------------------------------------- */
 
+/* The copy of t is made in c's space and its data moves on q (NULL: now;
+   with `later`, when the caller runs the job it gets there). */
 static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessType access,
-                      mmbQueue *q, mmbRequest *req, bool spare_willneed, cache_entry **out) {
+                      mmbQueue *q, mmbRequest *req, mmb__deferred **later, bool spare_willneed,
+                      cache_entry **out) {
   mmb__view v = mmb__tile_view(t);
   size_t bytes = mmb__view_bytes(&v);
   mmbError err = make_room(func, c, bytes, spare_willneed, false);
@@ -291,7 +338,7 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
      its write-backs were about to free. */
   bool waited = false;
   while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
-                                       &copy)) == MMB_OUT_OF_MEMORY) {
+                                       later, &copy)) == MMB_OUT_OF_MEMORY) {
     if (!waited && c->queue) {
       waited = true;
       if ((err = mmb_queue_synchronize(c->queue)) != MMB_OK) break;
@@ -308,6 +355,7 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
                      .next_of_tile = t->cached};
   t->cached = e;
   copy->entry = e;
+  arriving(e);
   append(e);
   c->used += bytes;
   if (t->array) {
@@ -345,8 +393,106 @@ static void wait_now(mmb__request *r) {
   mmb__request_unref(r);
 }
 
-/* The copy is fetched on q (NULL: now), and req completes once it is
-   there, or, for a hit, once what is pending on the local tile is. */
+/* Under the lock: the local tile of t in space, pinned, its copy fetched
+   or brought up to date on q, or, without a queue, by a job left in
+   *copy_now for the caller to run once the lock is let go; req completes
+   once the copy is there, or, for a hit, once what is pending on the local
+   tile is. Without a queue, *later is what the caller waits for then (see
+   wait_later), and *pinned the cache entry (NULL: the tile is at home). */
+static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
+                          mmbAccessType access, mmbQueue *q, mmbRequest *req,
+                          mmb__deferred **copy_now, mmb__request **later, cache_entry **pinned,
+                          mmbArrayTile **out_local) {
+  mmbError err = MMB_OK;
+  mmb__deferred **defer = q ? NULL : copy_now;
+  cache_lock();
+  space_cache *c = cache_of(space);
+  if (!c) {
+    cache_unlock();
+    return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
+  }
+  if (t->pub.space == space) {   /* at home there: the tile itself */
+    if (!q) *later = wait_later(t->pending);
+    else err = ready(func, q, req, &t->pending);
+    if (err == MMB_OK) {
+      t->home_pins++;
+      c->stats.hits++;
+      *out_local = &t->pub;
+    }
+    cache_unlock();
+    return err;
+  }
+  cache_entry *e = entry_in(t, c);
+  mmb__cache_event what = MMB__CACHE_HIT;
+  if (e) {
+    (void)arrived(e);   /* a copy that failed to arrive is lost */
+    if ((access & MMB_READ) &&
+        (e->lost || (!e->dirty && mmb__tile_dup_behind(e->copy)))) {
+      /* lost, or the tile was written since it was copied: copy it again */
+      if ((err = mmb__tile_refresh(func, e->copy, defer)) == MMB_OK) {
+        arriving(e);
+        e->lost = false;
+      }
+      c->stats.misses++;
+      c->stats.fetched_bytes += e->bytes;
+      what = MMB__CACHE_MISS;
+    } else {
+      e->lost = false;   /* (written whole, when it was lost) */
+      c->stats.hits++;
+    }
+    if (err == MMB_OK && !q) *later = wait_later(e->copy->pending);   /* on its way */
+    else if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);
+    if (err != MMB_OK) {
+      cache_unlock();
+      return err;
+    }
+    unlink_entry(e);
+    append(e);
+  } else {
+    what = MMB__CACHE_MISS;
+    if ((err = fetch(func, c, t, access, q, req, defer, false, &e)) != MMB_OK) {
+      mmb__view v = mmb__tile_view(t);
+      size_t budget = budget_of(c), pinned_bytes = c->pinned;
+      cache_unlock();
+      if (err == MMB_OUT_OF_MEMORY)
+        return mmb__fail(err, func, "the cache of %s has no room for %zu bytes (budget %zu, "
+                         "%zu pinned)", space->info.name, mmb__view_bytes(&v), budget,
+                         pinned_bytes);
+      return err;
+    }
+    if (!q) *later = wait_later(e->copy->pending);
+  }
+  if (e->advice == MMB_ADVICE_WILLNEED) e->advice = MMB_ADVICE_NORMAL;   /* it came */
+  pin(e, access & MMB_WRITE);
+  if (access & MMB_WRITE) set_dirty(e, true);
+  note(what, c, t, e->bytes,
+       (what == MMB__CACHE_MISS && (access & MMB_READ) ? MMB__CACHE_FLAG_DONE : 0) |
+       (access & MMB_READ ? MMB__CACHE_FLAG_READ : 0) |
+       (access & MMB_WRITE ? MMB__CACHE_FLAG_WRITE : 0));
+  cache_unlock();
+  *pinned = e;
+  *out_local = &e->copy->pub;
+  return MMB_OK;
+}
+
+/* After a wait for the pinned copy, with no lock held: MMB_OK once its
+   data is there; if it failed to arrive, the copy is unpinned and the
+   copy's error returned. */
+static mmbError settle(cache_entry *e) {
+  cache_lock();
+  while (!arrived(e)) {   /* copied again meanwhile (it was lost, or behind) */
+    mmb__request *r = e->arrival;
+    mmb__request_ref(r);
+    cache_unlock();
+    wait_now(r);
+    cache_lock();
+  }
+  mmbError err = e->lost ? e->lost_err : MMB_OK;
+  if (err != MMB_OK) unpin(e);
+  cache_unlock();
+  return err;
+}
+
 static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space,
                         mmbAccessType access, mmbQueue *q, mmbRequest *req,
                         mmbArrayTile **out_local) {
@@ -358,68 +504,24 @@ static mmbError acquire(const char *func, mmbArrayTile *tile, mmbMemSpace *space
   MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
   if ((access & MMB_WRITE) && !tile_writable(t))
     return mmb__fail(MMB_INVALID_STATE, func, "MMB_WRITE on a tile of an array made without it");
-  cache_lock();
-  space_cache *c = cache_of(space);
-  if (!c) {
-    cache_unlock();
-    return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
-  }
-  mmb__request *later = NULL;
-  if (t->pub.space == space) {   /* at home there: the tile itself */
-    if (!q) later = wait_later(t->pending);
-    else err = ready(func, q, req, &t->pending);
-    if (err == MMB_OK) {
-      t->home_pins++;
-      c->stats.hits++;
-      *out_local = &t->pub;
-    }
-    cache_unlock();
+  /* a copy that fails to arrive is tried once more (another thread's
+     prefetch may have been the one that failed) */
+  for (int tries = 0;; tries++) {
+    mmb__deferred *copy_now = NULL;
+    mmb__request *later = NULL;
+    cache_entry *e = NULL;
+    mmbArrayTile *local = NULL;
+    if ((err = pin_local(func, t, space, access, q, req, &copy_now, &later, &e, &local)) != MMB_OK)
+      return err;
+    if (copy_now) (void)mmb__job_run_deferred(copy_now);   /* its error: settle's */
     wait_now(later);
-    return err;
+    if (!later || !e || (err = settle(e)) == MMB_OK) {
+      *out_local = local;
+      return MMB_OK;
+    }
+    if (tries == 1)
+      return mmb__fail(err, func, "the copy of the tile in %s did not arrive", space->info.name);
   }
-  cache_entry *e = entry_in(t, c);
-  mmb__cache_event what = MMB__CACHE_HIT;
-  if (e) {
-    if (!e->dirty && mmb__tile_dup_behind(e->copy) && (access & MMB_READ)) {
-      /* the tile was written since it was copied: bring the copy up to date */
-      err = mmb__tile_refresh(func, e->copy);
-      c->stats.misses++;
-      c->stats.fetched_bytes += e->bytes;
-      what = MMB__CACHE_MISS;
-    } else {
-      c->stats.hits++;
-    }
-    if (err == MMB_OK && !q) later = wait_later(e->copy->pending);   /* a prefetch in flight */
-    else if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);
-    if (err != MMB_OK) {
-      cache_unlock();
-      return err;
-    }
-    unlink_entry(e);
-    append(e);
-  } else {
-    what = MMB__CACHE_MISS;
-    if ((err = fetch(func, c, t, access, q, req, false, &e)) != MMB_OK) {
-      mmb__view v = mmb__tile_view(t);
-      size_t budget = budget_of(c), pinned = c->pinned;
-      cache_unlock();
-      if (err == MMB_OUT_OF_MEMORY)
-        return mmb__fail(err, func, "the cache of %s has no room for %zu bytes (budget %zu, "
-                         "%zu pinned)", space->info.name, mmb__view_bytes(&v), budget, pinned);
-      return err;
-    }
-  }
-  if (e->advice == MMB_ADVICE_WILLNEED) e->advice = MMB_ADVICE_NORMAL;   /* it came */
-  pin(e, access & MMB_WRITE);
-  if (access & MMB_WRITE) set_dirty(e, true);
-  note(what, c, t, e->bytes,
-       (what == MMB__CACHE_MISS && (access & MMB_READ) ? MMB__CACHE_FLAG_DONE : 0) |
-       (access & MMB_READ ? MMB__CACHE_FLAG_READ : 0) |
-       (access & MMB_WRITE ? MMB__CACHE_FLAG_WRITE : 0));
-  cache_unlock();
-  wait_now(later);
-  *out_local = &e->copy->pub;
-  return MMB_OK;
 }
 
 mmbError mmb_tile_acquire(mmbArrayTile *tile, mmbMemSpace *space, mmbAccessType access,
@@ -451,8 +553,7 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
     cache_unlock();
     return MMB_OK;
   }
-  if (!--e->pins) e->sc->pinned -= e->bytes;
-  if (e->write_pins > e->pins) e->write_pins = e->pins;
+  unpin(e);
   note(MMB__CACHE_RELEASE, e->sc, e->tile, e->bytes, 0);
   if (e->dirty && !e->pins) write_ahead(func, e->sc, e->bytes);
   cache_unlock();
@@ -480,7 +581,7 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
       cache_unlock();
       return MMB_OK;
     }
-    if (fetch(func, c, t, MMB_READ, c->queue, NULL, true, &e) != MMB_OK) e = NULL;
+    if (fetch(func, c, t, MMB_READ, c->queue, NULL, NULL, true, &e) != MMB_OK) e = NULL;
     else note(MMB__CACHE_PREFETCH, c, t, e->bytes, MMB__CACHE_FLAG_DONE);
   }
   if (e) {
@@ -516,7 +617,7 @@ mmbError mmb_array_flush(mmbArray *array) {
     mmb__pending_wait(&g->slots[i].tile.pending);
     for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
       mmb__pending_wait(&e->copy->pending);
-      if (!e->dirty) continue;
+      if (!arrived(e) || !e->dirty) continue;
       if ((err = write_home(func, e, NULL)) != MMB_OK) break;
       set_dirty(e, e->write_pins > 0);   /* still pinned for writing: it may be written */
     }
@@ -720,6 +821,7 @@ void mmb__caches_finalize(void) {
     caches = c->next;
     for (cache_entry *e = c->head, *next; e; e = next) {
       next = e->next;
+      drop_arrival(e);
       mmb__free(e);
     }
     if (c->queue && mmb_queue_destroy(NULL, &c->queue) != MMB_OK)

@@ -7,6 +7,7 @@
 #include "queue/internal.h"
 
 typedef struct mmb__tile mmb__tile;
+typedef struct mmb__deferred mmb__deferred;   /* a job run later (mmb__job_defer) */
 
 /* A tile: a grid tile of an array (array set, a view of the home or of its
    migrated storage) or a duplicate (origin set, storage of its own).
@@ -93,12 +94,13 @@ static inline bool mmb__array_stale(const mmbArray *a) {
 /* For the tile cache (cache.c): a duplicate made for it; a duplicate's
    data written into its origin, or its origin's into it, the duplicate
    kept (both then hold the same version); a duplicate released, written
-   back first or not. Each runs now (q NULL) or on q. */
+   back first or not. Each runs now (q NULL) or on q; a duplicate made or
+   refreshed with `later` runs when the caller runs the job it gets there. */
 mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *space,
                                 mmbAccessType access, mmbQueue *q, mmbRequest *req,
-                                mmb__tile **out);
+                                mmb__deferred **later, mmb__tile **out);
 mmbError mmb__tile_write_back(const char *func, mmb__tile *dup, mmbQueue *q);
-mmbError mmb__tile_refresh(const char *func, mmb__tile *dup);
+mmbError mmb__tile_refresh(const char *func, mmb__tile *dup, mmb__deferred **later);
 mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back, mmbQueue *q);
 /* True for a duplicate whose origin has been written since it was copied. */
 bool mmb__tile_dup_behind(const mmb__tile *dup);
@@ -250,6 +252,14 @@ typedef struct mmb__job {
 mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req);
 /* Hazard slots of a tile: its own, and its array's (whole-array work). */
 void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t);
+/* A job its caller runs itself a moment later, with no lock held (the tile
+   cache's fetches): mmb__job_defer takes its hazards now, as a queue would,
+   so that later work on its tiles is ordered after it; it fails as
+   mmb__job_start does. mmb__job_run_deferred then waits for the work
+   before it, runs it, completes the request that stands for it (the `own`
+   slots hold it) and frees it; it returns the job's error. */
+mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out);
+mmbError mmb__job_run_deferred(mmb__deferred *d);
 
 /* ---- trace helpers ------------------------------------------------------- */
 static inline uint64_t mmb__tile_trace_start(void) {

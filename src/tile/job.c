@@ -106,3 +106,53 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   mmb__request_unref(r);
   return MMB_OK;
 }
+
+/* ---- run by the caller, later ---------------------------------------------- */
+
+struct mmb__deferred {
+  mmb__job job;
+  mmb__request *r;              /* stands for the job in its `own` slots */
+  mmb__request *before[4];      /* the work in its `own` and `also` slots */
+};
+
+mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out) {
+  mmb__deferred *d = mmb__calloc(1, sizeof *d);
+  mmb__request *r = d ? mmb__request_new() : NULL;
+  if (!r) {
+    mmb__free(d);
+    if (j->made) MMB__MUST(mmb_free(j->made));
+    return mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < 2; i++) {
+    mmb__request **slots[2] = {j->own[i], j->also[i]};
+    for (size_t k = 0; k < 2; k++)
+      if (slots[k] && *slots[k] && !mmb__request_done(*slots[k])) {
+        mmb__request_ref(*slots[k]);
+        d->before[n++] = *slots[k];
+      }
+    /* whole arrays: waited for now (the tile cache defers no such job) */
+    mmbArray *a = j->whole[i];
+    if (a && a->tiling)
+      for (size_t t = 0; t < a->tiling->n_tiles; t++)
+        mmb__pending_wait(&a->tiling->slots[t].tile.pending);
+  }
+  for (size_t i = 0; i < 2; i++)
+    if (j->own[i]) mmb__pending_set(j->own[i], r);
+  d->job = *j;
+  d->r = r;
+  *out = d;
+  return MMB_OK;
+}
+
+mmbError mmb__job_run_deferred(mmb__deferred *d) {
+  for (size_t i = 0; i < 4 && d->before[i]; i++) {
+    (void)mmb__request_wait(d->before[i]);   /* their errors are their submitters' */
+    mmb__request_unref(d->before[i]);
+  }
+  mmbError err = job_run(&d->job);
+  job_retire(&d->job);   /* an error leaves the target's bytes undefined */
+  mmb__request_finish(d->r, err);
+  mmb__free(d);
+  return err;
+}

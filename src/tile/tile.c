@@ -121,9 +121,11 @@ static mmbError check_target(const char *func, const mmb__tile *t, mmbMemSpace *
                 : MMB_OK;
 }
 
+/* The copy runs now (q NULL), on q, or, with `later`, when the caller runs
+   the job it is given there (mmb__job_run_deferred). */
 static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSpace *in_space,
                                mmbAccessType in_access, mmbLayout *in_layout, mmbQueue *q,
-                               mmbRequest *req, mmbArrayTile **out_tile) {
+                               mmbRequest *req, mmb__deferred **later, mmbArrayTile **out_tile) {
   mmb__tile *t;
   mmbError err = tile_arg(func, in_tile, &t);
   if (err != MMB_OK) return err;
@@ -143,7 +145,7 @@ static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSp
   j.own[1] = &d->pending;
   if ((err = mmb__storage_new(func, in_space, in_layout, root_array(t)->layout.order, &j.dst,
                               &j.made)) != MMB_OK ||
-      (err = mmb__job_start(&j, q, req)) != MMB_OK) {
+      (err = later ? mmb__job_defer(&j, later) : mmb__job_start(&j, q, req)) != MMB_OK) {
     mmb__object_free(d);
     return err;
   }
@@ -161,7 +163,8 @@ static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSp
 mmbError mmb_tile_duplicate(mmbArrayTile *in_tile, mmbMemSpace *in_space, mmbAccessType in_access,
                             mmbLayout *in_layout, mmbArrayTile **out_tile) {
   MMB__REQUIRE_INIT();
-  return tile_duplicate(__func__, in_tile, in_space, in_access, in_layout, NULL, NULL, out_tile);
+  return tile_duplicate(__func__, in_tile, in_space, in_access, in_layout, NULL, NULL, NULL,
+                        out_tile);
 }
 
 mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
@@ -170,7 +173,7 @@ mmbError mmb_tile_duplicate_async(mmbArrayTile *in_tile, mmbMemSpace *in_space,
   mmbError err = mmb__queue_check(__func__, q, req);
   return err != MMB_OK ? err
                        : tile_duplicate(__func__, in_tile, in_space, in_access, in_layout, q,
-                                        req, out_tile);
+                                        req, NULL, out_tile);
 }
 
 /* Hands a tile's storage and space-local handle to a job, which frees them
@@ -250,9 +253,9 @@ mmbError mmb_tile_merge_with_async(mmbArrayTile *in_tile, mmbMergeFunction fn, v
 
 mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *space,
                                 mmbAccessType access, mmbQueue *q, mmbRequest *req,
-                                mmb__tile **out) {
+                                mmb__deferred **later, mmb__tile **out) {
   mmbArrayTile *d;
-  mmbError err = tile_duplicate(func, &t->pub, space, access, NULL, q, req, &d);
+  mmbError err = tile_duplicate(func, &t->pub, space, access, NULL, q, req, later, &d);
   if (err == MMB_OK) *out = (mmb__tile *)d;
   return err;
 }
@@ -283,14 +286,14 @@ mmbError mmb__tile_write_back(const char *func, mmb__tile *d, mmbQueue *q) {
   return MMB_OK;
 }
 
-mmbError mmb__tile_refresh(const char *func, mmb__tile *d) {
+mmbError mmb__tile_refresh(const char *func, mmb__tile *d, mmb__deferred **later) {
   mmb__tile *o = d->origin;
   mmb__job j = {.func = func, .name = "refresh", .kind = MMB__JOB_COPY,
                 .dst = mmb__tile_view(d), .src = mmb__tile_view(o), .from = o->pub.space,
                 .to = d->pub.space};
   mmb__job_own_tile(&j, 0, o);
   j.own[1] = &d->pending;
-  mmbError err = mmb__job_start(&j, NULL, NULL);
+  mmbError err = later ? mmb__job_defer(&j, later) : mmb__job_start(&j, NULL, NULL);
   if (err == MMB_OK) caught_up(d);
   return err;
 }
