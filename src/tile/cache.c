@@ -617,7 +617,9 @@ mmbError mmb_array_flush(mmbArray *array) {
     mmb__pending_wait(&g->slots[i].tile.pending);
     for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
       mmb__pending_wait(&e->copy->pending);
-      if (!arrived(e) || !e->dirty) continue;
+      if (e->arrival) (void)mmb__request_wait(e->arrival);   /* (done by now: it came before) */
+      (void)arrived(e);   /* a lost copy is clean */
+      if (!e->dirty) continue;
       if ((err = write_home(func, e, NULL)) != MMB_OK) break;
       set_dirty(e, e->write_pins > 0);   /* still pinned for writing: it may be written */
     }
