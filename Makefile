@@ -237,27 +237,27 @@ $(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED) $(if $(CNN_MPI),$(MPI_LIBS))
 	  -lcriterion $(CNN_LIBS)
 
 $(BENCHES): | $(DEPS_BENCH)
-$(BUILD)/bin/bench-copy: bench/copy.c $(SHARED)
+$(BUILD)/bin/bench-copy: bench/copy.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
-$(BUILD)/bin/bench-records: bench/records.c $(SHARED)
+$(BUILD)/bin/bench-records: bench/records.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
-$(BUILD)/bin/bench-cache-threads: bench/cache_threads.c $(SHARED)
+$(BUILD)/bin/bench-cache-threads: bench/cache_threads.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O2 $< -o $@ $(APP_LINK) -lpthread
 
 # The allocation benchmark links no allocator: it runs itself again with
 # mimalloc's or jemalloc's library preloaded, one process per baseline.
-$(BUILD)/bin/bench-alloc: bench/alloc.c $(SHARED)
+$(BUILD)/bin/bench-alloc: bench/alloc.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
 
 # The same program for valgrind (no AVX-512), counting instructions per
 # operation: make bench-alloc-instructions (bench/alloc-instructions.sh).
-$(BUILD)/bin/bench-alloc-count: bench/alloc.c $(SHARED) | $(DEPS_COUNT)
+$(BUILD)/bin/bench-alloc-count: bench/alloc.c bench/bench.h $(SHARED) | $(DEPS_COUNT)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 $< -o $@ $(APP_LINK) -lpthread -lm
 
@@ -363,7 +363,7 @@ $(BUILD)/bin/pgemm: examples/scalapack/pgemm.c include/mmb/cyclic.h $(MPI_LIBS) 
 $(BUILD)/test/scalapack-mapping: test/scalapack/mapping.c include/mmb/cyclic.h | $(DEPS_TEST)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) $< -o $@ $(SAN) $(SCALAPACK_LIB)
-$(BUILD)/bin/bench-mpi: bench/mpi.c $(MPI_LIBS) | $(DEPS_BENCH)
+$(BUILD)/bin/bench-mpi: bench/mpi.c bench/bench.h $(MPI_LIBS) | $(DEPS_BENCH)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) -O3 -march=native $< -o $@ $(MPI_LINK) -lm
 

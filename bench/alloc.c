@@ -45,6 +45,8 @@
           callgrind: bench/alloc-instructions.sh, instructions per operation) */
 #include <mmb/mmb.h>
 
+#include "bench.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -76,25 +78,10 @@ extern char **environ;
 static bool counting;        /* --count: the timed parts toggle callgrind's collection */
 static size_t counted_ops;   /* the operations the last pattern timed */
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    mmbError e_ = (call);                                                             \
-    if (e_ != MMB_OK) {                                                               \
-      fprintf(stderr, "bench-alloc: %s: %s\n", #call, mmb_error_string(e_));          \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
-
 enum { SIZES = 4096, REPS = 5, N_BASE = 3 };
 
 static double scale = 1.0;
 static size_t sizes[SIZES];   /* 64..320 B, fixed seed */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng_next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

@@ -12,6 +12,8 @@
    Usage: bench-cache-threads [rounds] */
 #include <mmb/mmb.h>
 
+#include "bench.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,26 +22,6 @@
 
 enum { N = 2048, T = 256, TILES = (N / T) * (N / T), WALKS = 40, KEEP = 4 };
 #define TILE_BYTES ((size_t)T * T * sizeof(double))
-
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    mmbError e_ = (call);                                                                  \
-    if (e_ != MMB_OK) {                                                                    \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, mmb_error_string(e_)); \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static mmbMemSpace *fast;
 

@@ -14,6 +14,8 @@
    Usage: bench-copy [MiB of payload] [rounds] */
 #include <mmb/mmb.h>
 
+#include "bench.h"
+
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,21 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    mmbError e_ = (call);                                                             \
-    if (e_ != MMB_OK) {                                                               \
-      fprintf(stderr, "bench-copy: %s: %s\n", #call, mmb_error_string(e_));           \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct copy_case {
   const char *name;
@@ -135,11 +122,6 @@ static void run(const copy_case *c, int way) {
     size_t dims[3] = {c->width, per, planes};
     CHECK(mmb_copy_nd(D, off, pitch, S, off, pitch, 3, dims));
   }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {

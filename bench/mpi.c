@@ -13,6 +13,8 @@
    the same flags; medians and 90th percentiles of the round trips. */
 #include <mmb/mpi.h>
 
+#include "bench.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,18 +25,8 @@
 
 static int rank;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 static double pct(double *v, int n, double p) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
   return v[(int)(p * (n - 1) + 0.5)];
 }
 

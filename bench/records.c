@@ -12,6 +12,8 @@
    Usage: bench-records [rounds] */
 #include <mmb/mmb.h>
 
+#include "bench.h"
+
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,26 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define CHECK(call)                                                               \
-  do {                                                                            \
-    mmbError e_ = (call);                                                         \
-    if (e_ != MMB_OK) {                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, mmb_error_string(e_)); \
-      exit(1);                                                                    \
-    }                                                                             \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 enum { BYTES = 64 << 20, MAX_ROUNDS = 64 };
 
