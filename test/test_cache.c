@@ -477,9 +477,13 @@ Test(cache, a_miss_does_not_hold_other_threads_up) {
    poisoned, as a copy cut short would. An array homed there, its values
    i * N + j, read back through its tiles (the memory is the host's). */
 static _Atomic bool flaky;
+static _Atomic bool held_back;     /* copies wait at the start while it is set */
+static _Atomic unsigned copies;    /* copies started */
 
 static mmbError flaky_copy_2d(void *state, void *dst, size_t dpitch, const void *src,
                               size_t spitch, size_t width, size_t height) {
+  atomic_fetch_add(&copies, 1);
+  while (atomic_load(&held_back)) sched_yield();
   bool fail = atomic_load(&flaky);
   for (size_t r = 0; r < height; r++) {
     if (fail) memset((char *)dst + r * dpitch, 0xff, width);
@@ -564,6 +568,46 @@ MMB_TEST(cache, a_fetch_that_fails_is_refused_and_nothing_goes_home) {
   OK(mmb_array_flush(a));
   cr_assert_eq(first(t), -1.0);
   cr_assert_eq(stats(fast).writebacks, 1);
+  OK(mmb_array_destroy(a));
+}
+
+/* An asynchronous acquire that finds a prefetch still on its way, which
+   then fails: its request ends with the copy's error (it does not end
+   well while the local tile holds garbage). The lost copy is copied again
+   on the queue by the next acquire, whose request says how that went. */
+MMB_TEST(cache, an_async_acquire_reports_the_prefetch_it_waited_for) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = flaky_array();
+  mmbArrayTile *t = tile(a, 5), *l;
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  atomic_store(&flaky, true);
+  atomic_store(&held_back, true);
+  unsigned before = atomic_load(&copies);
+  OK(mmb_tile_advise(t, fast, MMB_ADVICE_WILLNEED));
+  while (atomic_load(&copies) == before) sched_yield();   /* the prefetch is copying */
+  mmbRequest r = {0};
+  OK(mmb_tile_acquire_async(t, fast, MMB_READ, q, &r, &l));
+  atomic_store(&held_back, false);
+  FAILS(mmb_wait(&r), MMB_ERROR);
+  OK(mmb_tile_release(l));
+  r = (mmbRequest){0};
+  OK(mmb_tile_acquire_async(t, fast, MMB_READ, q, &r, &l));   /* copied again, and fails */
+  FAILS(mmb_wait(&r), MMB_ERROR);
+  OK(mmb_tile_release(l));
+  atomic_store(&flaky, false);
+  r = (mmbRequest){0};
+  OK(mmb_tile_acquire_async(t, fast, MMB_READ, q, &r, &l));
+  OK(mmb_wait(&r));
+  cr_assert(holds_tile(l), "the acquire returned what a failed copy left");
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(a));
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 3 && st.hits == 1 && st.writebacks == 0 && st.pinned_bytes == 0,
+            "%llu misses, %llu hits, %llu write-backs", (unsigned long long)st.misses,
+            (unsigned long long)st.hits, (unsigned long long)st.writebacks);
+  cr_assert(holds_tile(t), "the home was overwritten");
+  OK(mmb_queue_destroy(NULL, &q));
   OK(mmb_array_destroy(a));
 }
 

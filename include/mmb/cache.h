@@ -98,11 +98,18 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_acquire(mmbArrayTile *tile, mmbMemSpa
 /**
  * mmb_tile_acquire on a queue: a miss's copy is fetched on \p q, and
  * \p req (may be NULL) completes once the local tile holds the data (for a
- * hit, once the work submitted to \p q before has run). \p *out_local is set
- * at once; read or write it only after \p req, or in work submitted to
- * \p q after this call.
- * \return as mmb_tile_acquire; MMB_INVALID_ARG for a NULL queue or a
- *         request already in use.
+ * hit, once the work submitted to \p q before has run, and a copy still on
+ * its way, such as a prefetch, has arrived). \p *out_local is set at once;
+ * read or write it only after \p req, or in work submitted to \p q after
+ * this call. When the copy's data fails to arrive (its copy, or the
+ * prefetch it waited for, failed), \p req ends with the copy's error
+ * (MMB_ERROR, ...; without \p req, mmb_queue_synchronize returns it): the
+ * local tile's bytes are undefined, and it stays pinned; release it all the
+ * same. It is never written home, and the next acquire that reads it copies
+ * it again.
+ * \return as mmb_tile_acquire (an error of the copy itself comes through
+ *         \p req instead); MMB_INVALID_ARG for a NULL queue or a request
+ *         already in use.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_acquire_async(mmbArrayTile *tile, mmbMemSpace *space,
                                                          mmbAccessType access, mmbQueue *q,

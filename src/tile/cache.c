@@ -24,8 +24,11 @@
    data at once, and hits and releases never wait for another's copy.
 
    A copy whose data failed to arrive is lost: the acquire that waited for
-   it says so (and tries once more), and the next acquire that reads it
-   copies it again; a lost copy is clean, so nothing of it goes home. */
+   it says so (a synchronous one tries once more; an asynchronous one's
+   request ends with the error), and the next acquire that reads it copies
+   it again; a lost copy is clean, so nothing of it goes home. An
+   asynchronous acquire's work never takes the lock: a thread that holds
+   it may be waiting for work queued after it. */
 #include "tile/internal.h"
 
 #include <stdio.h>
@@ -369,12 +372,36 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
   return MMB_OK;
 }
 
+/* Work on a queue that ends as the copy's arrival did: the acquire's
+   request tells whether the data it waited for came. */
+typedef struct arrival_check {
+  mmb__work w;
+  mmb__request *arrival;   /* a reference */
+} arrival_check;
+
+static mmbError check_arrival(mmb__work *w) {
+  arrival_check *c = (arrival_check *)w;
+  mmbError err = mmb__request_wait(c->arrival);   /* done by now: its error */
+  mmb__request_unref(c->arrival);
+  return err;
+}
+
 /* A local tile that exists is usable on q after the work pending on it (a
-   prefetch, a write): q's next work is ordered after it, with req a marker
-   there. (Without a queue: wait_later.) */
-static mmbError ready(const char *func, mmbQueue *q, mmbRequest *req, mmb__request **pending) {
-  mmbError err = mmb__pending_order(func, q, *pending);
-  return err == MMB_OK && req ? mmb_queue_marker(q, req) : err;
+   prefetch, a write): q's next work is ordered after it, and req completes
+   there, with the error of `arrival` (the copy's data still on its way, on
+   any queue or deferred to another thread; NULL: here) when it fails.
+   (Without a queue: wait_later.) */
+static mmbError ready(const char *func, mmbQueue *q, mmbRequest *req, mmb__request *pending,
+                      mmb__request *arrival) {
+  mmbError err = mmb__pending_order(func, q, pending);
+  if (err != MMB_OK) return err;
+  if (!arrival || mmb__request_done(arrival)) return req ? mmb_queue_marker(q, req) : MMB_OK;
+  arrival_check *c = (arrival_check *)mmb__work_new(sizeof *c, check_arrival, true);
+  if (!c) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the acquire's work");
+  c->arrival = arrival;
+  mmb__request_ref(arrival);
+  if ((err = mmb__queue_push(func, q, &c->w, req, NULL)) != MMB_OK) mmb__request_unref(arrival);
+  return err;
 }
 
 /* What an acquire without a queue waits for once it has let the lock go:
@@ -413,7 +440,7 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
   }
   if (t->pub.space == space) {   /* at home there: the tile itself */
     if (!q) *later = wait_later(t->pending);
-    else err = ready(func, q, req, &t->pending);
+    else err = ready(func, q, req, t->pending, NULL);
     if (err == MMB_OK) {
       t->home_pins++;
       c->stats.hits++;
@@ -428,8 +455,9 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
     (void)arrived(e);   /* a copy that failed to arrive is lost */
     if ((access & MMB_READ) &&
         (e->lost || (!e->dirty && mmb__tile_dup_behind(e->copy)))) {
-      /* lost, or the tile was written since it was copied: copy it again */
-      if ((err = mmb__tile_refresh(func, e->copy, defer)) == MMB_OK) {
+      /* lost, or the tile was written since it was copied: copy it again
+         (on q, where req tells how it went) */
+      if ((err = mmb__tile_refresh(func, e->copy, q, req, defer)) == MMB_OK) {
         arriving(e);
         e->lost = false;
       }
@@ -439,9 +467,9 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
     } else {
       e->lost = false;   /* (written whole, when it was lost) */
       c->stats.hits++;
+      if (q) err = ready(func, q, req, e->copy->pending, e->arrival);   /* on its way? */
     }
-    if (err == MMB_OK && !q) *later = wait_later(e->copy->pending);   /* on its way */
-    else if (err == MMB_OK) err = ready(func, q, req, &e->copy->pending);
+    if (err == MMB_OK && !q) *later = wait_later(e->copy->pending);
     if (err != MMB_OK) {
       cache_unlock();
       return err;

@@ -100,7 +100,8 @@ mmbError mmb__tile_duplicate_in(const char *func, mmb__tile *t, mmbMemSpace *spa
                                 mmbAccessType access, mmbQueue *q, mmbRequest *req,
                                 mmb__deferred **later, mmb__tile **out);
 mmbError mmb__tile_write_back(const char *func, mmb__tile *dup, mmbQueue *q);
-mmbError mmb__tile_refresh(const char *func, mmb__tile *dup, mmb__deferred **later);
+mmbError mmb__tile_refresh(const char *func, mmb__tile *dup, mmbQueue *q, mmbRequest *req,
+                           mmb__deferred **later);
 mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back, mmbQueue *q);
 /* True for a duplicate whose origin has been written since it was copied. */
 bool mmb__tile_dup_behind(const mmb__tile *dup);

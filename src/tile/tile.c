@@ -286,14 +286,15 @@ mmbError mmb__tile_write_back(const char *func, mmb__tile *d, mmbQueue *q) {
   return MMB_OK;
 }
 
-mmbError mmb__tile_refresh(const char *func, mmb__tile *d, mmb__deferred **later) {
+mmbError mmb__tile_refresh(const char *func, mmb__tile *d, mmbQueue *q, mmbRequest *req,
+                           mmb__deferred **later) {
   mmb__tile *o = d->origin;
   mmb__job j = {.func = func, .name = "refresh", .kind = MMB__JOB_COPY,
                 .dst = mmb__tile_view(d), .src = mmb__tile_view(o), .from = o->pub.space,
                 .to = d->pub.space};
   mmb__job_own_tile(&j, 0, o);
   j.own[1] = &d->pending;
-  mmbError err = later ? mmb__job_defer(&j, later) : mmb__job_start(&j, NULL, NULL);
+  mmbError err = later ? mmb__job_defer(&j, later) : mmb__job_start(&j, q, req);
   if (err == MMB_OK) caught_up(d);
   return err;
 }
