@@ -10,7 +10,9 @@
 #include "fake_device.h"
 #include "tile/internal.h"
 
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 static unsigned char ref_byte(size_t e, size_t f, size_t b, unsigned salt) {
   return (unsigned char)(e * 131u + f * 17u + b * 7u + salt * 29u + 1u);
@@ -640,4 +642,72 @@ MMB_TEST(record, word_records_convert_streamed) {
   setenv("MMB_COPY_NT_BYTES", "1", 1);   /* every conversion streams */
   OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
   word_records_round_trip(true);
+}
+
+/* The tables a record converts by are made on its first conversion and
+   kept with it: threads converting the same records for the first time at
+   once (one table each way kept, the others dropped) and again and again
+   get the same bytes as each other. */
+typedef struct converter {
+  mmbMemInterface *iface;
+  const mmbRecordField *fields;
+  size_t n_fields, rs;
+  unsigned salt;
+  int wrong;
+} converter;
+
+static void *convert_often(void *arg) {
+  converter *c = arg;
+  mmbLayout *la, *ls;
+  mmbDimensions d = {1, {16 * 9 + 3}};
+  if (mmb_layout_create_record(c->fields, c->n_fields, c->rs, MMB_RECORD_AOS, 1, MMB_ROWMAJOR,
+                               (mmbLayoutPadding){0}, &la) != MMB_OK ||
+      mmb_layout_create_record(c->fields, c->n_fields, 0, MMB_RECORD_SOA, 1, MMB_ROWMAJOR,
+                               (mmbLayoutPadding){0}, &ls) != MMB_OK) {
+    c->wrong = -1;
+    return NULL;
+  }
+  mmbArray *a, *s, *back;
+  if (mmb_array_create(&d, la, c->iface, MMB_READ_WRITE, &a) != MMB_OK ||
+      mmb_array_create(&d, ls, c->iface, MMB_READ_WRITE, &s) != MMB_OK ||
+      mmb_array_create(&d, la, c->iface, MMB_READ_WRITE, &back) != MMB_OK) {
+    c->wrong = -1;
+    return NULL;
+  }
+  size_t bytes = d.d[0] * c->rs;
+  unsigned char *p = mmb_array_ptr(a), *q = mmb_array_ptr(back);
+  for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)(i * 37 + c->salt);
+  for (int round = 0; round < 200; round++) {
+    memset(q, 0, bytes);
+    if (mmb_array_copy(s, a) != MMB_OK || mmb_array_copy(back, s) != MMB_OK) c->wrong++;
+    for (size_t e = 0; e < d.d[0]; e++)
+      for (size_t f = 0; f < c->n_fields; f++) {
+        size_t at = e * c->rs + c->fields[f].offset;
+        if (memcmp(p + at, q + at, c->fields[f].size)) c->wrong++;
+      }
+  }
+  if (mmb_array_destroy(a) != MMB_OK || mmb_array_destroy(s) != MMB_OK ||
+      mmb_array_destroy(back) != MMB_OK || mmb_layout_destroy(la) != MMB_OK ||
+      mmb_layout_destroy(ls) != MMB_OK)
+    c->wrong = -1;
+  return NULL;
+}
+
+MMB_TEST(record, threads_share_a_records_tables) {
+  static const mmbRecordField small[] = {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}};
+  static const mmbRecordField wide[] = {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24},
+                                        {"vy", 8, 32}, {"vz", 8, 40}, {"m", 4, 48},
+                                        {"id", 4, 52}};
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  converter c[4];
+  pthread_t th[4];
+  for (unsigned i = 0; i < 4; i++) {
+    c[i] = (converter){.iface = iface, .fields = i % 2 ? wide : small, .n_fields = i % 2 ? 8 : 3,
+                       .rs = i % 2 ? 56 : 12, .salt = i};
+    cr_assert_eq(pthread_create(&th[i], NULL, convert_often, &c[i]), 0);
+  }
+  for (unsigned i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    cr_assert_eq(c[i].wrong, 0, "thread %u: %d wrong fields (-1: a call failed)", i, c[i].wrong);
+  }
 }

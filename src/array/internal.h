@@ -34,6 +34,11 @@ struct mmbLayout {
 
 /* The one interned copy of `r` (made on first use); NULL when out of memory. */
 const mmb__fieldset *mmb__record_intern(const mmb__fieldset *r);
+/* Slots an interned record keeps what is derived from it in (src/tile's
+   conversion tables: published once with a compare-and-swap, freed with
+   mmb__free at finalize). */
+#define MMB__RECORD_MEMOS 2
+void *_Atomic *mmb__record_memo(const mmb__fieldset *r, size_t slot);
 void mmb__layouts_finalize(void);
 static inline bool mmb__record_soa(const mmb__fieldset *r) {
   return r && r->kind == MMB_RECORD_SOA;

@@ -4,6 +4,8 @@
 #include "array/internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes) {
@@ -24,6 +26,7 @@ mmbError mmb_element_type_size(mmbElementType type, size_t *out_bytes) {
 typedef struct interned {
   struct interned *next;
   mmb__fieldset rec;
+  void *_Atomic memo[MMB__RECORD_MEMOS];
 } interned;
 static interned *records;
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,7 +35,7 @@ const mmb__fieldset *mmb__record_intern(const mmb__fieldset *r) {
   pthread_mutex_lock(&records_lock);
   interned *i = records;
   while (i && memcmp(&i->rec, r, sizeof *r)) i = i->next;
-  if (!i && (i = mmb__malloc(sizeof *i))) {
+  if (!i && (i = mmb__calloc(1, sizeof *i))) {
     i->rec = *r;
     i->next = records;
     records = i;
@@ -41,11 +44,17 @@ const mmb__fieldset *mmb__record_intern(const mmb__fieldset *r) {
   return i ? &i->rec : NULL;
 }
 
+void *_Atomic *mmb__record_memo(const mmb__fieldset *r, size_t slot) {
+  interned *i = (interned *)((char *)r - offsetof(interned, rec));
+  return &i->memo[slot];
+}
+
 void mmb__layouts_finalize(void) {
   pthread_mutex_lock(&records_lock);
   while (records) {
     interned *i = records;
     records = i->next;
+    for (size_t k = 0; k < MMB__RECORD_MEMOS; k++) mmb__free(atomic_load(&i->memo[k]));
     mmb__free(i);
   }
   pthread_mutex_unlock(&records_lock);

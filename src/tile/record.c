@@ -6,6 +6,7 @@
 #include "tile/internal.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -156,6 +157,21 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   }
   if (sh) sh->fields = fields;
   if (sh) sh->transpose = sh->n_steps > SMALL_STEPS && transposes(r, fields);
+  return sh;
+}
+
+/* The table of an interned record, made on its first conversion that way
+   and kept with it (NULL: none). */
+static const shuffle *record_shuffle_of(const mmb__fieldset *r, bool to_soa) {
+  void *_Atomic *memo = mmb__record_memo(r, to_soa);
+  void *known = atomic_load_explicit(memo, memory_order_acquire);
+  if (known) return known;
+  shuffle *sh = record_shuffle(r, to_soa);
+  if (sh && !atomic_compare_exchange_strong_explicit(memo, &known, sh, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+    mmb__free(sh);   /* another thread's came first */
+    return known;
+  }
   return sh;
 }
 
@@ -483,10 +499,10 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   /* a block of the wider side's elements fills about 16 KiB of L1 */
   c.block = BLOCK_BYTES / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
-  shuffle *sh = NULL;
+  const shuffle *sh = NULL;
   if (c.d_soa != c.s_soa) {   /* (two AoS shapes: field by field) */
     c.aos = c.d_soa ? s->rec : d->rec;
-    sh = record_shuffle(c.aos, c.d_soa);
+    sh = record_shuffle_of(c.aos, c.d_soa);
   }
   if (shuffle_pays(sh)) c.sh = sh;
   /* streaming into AoS needs the records contiguous along the run */
@@ -503,5 +519,4 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
     _mm_sfence();
     mmb__free(c.buf);
   }
-  mmb__free(sh);
 }
