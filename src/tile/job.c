@@ -52,27 +52,28 @@ void mmb__job_own_tile(mmb__job *j, size_t i, mmb__tile *t) {
   j->also[i] = t->array ? &t->array->pending : NULL;
 }
 
-/* Applies f to every hazard slot the job must respect. */
-static mmbError each_slot(mmb__job *j, mmbError (*f)(mmbQueue *q, mmb__request **slot),
-                          mmbQueue *q) {
+/* Applies f to every hazard slot the job must respect (own, also, then
+   whole arrays' tiles), with ctx. */
+static mmbError each_slot(mmb__job *j, mmbError (*f)(void *ctx, mmb__request **slot),
+                          void *ctx) {
   mmbError err = MMB_OK;
   for (size_t i = 0; i < 2 && err == MMB_OK; i++) {
-    if (j->own[i] && *j->own[i]) err = f(q, j->own[i]);
-    if (err == MMB_OK && j->also[i] && *j->also[i]) err = f(q, j->also[i]);
+    if (j->own[i] && *j->own[i]) err = f(ctx, j->own[i]);
+    if (err == MMB_OK && j->also[i] && *j->also[i]) err = f(ctx, j->also[i]);
     mmbArray *a = j->whole[i];
     if (a && a->tiling)
       for (size_t t = 0; t < a->tiling->n_tiles && err == MMB_OK; t++)
-        if (a->tiling->slots[t].tile.pending) err = f(q, &a->tiling->slots[t].tile.pending);
+        if (a->tiling->slots[t].tile.pending) err = f(ctx, &a->tiling->slots[t].tile.pending);
   }
   return err;
 }
 
-static mmbError slot_wait(mmbQueue *q, mmb__request **slot) {
+static mmbError slot_wait(void *ctx, mmb__request **slot) {
   mmb__pending_wait(slot);
   return MMB_OK;
 }
 
-static mmbError slot_order(mmbQueue *q, mmb__request **slot) {
+static mmbError slot_order(void *q, mmb__request **slot) {
   return mmb__pending_order("mmb: async transport", q, *slot);
 }
 
@@ -109,11 +110,26 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
 
 /* ---- run by the caller, later ---------------------------------------------- */
 
+#define DEFERRED_BEFORE 4   /* a tile job's `own` and `also` slots */
+
 struct mmb__deferred {
   mmb__job job;
-  mmb__request *r;              /* stands for the job in its `own` slots */
-  mmb__request *before[4];      /* the work in its `own` and `also` slots */
+  mmb__request *r;                          /* stands for the job in its `own` slots */
+  mmb__request *before[DEFERRED_BEFORE];    /* the work in its slots, to wait for */
+  size_t n_before;
 };
+
+/* The work in a slot, kept to be waited for when the job runs; waited for
+   now when there is no room (whole arrays' tiles: the tile cache defers no
+   such job). */
+static mmbError slot_keep(void *d_, mmb__request **slot) {
+  mmb__deferred *d = d_;
+  if (mmb__request_done(*slot)) return MMB_OK;
+  if (d->n_before == DEFERRED_BEFORE) return slot_wait(NULL, slot);
+  mmb__request_ref(*slot);
+  d->before[d->n_before++] = *slot;
+  return MMB_OK;
+}
 
 mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out) {
   mmb__deferred *d = mmb__calloc(1, sizeof *d);
@@ -123,20 +139,7 @@ mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out) {
     if (j->made) MMB__MUST(mmb_free(j->made));
     return mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
   }
-  size_t n = 0;
-  for (size_t i = 0; i < 2; i++) {
-    mmb__request **slots[2] = {j->own[i], j->also[i]};
-    for (size_t k = 0; k < 2; k++)
-      if (slots[k] && *slots[k] && !mmb__request_done(*slots[k])) {
-        mmb__request_ref(*slots[k]);
-        d->before[n++] = *slots[k];
-      }
-    /* whole arrays: waited for now (the tile cache defers no such job) */
-    mmbArray *a = j->whole[i];
-    if (a && a->tiling)
-      for (size_t t = 0; t < a->tiling->n_tiles; t++)
-        mmb__pending_wait(&a->tiling->slots[t].tile.pending);
-  }
+  (void)each_slot(j, slot_keep, d);
   for (size_t i = 0; i < 2; i++)
     if (j->own[i]) mmb__pending_set(j->own[i], r);
   d->job = *j;
@@ -146,7 +149,7 @@ mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out) {
 }
 
 mmbError mmb__job_run_deferred(mmb__deferred *d) {
-  for (size_t i = 0; i < 4 && d->before[i]; i++) {
+  for (size_t i = 0; i < d->n_before; i++) {
     (void)mmb__request_wait(d->before[i]);   /* their errors are their submitters' */
     mmb__request_unref(d->before[i]);
   }
