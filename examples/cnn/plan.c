@@ -155,6 +155,15 @@ static mmbTileIteratorOptions stream_options(const cnn_plan *plan, mmbAccessType
                                   .merge = MMB_MERGE_OVERWRITE};
 }
 
+/* The schedule of a walk from the last tile (of a column of row blocks) to
+   the first. */
+static bool last_to_first(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  (void)arg;
+  if (position >= grid->d[0]) return false;
+  *out = (mmbIndex){2, {grid->d[0] - 1 - position, 0}};
+  return true;
+}
+
 /* What a streamed parameter's rings take in the fast tier at most: values,
    gradients and velocities walk together in backward, and the forward
    walk's last tiles may still be on their way home when backward starts. */
@@ -371,7 +380,8 @@ static mmbError check_current(const cnn_tiles *t) {
 
 /* ---- auto: tiles acquired from the tile cache ------------------------------ */
 
-static mmbError tile_of(mmbArray *a, size_t i, mmbArrayTile **out) {
+static mmbError tile_of(const cnn_tiles *t, mmbArray *a, size_t pos, mmbArrayTile **out) {
+  size_t i = t->reverse ? t->count - 1 - pos : pos;
   return mmb_tile_at(a, &(mmbIndex){2, {i, 0}}, out);
 }
 
@@ -387,11 +397,11 @@ static mmbError auto_acquire(cnn_tiles *t) {
   mmbError e = MMB_OK;
   for (size_t i = 0; i < t->n && i < 3 && e == MMB_OK; i++) {
     mmbArrayTile *tile, *next;
-    e = tile_of(t->arrays[i], t->index, &tile);
+    e = tile_of(t, t->arrays[i], t->index, &tile);
     if (e == MMB_OK) e = mmb_tile_acquire(tile, t->plan->params_space, t->access[i], cur[i]);
     for (size_t k = 1; k <= AUTO_AHEAD && t->plan->hints && (t->access[i] & MMB_READ); k++)
       if (e == MMB_OK && t->index + k < t->count &&
-          (e = tile_of(t->arrays[i], t->index + k, &next)) == MMB_OK)
+          (e = tile_of(t, t->arrays[i], t->index + k, &next)) == MMB_OK)
         e = mmb_tile_advise(next, t->plan->params_space, MMB_ADVICE_WILLNEED);
   }
   return e;
@@ -421,6 +431,7 @@ static void auto_rows(cnn_tiles *t) {
 mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t) {
   *t = (cnn_tiles){.plan = plan, .p = p};
   bool update = walk != CNN_WALK_VALUES;
+  t->reverse = update;
   mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
   mmbAccessType grad = walk == CNN_WALK_APPLY        ? MMB_READ
                        : walk == CNN_WALK_ACCUMULATE ? MMB_READ_WRITE
@@ -438,9 +449,14 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
   }
   mmbTileIterator **its = p->walks[walk];
   for (size_t i = 0; i < 3 && arrays[i]; i++) {
-    mmbTileIteratorOptions o = stream_options(plan, access[i]);
+    mmbTileIteratorOptions o = p->streamed ? stream_options(plan, access[i])
+                                           : (mmbTileIteratorOptions){0};
+    if (t->reverse) {
+      o.schedule = MMB_SCHEDULE_CUSTOM;
+      o.order_fn = last_to_first;
+    }
     mmbError e = its[i] ? mmb_tile_iterator_first(its[i])
-                        : mmb_tile_iterator_create(arrays[i], p->streamed ? &o : NULL, &its[i]);
+                        : mmb_tile_iterator_create(arrays[i], &o, &its[i]);
     if (e != MMB_OK) return e;
     t->it[t->n++] = its[i];
   }

@@ -23,8 +23,10 @@
      parameters' cache.
 
    A parameter is a 2-D array of rows x cols floats, tiled by blocks of
-   rows; visiting its tiles is the same loop in both plans (cnn_tiles), so
-   the two compute the same numbers in the same order. */
+   rows; visiting its tiles is the same loop in every plan (cnn_tiles), so
+   they compute the same numbers in the same order. Forward walks the tiles
+   first to last, and every other walk last to first: a walk then starts on
+   the tiles the one before it ended on, those a cache still holds. */
 #ifndef CNN_PLAN_H
 #define CNN_PLAN_H
 
@@ -123,6 +125,7 @@ typedef struct cnn_tiles {
   mmbArray *arrays[3];
   mmbAccessType access[3];
   size_t index, count;
+  bool reverse;                   /* last to first (every walk but forward) */
   mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
   size_t r0, r1;                  /* their rows */
   size_t ld;                      /* their row stride, in floats */
