@@ -198,6 +198,72 @@ MMB_TEST(train, offload_refuses_what_it_cannot_do) {
   OK(cnn_plan_destroy(&plan));
 }
 
+/* The blocks of rows one walk visits, in order, into out (at most 64);
+   backward walks write zeros into the gradient tiles they hold. */
+static size_t walk_rows(cnn_plan *plan, cnn_param *p, cnn_walk walk, size_t *out) {
+  cnn_tiles t;
+  size_t n = 0;
+  mmbError e = cnn_tiles_begin(plan, p, walk, &t);
+  for (; e == MMB_OK && t.value && n < 64; e = cnn_tiles_next(&t)) {
+    out[n++] = t.r0 / p->tile_rows;
+    for (size_t r = 0; t.grad && r < t.r1 - t.r0; r++)
+      memset((float *)t.grad->ptr + r * t.ld, 0, p->cols * sizeof(float));
+  }
+  OK(cnn_tiles_end(&t));
+  OK(e);
+  return n;
+}
+
+/* Every plan walks a parameter's blocks first to last forward and last to
+   first backward, so the plans sum in one order and each walk starts on
+   the tiles the one before ended on: through the auto plan's cache, of
+   fewer tiles than the parameter has, backward's first tile is a hit
+   (walked first to last again, its first tile was the first evicted). */
+static void walks_turn_back(cnn_plan_mode mode, size_t fast_limit) {
+  char err[256] = "";
+  cnn_plan plan = test_plan_mode(fast_limit, mode);
+  cnn_param p;
+  unsigned long long state = 3;
+  OK(cnn_param_create(&p, "w", 2048, 288, 0.1f, 64 * 288 * sizeof(float), false, &state,
+                      plan.capacity_iface));
+  cr_assert_eq(cnn_plan_place(&plan, &p, 1, err, sizeof err), MMB_OK, "%s", err);
+  cr_assert_eq(plan.streamed, mode == CNN_PLAN_STREAMED);
+  size_t count = (p.rows + p.tile_rows - 1) / p.tile_rows, fwd[64], bwd[64];
+  cr_assert(count >= 8 && count <= 64, "%zu tiles", count);
+  cr_assert_eq(walk_rows(&plan, &p, CNN_WALK_VALUES, fwd), count);
+  cr_assert_eq(walk_rows(&plan, &p, CNN_WALK_BACKWARD, bwd), count);
+  for (size_t i = 0; i < count; i++) {
+    cr_assert_eq(fwd[i], i, "forward visits block %zu at %zu", fwd[i], i);
+    cr_assert_eq(bwd[i], count - 1 - i, "backward visits block %zu at %zu", bwd[i], i);
+  }
+  if (mode == CNN_PLAN_AUTO) {
+    mmbCacheConfig cfg;
+    OK(mmb_space_get_cache(plan.params_space, &cfg));
+    cr_assert_lt(cfg.budget_bytes, count * p.tile_rows * p.cols * sizeof(float),
+                 "the cache holds the whole parameter");
+    mmbCacheStats before, after;
+    cr_assert_eq(walk_rows(&plan, &p, CNN_WALK_VALUES, fwd), count);
+    OK(mmb_space_get_cache_stats(plan.params_space, &before));
+    cnn_tiles t;
+    OK(cnn_tiles_begin(&plan, &p, CNN_WALK_BACKWARD, &t));
+    OK(mmb_space_get_cache_stats(plan.params_space, &after));
+    for (size_t r = 0; r < t.r1 - t.r0; r++)
+      memset((float *)t.grad->ptr + r * t.ld, 0, p.cols * sizeof(float));
+    OK(cnn_tiles_end(&t));
+    cr_assert_eq(after.hits, before.hits + 1, "backward's first tile missed (%llu hits, then %llu)",
+                 (unsigned long long)before.hits, (unsigned long long)after.hits);
+  }
+  OK(cnn_plan_unplace(&plan, &p, 1));
+  cnn_param_destroy(&p);
+  OK(cnn_plan_destroy(&plan));
+}
+
+MMB_TEST(train, walks_turn_back_in_every_plan) {
+  walks_turn_back(CNN_PLAN_AUTO, (size_t)1 << 20);
+  walks_turn_back(CNN_PLAN_STREAMED, (size_t)5 << 19);
+  walks_turn_back(CNN_PLAN_RESIDENT, (size_t)64 << 20);
+}
+
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
    the margin is for the C library's own bookkeeping). */
