@@ -3,8 +3,8 @@
    sides host accessible) or to the provider of the side that is not. */
 #include "alloc/move/move.h"
 
-#include <string.h>
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
 
