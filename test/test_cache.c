@@ -611,6 +611,93 @@ MMB_TEST(cache, an_async_acquire_reports_the_prefetch_it_waited_for) {
   OK(mmb_array_destroy(a));
 }
 
+/* A WILLNEED hint run on a thread of its own, to see whether it returns
+   while a copy is held back. */
+typedef struct hint_call {
+  mmbArrayTile *tile;
+  mmbMemSpace *space;
+  _Atomic bool done;
+} hint_call;
+
+static void *hint_thread(void *arg) {
+  hint_call *h = arg;
+  if (mmb_tile_advise(h->tile, h->space, MMB_ADVICE_WILLNEED) == MMB_OK) atomic_store(&h->done, true);
+  return NULL;
+}
+
+/* True once the hint has returned, within about 2 s. */
+static bool hint_returns(hint_call *h) {
+  for (int i = 0; i < 2000 && !atomic_load(&h->done); i++) usleep(1000);
+  return atomic_load(&h->done);
+}
+
+/* A hint never waits for the cache's queue: a copy advised WONTNEED goes
+   first among victims, but while its write-back is on its way home, a
+   WILLNEED hint evicts the next victim whose room is free at once, or, when
+   there is none, is not taken. (An acquire still waits for it.) */
+MMB_TEST(cache, a_hint_never_waits_for_a_write_back) {
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 2);
+  mmbArray *a = flaky_array();
+  mmbArrayTile *t[4], *l;
+  for (size_t i = 0; i < 4; i++) t[i] = tile(a, i);
+  OK(mmb_tile_acquire(t[0], fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -1.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_acquire(t[1], fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  atomic_store(&held_back, true);
+  unsigned before = atomic_load(&copies);
+  OK(mmb_tile_advise(t[0], fast, MMB_ADVICE_WONTNEED));   /* its write-back starts, held */
+  while (atomic_load(&copies) == before) sched_yield();
+  hint_call h = {.tile = t[2], .space = fast};
+  pthread_t th;
+  pthread_create(&th, NULL, hint_thread, &h);
+  bool returned = hint_returns(&h);
+  atomic_store(&held_back, false);
+  pthread_join(th, NULL);
+  cr_assert(returned, "the hint waited for the write-back of tile 0");
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.misses == 3 && st.clean_drops == 1 && st.writebacks == 1,
+            "%llu misses, %llu clean drops, %llu write-backs: tile 1 should have made room",
+            (unsigned long long)st.misses, (unsigned long long)st.clean_drops,
+            (unsigned long long)st.writebacks);
+  /* the cache holds tiles 0 (clean, home) and 2: a hit */
+  OK(mmb_tile_acquire(t[2], fast, MMB_READ, &l));
+  cr_assert(holds_tile(l));
+  OK(mmb_tile_release(l));
+  cr_assert_eq(stats(fast).hits, 1);
+  cr_assert_eq(first(t[0]), -1.0, "tile 0 went home");
+
+  /* Now the only victim is busy: in a cache of one tile, tile 2 written,
+     advised WONTNEED and held on its way home. The hint for tile 3 is not
+     taken; the acquire of tile 3 then fetches it, once tile 2 is home. */
+  OK(mmb_array_evict(a, fast));
+  budget_tiles(fast, 1);
+  OK(mmb_tile_acquire(t[2], fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -3.0;
+  OK(mmb_tile_release(l));
+  atomic_store(&held_back, true);
+  before = atomic_load(&copies);
+  OK(mmb_tile_advise(t[2], fast, MMB_ADVICE_WONTNEED));
+  while (atomic_load(&copies) == before) sched_yield();
+  st = stats(fast);
+  h = (hint_call){.tile = t[3], .space = fast};
+  pthread_create(&th, NULL, hint_thread, &h);
+  returned = hint_returns(&h);
+  atomic_store(&held_back, false);
+  pthread_join(th, NULL);
+  cr_assert(returned, "the hint waited for the write-back of tile 2");
+  cr_assert_eq(stats(fast).misses, st.misses, "the hint was taken");
+  OK(mmb_tile_acquire(t[3], fast, MMB_READ, &l));
+  cr_assert(holds_tile(l));
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(t[2]), -3.0, "tile 2 went home");
+  cr_assert_eq(stats(fast).writebacks, 2);
+  OK(mmb_array_destroy(a));
+}
+
 /* A space fuller than its cache knows (other data in it, a pool's holes):
    the fetch evicts a dirty copy, whose room comes back only once its slow
    write-back is done. The fetch waits for it: going on to evict every

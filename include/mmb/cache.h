@@ -126,10 +126,11 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_release(mmbArrayTile *local);
 
 /**
  * A hint on \p tile's use in \p space (mmbAdvice). WILLNEED fetches a tile
- * not yet cached on the space's copy queue, only into room it can make
- * without evicting pinned, KEEP or WILLNEED copies (otherwise it does
- * nothing); its acquire then waits for the copy. WONTNEED starts writing a
- * dirty, unpinned copy home on that queue.
+ * not yet cached on the space's copy queue, only into room it can make at
+ * once: without evicting pinned, KEEP or WILLNEED copies, nor copies that
+ * are dirty or still moving (otherwise it does nothing, and never waits);
+ * its acquire then waits for the copy. WONTNEED starts writing a dirty,
+ * unpinned copy home on that queue.
  * \return MMB_OK (also when there is nothing to do); MMB_INVALID_ARG for
  *         NULLs, an unknown advice or a duplicate; MMB_NOT_INITIALIZED.
  */

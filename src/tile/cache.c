@@ -5,9 +5,11 @@
 
    Eviction takes, in order: unpinned copies advised WONTNEED, then the
    others (not KEEP) least recently used first, then those advised
-   WILLNEED. Before it evicts anything, an acquire checks that what may be
-   evicted makes room at all; otherwise it is refused at once, so two
-   tiles that each need the other's room cannot evict each other in turn.
+   WILLNEED; a WILLNEED hint takes only the clean, idle ones among the
+   first two kinds, so that it never waits. Before it evicts anything, an
+   acquire checks that what may be evicted makes room at all; otherwise it
+   is refused at once, so two tiles that each need the other's room cannot
+   evict each other in turn.
    Dirty copies are written home ahead of need on a release, least
    recently used first, while they hold more than the budget's dirty share,
    so that eviction mostly drops clean copies.
@@ -233,20 +235,28 @@ static mmbError evict(const char *func, cache_entry *e, bool write_back, mmbQueu
   return MMB_OK;
 }
 
+/* A victim whose room comes back at once: clean, and nothing on its way to
+   it, home from it or to its tile. (A dirty one's room comes back once it
+   is home; a busy one's once the work on it is done.) */
+static bool free_now(cache_entry *e) {
+  return arrived(e) && !e->dirty && mmb__tile_dup_idle(e->copy);
+}
+
 /* The rank of an unpinned entry among the victims: lower goes first; -1
-   never (pinned, or KEEP). */
-static int victim_rank(const cache_entry *e, bool spare_willneed) {
+   never (pinned, or KEEP). A hint spares the copies advised WILLNEED, and
+   takes only those whose room comes back at once. */
+static int victim_rank(cache_entry *e, bool hint) {
   if (e->pins || e->advice == MMB_ADVICE_KEEP) return -1;
+  if (hint && (e->advice == MMB_ADVICE_WILLNEED || !free_now(e))) return -1;
   if (e->advice == MMB_ADVICE_WONTNEED) return 0;
-  if (e->advice == MMB_ADVICE_WILLNEED) return spare_willneed ? -1 : 2;
-  return 1;
+  return e->advice == MMB_ADVICE_WILLNEED ? 2 : 1;
 }
 
 /* Bytes that eviction could free. */
-static size_t evictable(const space_cache *c, bool spare_willneed) {
+static size_t evictable(space_cache *c, bool hint) {
   size_t n = 0;
-  for (const cache_entry *e = c->head; e; e = e->next)
-    if (victim_rank(e, spare_willneed) >= 0) n += e->bytes;
+  for (cache_entry *e = c->head; e; e = e->next)
+    if (victim_rank(e, hint) >= 0) n += e->bytes;
   return n;
 }
 
@@ -262,20 +272,21 @@ static mmbQueue *queue_of(space_cache *c) {
    more victim if there is one: the space itself had no room). Dirty
    victims are written home on the cache's queue, so that a fetch does not
    wait for them (a fetch the space refuses meanwhile waits for the queue
-   and tries again). MMB_OUT_OF_MEMORY: no room can be made (nothing was
+   and tries again); a busy one is waited for. A hint takes only victims
+   whose room comes back at once, in the same order, so that it never
+   waits: the queue is still busy with what would make its room, and the
+   hint is not taken. MMB_OUT_OF_MEMORY: no room can be made (nothing was
    evicted then, unless `any`). */
-static mmbError make_room(const char *func, space_cache *c, size_t need, bool spare_willneed,
-                          bool any) {
+static mmbError make_room(const char *func, space_cache *c, size_t need, bool hint, bool any) {
   size_t budget = budget_of(c);
   if (!any) {
     if (need <= budget && c->used <= budget - need) return MMB_OK;
-    if (need > budget || c->used - evictable(c, spare_willneed) > budget - need)
-      return MMB_OUT_OF_MEMORY;
+    if (need > budget || c->used - evictable(c, hint) > budget - need) return MMB_OUT_OF_MEMORY;
   }
   for (int rank = 0; rank <= 2; rank++) {
     for (cache_entry *e = c->head, *next; e; e = next) {
       next = e->next;
-      if (victim_rank(e, spare_willneed) != rank) continue;
+      if (victim_rank(e, hint) != rank) continue;
       mmbError err = evict(func, e, true, queue_of(c));
       if (err != MMB_OK) return err;
       if (any) return MMB_OK;
@@ -324,11 +335,11 @@ static mmbAccessType copy_access(const mmb__tile *t, mmbAccessType access) {
 /* The copy of t is made in c's space and its data moves on q (NULL: now;
    with `later`, when the caller runs the job it gets there). */
 static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessType access,
-                      mmbQueue *q, mmbRequest *req, mmb__deferred **later, bool spare_willneed,
+                      mmbQueue *q, mmbRequest *req, mmb__deferred **later, bool hint,
                       cache_entry **out) {
   mmb__view v = mmb__tile_view(t);
   size_t bytes = mmb__view_bytes(&v);
-  mmbError err = make_room(func, c, bytes, spare_willneed, false);
+  mmbError err = make_room(func, c, bytes, hint, false);
   if (err != MMB_OK) return err;
   cache_entry *e = mmb__calloc(1, sizeof *e);
   if (!e) return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for a cache entry");
@@ -338,8 +349,8 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
      try again, while there is one. A dirty victim's bytes come back only
      once its write-back is done: each eviction is waited for before the
      next, or a fetch would evict everything and give up in a space that
-     its write-backs were about to free. */
-  bool waited = false;
+     its write-backs were about to free. (A hint waits for nothing.) */
+  bool waited = hint;
   while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
                                        later, &copy)) == MMB_OUT_OF_MEMORY) {
     if (!waited && c->queue) {
@@ -347,8 +358,8 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
       if ((err = mmb_queue_synchronize(c->queue)) != MMB_OK) break;
       continue;
     }
-    if (make_room(func, c, bytes, spare_willneed, true) != MMB_OK) break;
-    waited = false;
+    if (make_room(func, c, bytes, hint, true) != MMB_OK) break;
+    waited = hint;
   }
   if (err != MMB_OK) {
     mmb__free(e);

@@ -105,6 +105,9 @@ mmbError mmb__tile_refresh(const char *func, mmb__tile *dup, mmbQueue *q, mmbReq
 mmbError mmb__tile_release_dup(const char *func, mmb__tile *dup, bool write_back, mmbQueue *q);
 /* True for a duplicate whose origin has been written since it was copied. */
 bool mmb__tile_dup_behind(const mmb__tile *dup);
+/* True when releasing the duplicate without writing it back would not wait:
+   no work is pending on it, its origin or the origin's array. */
+bool mmb__tile_dup_idle(const mmb__tile *dup);
 /* The tile cache: an array's unpinned copies dropped (mmb_array_destroy's
    hook), everything forgotten (finalize). */
 void mmb__cache_drop_array(mmbArray *array);

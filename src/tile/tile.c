@@ -265,6 +265,13 @@ bool mmb__tile_dup_behind(const mmb__tile *d) {
   return o->version != d->seen_version || (o->array && o->array->whole_version != d->seen_whole);
 }
 
+static bool settled(mmb__request *r) { return !r || mmb__request_done(r); }
+
+bool mmb__tile_dup_idle(const mmb__tile *d) {
+  const mmb__tile *o = d->origin;
+  return settled(d->pending) && settled(o->pending) && (!o->array || settled(o->array->pending));
+}
+
 /* Marks a duplicate as holding its origin's current data. */
 static void caught_up(mmb__tile *d) {
   d->seen_version = d->origin->version;
