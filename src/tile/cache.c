@@ -350,16 +350,16 @@ static mmbError fetch(const char *func, space_cache *c, mmb__tile *t, mmbAccessT
      once its write-back is done: each eviction is waited for before the
      next, or a fetch would evict everything and give up in a space that
      its write-backs were about to free. (A hint waits for nothing.) */
-  bool waited = hint;
+  bool waited = false;
   while ((err = mmb__tile_duplicate_in(func, t, c->space, copy_access(t, access), q, req,
                                        later, &copy)) == MMB_OUT_OF_MEMORY) {
-    if (!waited && c->queue) {
+    if (!hint && !waited && c->queue) {
       waited = true;
       if ((err = mmb_queue_synchronize(c->queue)) != MMB_OK) break;
       continue;
     }
     if (make_room(func, c, bytes, hint, true) != MMB_OK) break;
-    waited = hint;
+    waited = false;
   }
   if (err != MMB_OK) {
     mmb__free(e);
