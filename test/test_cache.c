@@ -625,10 +625,31 @@ static void *hint_thread(void *arg) {
   return NULL;
 }
 
-/* True once the hint has returned, within about 2 s. */
-static bool hint_returns(hint_call *h) {
-  for (int i = 0; i < 2000 && !atomic_load(&h->done); i++) usleep(1000);
-  return atomic_load(&h->done);
+/* `written` advised WONTNEED in `space`, its write-back held back once it
+   has started; meanwhile `hinted` advised WILLNEED: true when the hint
+   returned within about 2 s. The write-back is let go before it returns. */
+static bool hint_returns_during_write_back(mmbMemSpace *space, mmbArrayTile *written,
+                                           mmbArrayTile *hinted) {
+  atomic_store(&held_back, true);
+  unsigned before = atomic_load(&copies);
+  OK(mmb_tile_advise(written, space, MMB_ADVICE_WONTNEED));
+  while (atomic_load(&copies) == before) sched_yield();
+  hint_call h = {.tile = hinted, .space = space};
+  pthread_t th;
+  pthread_create(&th, NULL, hint_thread, &h);
+  for (int i = 0; i < 2000 && !atomic_load(&h.done); i++) usleep(1000);
+  bool returned = atomic_load(&h.done);
+  atomic_store(&held_back, false);
+  pthread_join(th, NULL);
+  return returned;
+}
+
+/* The first element of t's copy in `space` set to v; the copy left dirty. */
+static void write_first(mmbArrayTile *t, mmbMemSpace *space, double v) {
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(t, space, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = v;
+  OK(mmb_tile_release(l));
 }
 
 /* A hint never waits for the cache's queue: a copy advised WONTNEED goes
@@ -641,22 +662,11 @@ MMB_TEST(cache, a_hint_never_waits_for_a_write_back) {
   mmbArray *a = flaky_array();
   mmbArrayTile *t[4], *l;
   for (size_t i = 0; i < 4; i++) t[i] = tile(a, i);
-  OK(mmb_tile_acquire(t[0], fast, MMB_READ_WRITE, &l));
-  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -1.0;
-  OK(mmb_tile_release(l));
+  write_first(t[0], fast, -1.0);
   OK(mmb_tile_acquire(t[1], fast, MMB_READ, &l));
   OK(mmb_tile_release(l));
-  atomic_store(&held_back, true);
-  unsigned before = atomic_load(&copies);
-  OK(mmb_tile_advise(t[0], fast, MMB_ADVICE_WONTNEED));   /* its write-back starts, held */
-  while (atomic_load(&copies) == before) sched_yield();
-  hint_call h = {.tile = t[2], .space = fast};
-  pthread_t th;
-  pthread_create(&th, NULL, hint_thread, &h);
-  bool returned = hint_returns(&h);
-  atomic_store(&held_back, false);
-  pthread_join(th, NULL);
-  cr_assert(returned, "the hint waited for the write-back of tile 0");
+  cr_assert(hint_returns_during_write_back(fast, t[0], t[2]),
+            "the hint waited for the write-back of tile 0");
   mmbCacheStats st = stats(fast);
   cr_assert(st.misses == 3 && st.clean_drops == 1 && st.writebacks == 1,
             "%llu misses, %llu clean drops, %llu write-backs: tile 1 should have made room",
@@ -674,20 +684,10 @@ MMB_TEST(cache, a_hint_never_waits_for_a_write_back) {
      taken; the acquire of tile 3 then fetches it, once tile 2 is home. */
   OK(mmb_array_evict(a, fast));
   budget_tiles(fast, 1);
-  OK(mmb_tile_acquire(t[2], fast, MMB_READ_WRITE, &l));
-  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -3.0;
-  OK(mmb_tile_release(l));
-  atomic_store(&held_back, true);
-  before = atomic_load(&copies);
-  OK(mmb_tile_advise(t[2], fast, MMB_ADVICE_WONTNEED));
-  while (atomic_load(&copies) == before) sched_yield();
+  write_first(t[2], fast, -3.0);
   st = stats(fast);
-  h = (hint_call){.tile = t[3], .space = fast};
-  pthread_create(&th, NULL, hint_thread, &h);
-  returned = hint_returns(&h);
-  atomic_store(&held_back, false);
-  pthread_join(th, NULL);
-  cr_assert(returned, "the hint waited for the write-back of tile 2");
+  cr_assert(hint_returns_during_write_back(fast, t[2], t[3]),
+            "the hint waited for the write-back of tile 2");
   cr_assert_eq(stats(fast).misses, st.misses, "the hint was taken");
   OK(mmb_tile_acquire(t[3], fast, MMB_READ, &l));
   cr_assert(holds_tile(l));
