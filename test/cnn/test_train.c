@@ -209,6 +209,12 @@ MMB_TEST(train, offload_refuses_what_it_cannot_do) {
   OK(cnn_plan_destroy(&plan));
 }
 
+/* Zeros into the current gradient tile of a walk (if it has one). */
+static void zero_grad(const cnn_tiles *t, const cnn_param *p) {
+  for (size_t r = 0; t->grad && r < t->r1 - t->r0; r++)
+    memset((float *)t->grad->ptr + r * t->ld, 0, p->cols * sizeof(float));
+}
+
 /* The blocks of rows one walk visits, in order, into out (at most 64);
    backward walks write zeros into the gradient tiles they hold. */
 static size_t walk_rows(cnn_plan *plan, cnn_param *p, cnn_walk walk, size_t *out) {
@@ -217,8 +223,7 @@ static size_t walk_rows(cnn_plan *plan, cnn_param *p, cnn_walk walk, size_t *out
   mmbError e = cnn_tiles_begin(plan, p, walk, &t);
   for (; e == MMB_OK && t.value && n < 64; e = cnn_tiles_next(&t)) {
     out[n++] = t.r0 / p->tile_rows;
-    for (size_t r = 0; t.grad && r < t.r1 - t.r0; r++)
-      memset((float *)t.grad->ptr + r * t.ld, 0, p->cols * sizeof(float));
+    zero_grad(&t, p);
   }
   OK(cnn_tiles_end(&t));
   OK(e);
@@ -258,8 +263,8 @@ static void walks_turn_back(cnn_plan_mode mode, size_t fast_limit) {
     cnn_tiles t;
     OK(cnn_tiles_begin(&plan, &p, CNN_WALK_BACKWARD, &t));
     OK(mmb_space_get_cache_stats(plan.params_space, &after));
-    for (size_t r = 0; r < t.r1 - t.r0; r++)
-      memset((float *)t.grad->ptr + r * t.ld, 0, p.cols * sizeof(float));
+    cr_assert(t.grad, "backward holds a gradient tile");
+    zero_grad(&t, &p);
     OK(cnn_tiles_end(&t));
     cr_assert_eq(after.hits, before.hits + 1, "backward's first tile missed (%llu hits, then %llu)",
                  (unsigned long long)before.hits, (unsigned long long)after.hits);
