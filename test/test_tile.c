@@ -2,6 +2,7 @@
    and migrate with their coherence rules and out-of-memory behaviour. */
 #include "arrays.h"
 #include "fake_device.h"
+#include "tile/internal.h"   /* a space's default provider, set for a test device */
 
 #include <stdio.h>
 #include <unistd.h>
@@ -601,10 +602,9 @@ MMB_TEST(tile, migrations_and_duplicates_are_traced) {
   teardown(&f);
 }
 
-MMB_TEST(tile, device_tiles_round_trip) {
-  mmbMemSpace *gpu;
-  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
-    cr_skip_test("no CUDA device on this node");
+/* A tile duplicated to a device in another order, a handle made there,
+   merged with a sum, migrated there and back. */
+static void device_round_trip(mmbMemSpace *gpu) {
   fixture f = setup(1 << 20);
   mmbArrayTile *t = tile(f.a, 1, 1), *d, *h;
   mmbLayout *col = test_layout(8, 2, MMB_COLMAJOR, 256, MMB_TYPE_DOUBLE);
@@ -622,6 +622,26 @@ MMB_TEST(tile, device_tiles_round_trip) {
   cr_assert_eq(MMB_TILE_AT_2D(t, double, 5, 4), 2 * value_at((size_t[]){5, 4}, 2, 1));
   OK(mmb_layout_destroy(col));
   teardown(&f);
+}
+
+MMB_TEST(tile, device_tiles_round_trip) {
+  mmbMemSpace *gpu;
+  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK)
+    cr_skip_test("no CUDA device on this node");
+  device_round_trip(gpu);
+}
+
+/* The same on a "device" whose memory the host cannot touch: whatever mmb
+   does with device tiles, it never dereferences their bytes itself. */
+MMB_TEST(tile, device_tiles_are_never_read_by_the_host) {
+  mmbProviderType type;
+  mmbMemLayer layer;
+  mmbMemSpace *dev;
+  OK(mmb_provider_register(&guarded_ops, &type));
+  OK(mmb_layer_register("GUARDED", &(mmbLayerProperties){.device_only = true}, &layer));
+  OK(mmb_request_space(layer, MMB_CPU, NULL, &dev));
+  dev->info.default_provider = type;
+  device_round_trip(dev);
 }
 
 Test(tile, needs_init) {

@@ -390,11 +390,12 @@ mmbError mmb_tile_get_space_local_handle(mmbArrayTile *in_tile, mmbArrayTile **o
       return mmb__fail(err, __func__, "no room for a tile handle in %s", t->pub.space->info.name);
   }
   size_t n = sizeof t->pub;
-  mmbAllocation *l = t->local;
-  err = mmb__copy_strided(__func__, NULL, l->interface, l->ptr, NULL, NULL,
-                          (const char *)&t->pub, NULL, 1, &n);
+  void *at = mmb_allocation_ptr(t->local);   /* (a handle: its record is the registry's) */
+  if ((err = mmb_allocation_get_interface(t->local, &iface)) == MMB_OK)
+    err = mmb__copy_strided(__func__, NULL, iface, at, NULL, NULL, (const char *)&t->pub, NULL,
+                            1, &n);
   if (err != MMB_OK) return err;
-  *out_tile = l->ptr;
+  *out_tile = at;
   return MMB_OK;
 }
 
