@@ -68,6 +68,41 @@ static inline mmbMemInterface *test_cuda_interface(void) {
   return iface;
 }
 
+/* Work calling back into its own queue: destroy, synchronize, finalize. */
+typedef struct test_own_work {
+  mmbQueue *q;
+  mmbError destroyed, synchronized, finalized;
+} test_own_work;
+
+static inline void test_call_back_into_the_queue(void *arg) {
+  test_own_work *w = arg;
+  mmbQueue *q = w->q;
+  w->destroyed = mmb_queue_destroy(NULL, &q);
+  w->synchronized = mmb_queue_synchronize(w->q);
+  w->finalized = mmb_finalize();
+}
+
+/* From work on q, destroying or synchronising q or finalizing mmb is
+   refused and q goes on; after a nested mmb_init, the work's finalize only
+   counts down. Destroys q. */
+static inline void assert_own_work_is_refused(mmbQueue *q) {
+  test_own_work w = {.q = q, .destroyed = MMB_OK, .synchronized = MMB_OK, .finalized = MMB_OK};
+  mmbRequest req = {0};
+  OK(mmb_queue_submit(q, test_call_back_into_the_queue, &w, &req));
+  OK(mmb_wait(&req));
+  FAILS(w.destroyed, MMB_INVALID_STATE);
+  FAILS(w.synchronized, MMB_INVALID_STATE);
+  FAILS(w.finalized, MMB_INVALID_STATE);
+  cr_assert(mmb_is_initialized());
+  OK(mmb_init(NULL));   /* nested: the work's finalize counts it down */
+  OK(mmb_queue_submit(q, test_call_back_into_the_queue, &w, &req));
+  OK(mmb_wait(&req));
+  OK(w.finalized);
+  cr_assert(mmb_is_initialized());
+  OK(mmb_queue_synchronize(q));   /* from another thread: as always */
+  OK(mmb_queue_destroy(NULL, &q));
+}
+
 /* splitmix64: the fixed-seed generator of the randomized tests. */
 static inline uint64_t test_rand(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

@@ -134,6 +134,14 @@ static mmbError check_copied(void *arg) {
                                                                                 : MMB_IO;
 }
 
+/* Work on a stream runs on the stream's own thread, not the worker's:
+   calling back into its queue from there is refused all the same. */
+Test(stream_queue, work_on_the_stream_cannot_destroy_or_wait_for_its_queue) {
+  mmb_test_setup();
+  assert_own_work_is_refused(fake_queue());
+  mmb_test_teardown();
+}
+
 MMB_TEST(stream_queue, tasks_run_on_the_host_after_the_stream) {
   enum { N = 4096 };
   mmbMemInterface *dev = fake_device(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);

@@ -348,11 +348,36 @@ static mmbError run_user(mmb__work *w) {
   return MMB_OK;
 }
 
+/* What a stream's host function needs when it runs, after the work that
+   issued it may have gone: the user's call and its queue. */
+typedef struct user_call {
+  mmbQueue *q;
+  void (*fn)(void *);
+  void *arg;
+} user_call;
+
+/* On the stream's own thread, which runs the queue's work like its worker:
+   the work calling back into its queue is refused there too. */
+static void call_user(void *arg) {
+  user_call c = *(user_call *)arg;
+  mmb__free(arg);
+  mmbQueue *was = running_here;
+  running_here = c.q;
+  c.fn(c.arg);
+  running_here = was;
+}
+
 /* On a stream, user work is a host function in stream order (it must not
-   call CUDA: the CUDA runtime runs it on a thread of its own). */
+   call CUDA: the CUDA runtime runs it on a thread of its own). The worker
+   issuing it runs its queue's work (running_here). */
 static mmbError issue_user(mmb__work *w, mmb__stream *s) {
   user_work *u = (user_work *)w;
-  return s->host_func(s, u->fn, u->arg);
+  user_call *c = mmb__malloc(sizeof *c);
+  if (!c) return MMB_OUT_OF_MEMORY;
+  *c = (user_call){.q = running_here, .fn = u->fn, .arg = u->arg};
+  mmbError err = s->host_func(s, call_user, c);
+  if (err != MMB_OK) mmb__free(c);
+  return err;
 }
 
 mmbError mmb_queue_submit(mmbQueue *q, void (*fn)(void *arg), void *arg, mmbRequest *req) {
