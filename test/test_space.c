@@ -276,8 +276,9 @@ MMB_TEST(space, bad_registrations) {
         MMB_INVALID_ARG);
   FAILS(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.numa_node = 4096}, NULL),
         MMB_UNAVAILABLE);
-  FAILS(mmb_register_memory(MMB_GDRAM, MMB_EXECUTION_CONTEXT_DEFAULT, NULL, NULL),
-        MMB_UNAVAILABLE);
+  FAILS(mmb_register_memory(MMB_GDRAM, MMB_EXECUTION_CONTEXT_DEFAULT,
+                            &(mmbMemSpaceConfig){.device = 4096}, NULL),
+        MMB_UNAVAILABLE);   /* a GPU this node does not have */
   /* nothing registered: a plain request is the discovered space */
   mmbMemSpace *a, *first;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &a));
