@@ -1,5 +1,5 @@
 /* CUDA device memory: skipped where there is no device; compiled everywhere. */
-#include "common.h"
+#include "arrays.h"
 
 MMB_TEST(cuda, device_space_has_capacity_and_cuda_provider) {
   mmbMemInterface *dev = test_cuda_interface();
@@ -43,6 +43,76 @@ MMB_TEST(cuda, host_device_round_trips_in_1d_2d_3d) {
   OK(mmb_free(back));
   OK(mmb_interface_destroy(dev));
   OK(mmb_interface_destroy(host));
+}
+
+/* The tile cache in a device's memory (mmb/cache.h): the tiles of a host
+   array fetched there (each hinted one ahead), read back and written over
+   there by copies (the test has no kernel), evicted with their write-back,
+   flushed; home ends with every write, each dirty tile written home once.
+   Then an acquire on a CUDA stream fetches a tile again. */
+MMB_TEST(cuda, the_tile_cache_runs_in_device_memory) {
+  enum { N = 64, T = 16, TILES = (N / T) * (N / T) };
+  const size_t tile_bytes = T * T * sizeof(double);
+  mmbMemInterface *dev = test_cuda_interface(), *host = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemSpace *gpu;
+  OK(mmb_interface_get_space(dev, &gpu));
+  OK(mmb_space_set_cache(gpu, &(mmbCacheConfig){.budget_bytes = 3 * tile_bytes}));
+  mmbDimensions d = dims2(N, N);
+  mmbArray *a = test_array(host, &d, MMB_ROWMAJOR, 0), *src = test_array(host, &d, MMB_ROWMAJOR, 0),
+           *seen = test_array(host, &d, MMB_ROWMAJOR, 0);
+  double *pa = mmb_array_ptr(a), *ps = mmb_array_ptr(src), *pv = mmb_array_ptr(seen);
+  for (size_t i = 0; i < N * N; i++) pa[i] = (double)i, ps[i] = -(double)i - 1, pv[i] = 0;
+  mmbArray *all[] = {a, src, seen};
+  for (size_t k = 0; k < 3; k++) OK(mmb_array_tile(all[k], &(mmbDimensions){2, {T, T}}));
+  mmbArrayTile *t[3], *l;
+  for (size_t i = 0; i < TILES; i++) {
+    mmbIndex at = {2, {i / (N / T), i % (N / T)}}, next = {2, {(i + 1) / (N / T), (i + 1) % (N / T)}};
+    for (size_t k = 0; k < 3; k++) OK(mmb_tile_at(all[k], &at, &t[k]));
+    if (i + 1 < TILES) {
+      mmbArrayTile *n;
+      OK(mmb_tile_at(a, &next, &n));
+      OK(mmb_tile_advise(n, gpu, MMB_ADVICE_WILLNEED));
+    }
+    OK(mmb_tile_acquire(t[0], gpu, MMB_READ_WRITE, &l));
+    mmbTileState st;
+    OK(mmb_tile_get_state(l, &st));
+    cr_assert(l->space == gpu && !st.host_accessible && st.writable, "tile %zu", i);
+    OK(mmb_tile_copy(t[2], l));   /* what the device holds, read back */
+    OK(mmb_tile_copy(l, t[1]));   /* and written over there */
+    OK(mmb_tile_release(l));
+  }
+  for (size_t i = 0; i < N * N; i++) cr_assert_eq(pv[i], (double)i, "fetched element %zu", i);
+  mmbCacheStats cs;
+  OK(mmb_space_get_cache_stats(gpu, &cs));
+  cr_assert_leq(cs.used_bytes, 3 * tile_bytes);
+  OK(mmb_array_flush(a));
+  for (size_t i = 0; i < N * N; i++) cr_assert_eq(pa[i], ps[i], "element %zu at home", i);
+  OK(mmb_space_get_cache_stats(gpu, &cs));
+  cr_assert(cs.fetched_bytes == TILES * tile_bytes && cs.writebacks == TILES &&
+                cs.writeback_bytes == TILES * tile_bytes,
+            "%llu bytes fetched, %llu write-backs", (unsigned long long)cs.fetched_bytes,
+            (unsigned long long)cs.writebacks);
+  OK(mmb_array_evict(a, gpu));
+  OK(mmb_space_get_cache_stats(gpu, &cs));
+  cr_assert_eq(cs.used_bytes, 0);
+  /* on a stream: the tile fetched again, then read back */
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_CUDA_STREAM}, &q));
+  mmbRequest r = {0};
+  for (size_t k = 0; k < 3; k++) OK(mmb_tile_at(all[k], &(mmbIndex){2, {1, 2}}, &t[k]));
+  OK(mmb_tile_acquire_async(t[0], gpu, MMB_READ, q, &r, &l));
+  OK(mmb_wait(&r));
+  memset(pv, 0, N * N * sizeof *pv);
+  OK(mmb_tile_copy(t[2], l));
+  OK(mmb_tile_release(l));
+  for (size_t i = t[0]->lower[0]; i < t[0]->upper[0]; i++)
+    for (size_t j = t[0]->lower[1]; j < t[0]->upper[1]; j++)
+      cr_assert_eq(pv[i * N + j], -(double)(i * N + j) - 1);
+  OK(mmb_space_get_cache_stats(gpu, &cs));
+  cr_assert_eq(cs.refetches, 1);
+  OK(mmb_queue_destroy(NULL, &q));
+  for (size_t k = 0; k < 3; k++) OK(mmb_array_destroy(all[k]));
+  OK(mmb_interface_destroy(dev));
 }
 
 MMB_TEST(cuda, pinned_space_exists_with_a_device) {
