@@ -52,6 +52,8 @@ LIBS     := $(HWLOC_LIBS) -lpthread
 ifeq ($(CUDA),1)
   LIBFLAGS += -DMMB_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
   LIBS     += -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+  BENCH_CUDA      := -DBENCH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include   # bench-records' device part
+  BENCH_CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 
 # The CUDA parts: the cuda provider and the CUDA-stream queue backend.
@@ -241,9 +243,10 @@ $(BUILD)/bin/bench-copy: bench/copy.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
 
+# With CUDA, its device section times the kernel against cudaMemcpy itself.
 $(BUILD)/bin/bench-records: bench/records.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+	$(CC) $(BASE) -O3 -march=native $(BENCH_CUDA) $< -o $@ $(APP_LINK) $(BENCH_CUDA_LIBS)
 
 $(BUILD)/bin/bench-cache-threads: bench/cache_threads.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)

@@ -9,18 +9,29 @@
    3 floats, a char and a double (24 B with C's padding), and 6 doubles, a
    float and an int (56 B). Prints medians and worst rounds, in ms and GB/s
    of AoS bytes, and the ratios; target: mmb >= 0.8x the plain copy.
+   Where a CUDA device is found (a CUDA build), the same records on it, in
+   its conversion kernel: AoS -> SoA and back between two device arrays,
+   against cudaMemcpy of the same bytes on the device and a cudaMemcpy2D
+   per field (the hand-written way without a kernel); and pinned host AoS
+   -> device SoA and back, against cudaMemcpy of the same bytes between
+   them and a cudaMemcpy2D per field.
    Usage: bench-records [rounds] */
 #include <mmb/mmb.h>
 
 #include "bench.h"
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef BENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 enum { BYTES = 64 << 20, MAX_ROUNDS = 64 };
 
@@ -106,6 +117,176 @@ static void row(const char *what, timing *t, double bytes) {
          bytes / m * 1e-9);
 }
 
+#ifdef BENCH_HAVE_CUDA
+/* ---- on a CUDA device -------------------------------------------------------- */
+#define CUDA(call)                                                                       \
+  do {                                                                                   \
+    cudaError_t c_ = (call);                                                             \
+    if (c_ != cudaSuccess) {                                                             \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(c_)); \
+      exit(1);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+/* The hand-written way without a kernel: one strided copy per field, AoS
+   into planes packed one after the other (n elements each), or back. */
+static void memcpy2d_fields(const record_case *rc, char *aos, char *planes, size_t n, bool out,
+                            enum cudaMemcpyKind kind) {
+  for (size_t f = 0; f < rc->n_fields; f++) {
+    size_t sz = rc->fields[f].size;
+    char *rec = aos + rc->fields[f].offset;
+    if (out) CUDA(cudaMemcpy2D(planes, sz, rec, rc->size, sz, n, kind));
+    else CUDA(cudaMemcpy2D(rec, rc->size, planes, sz, sz, n, kind));
+    planes += n * sz;
+  }
+}
+
+/* The whole of an untiled array: its one tile, whose ptr and fields are
+   where its bytes are (on the device too). */
+static mmbArrayTile *whole(mmbArray *a) {
+  mmbArrayTile *t;
+  CHECK(mmb_tile_at(a, &(mmbIndex){1, {0}}, &t));
+  return t;
+}
+
+/* The device's planes of soa, each against the host's (packed). */
+static bool planes_agree(const record_case *rc, mmbArray *soa, const char *planes, size_t n) {
+  char *got = malloc(n * 8);
+  bool same = got != NULL;
+  for (size_t f = 0; same && f < rc->n_fields; f++) {
+    mmbField fl;
+    CHECK(mmb_tile_get_field(whole(soa), f, &fl));
+    size_t sz = rc->fields[f].size;
+    CUDA(cudaMemcpy2D(got, sz, fl.ptr, fl.byte_stride[0], sz, n, cudaMemcpyDeviceToHost));
+    same = !memcmp(got, planes, n * sz);
+    planes += n * sz;
+  }
+  free(got);
+  return same;
+}
+
+static void device_section(int rounds) {
+  mmbMemSpace *gpu, *pinned;
+  if (mmb_request_space(MMB_GDRAM, MMB_GPU_CUDA, NULL, &gpu) != MMB_OK) {
+    printf("on a CUDA device: none here, skipped\n");
+    return;
+  }
+  CHECK(mmb_request_space(MMB_DRAM, MMB_GPU_CUDA, NULL, &pinned));
+  mmbMemInterface *dev, *pin;
+  CHECK(mmb_request_interface(gpu, NULL, &dev));
+  CHECK(mmb_request_interface(pinned, NULL, &pin));
+  struct cudaDeviceProp prop;
+  CUDA(cudaGetDeviceProperties(&prop, 0));
+  printf("\non CUDA device 0 (%s): the conversion kernel; host arrays pinned; %d rounds, "
+         "medians (worst)\n", prop.name, rounds);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const record_case *rc = &cases[c];
+    size_t n = BYTES / rc->size, aos_bytes = n * rc->size, packed = 0;
+    for (size_t f = 0; f < rc->n_fields; f++) packed += n * rc->fields[f].size;
+    mmbLayout *la, *ls;
+    CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 1,
+                                   MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
+    CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_SOA, 1,
+                                   MMB_ROWMAJOR, (mmbLayoutPadding){0}, &ls));
+    mmbDimensions d = {1, {n}};
+    mmbArray *h_aos, *h_back, *d_aos, *d_soa;
+    CHECK(mmb_array_create(&d, la, pin, MMB_READ_WRITE, &h_aos));
+    CHECK(mmb_array_create(&d, la, pin, MMB_READ_WRITE, &h_back));
+    CHECK(mmb_array_create(&d, la, dev, MMB_READ_WRITE, &d_aos));
+    CHECK(mmb_array_create(&d, ls, dev, MMB_READ_WRITE, &d_soa));
+    mmbAllocation *raw_a, *raw_b;   /* the plain copies' bytes on the device */
+    CHECK(mmb_allocate(aos_bytes, dev, &raw_a));
+    CHECK(mmb_allocate(aos_bytes, dev, &raw_b));
+    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = malloc(packed);
+    char *da = mmb_allocation_ptr(raw_a), *db = mmb_allocation_ptr(raw_b);
+    char *d_aos_ptr = whole(d_aos)->ptr;
+    if (!planes || !a || !back || !da || !db || !d_aos_ptr) exit(1);
+    for (size_t i = 0; i < aos_bytes; i++) a[i] = (char)(i * 7 + c);
+    rc->out(a, planes, n);
+    CHECK(mmb_array_copy(d_aos, h_aos));   /* one layout: a plain copy; warm-ups below */
+    CHECK(mmb_array_copy(d_soa, d_aos));
+    CHECK(mmb_array_copy(d_aos, d_soa));
+    CHECK(mmb_array_copy(d_soa, h_aos));
+    CHECK(mmb_array_copy(h_back, d_soa));
+    CUDA(cudaMemcpy(da, a, aos_bytes, cudaMemcpyHostToDevice));
+    CUDA(cudaMemcpy(db, da, aos_bytes, cudaMemcpyDeviceToDevice));
+    memcpy2d_fields(rc, da, db, n, true, cudaMemcpyDeviceToDevice);
+    CUDA(cudaDeviceSynchronize());
+    timing t[10] = {0};
+    enum { DD_TO, DD_FROM, DD_COPY, DD_2D, HD_TO, HD_COPY, HD_2D, DH_FROM, DH_COPY, DH_2D };
+    for (int r = 0; r < rounds; r++) {
+      double t0;
+#define TIMED(slot, call)                 \
+  t0 = now();                             \
+  call;                                   \
+  CUDA(cudaDeviceSynchronize());          \
+  add(&t[slot], now() - t0)
+      TIMED(DD_TO, CHECK(mmb_array_copy(d_soa, d_aos)));
+      TIMED(DD_COPY, CUDA(cudaMemcpy(db, da, aos_bytes, cudaMemcpyDeviceToDevice)));
+      TIMED(DD_2D, memcpy2d_fields(rc, d_aos_ptr, db, n, true, cudaMemcpyDeviceToDevice));
+      TIMED(DD_FROM, CHECK(mmb_array_copy(d_aos, d_soa)));
+      TIMED(HD_TO, CHECK(mmb_array_copy(d_soa, h_aos)));
+      TIMED(HD_COPY, CUDA(cudaMemcpy(da, a, aos_bytes, cudaMemcpyHostToDevice)));
+      TIMED(HD_2D, memcpy2d_fields(rc, a, db, n, true, cudaMemcpyHostToDevice));
+      TIMED(DH_FROM, CHECK(mmb_array_copy(h_back, d_soa)));
+      TIMED(DH_COPY, CUDA(cudaMemcpy(back, da, aos_bytes, cudaMemcpyDeviceToHost)));
+      TIMED(DH_2D, memcpy2d_fields(rc, back, db, n, false, cudaMemcpyDeviceToHost));
+#undef TIMED
+    }
+    /* the conversions are exact: the device's planes are the host loop's,
+       and the AoS brought back holds the same fields */
+    CHECK(mmb_array_copy(d_soa, h_aos));
+    bool ok = planes_agree(rc, d_soa, planes, n);
+    CHECK(mmb_array_copy(d_soa, d_aos));   /* (d_aos came back from the same planes) */
+    ok = ok && planes_agree(rc, d_soa, planes, n);
+    memset(back, 0, aos_bytes);
+    CHECK(mmb_array_copy(h_back, d_soa));
+    char *planes2 = malloc(packed);
+    if (!planes2) exit(1);
+    rc->out(back, planes2, n);
+    ok = ok && !memcmp(planes, planes2, packed);
+    free(planes2);
+    if (!ok) {
+      fprintf(stderr, "bench-records: the device's conversion of %s differs from the host's\n",
+              rc->name);
+      exit(1);
+    }
+    printf("%s: %zu records of %zu B (%zu MiB)\n", rc->name, n, rc->size, aos_bytes >> 20);
+    row("mmb AoS -> SoA on device", &t[DD_TO], (double)aos_bytes);
+    row("mmb SoA -> AoS on device", &t[DD_FROM], (double)aos_bytes);
+    row("cudaMemcpy on device", &t[DD_COPY], (double)aos_bytes);
+    row("cudaMemcpy2D per field", &t[DD_2D], (double)aos_bytes);
+    row("mmb host AoS -> dev SoA", &t[HD_TO], (double)aos_bytes);
+    row("cudaMemcpy host -> dev", &t[HD_COPY], (double)aos_bytes);
+    row("cudaMemcpy2D per field", &t[HD_2D], (double)aos_bytes);
+    row("mmb dev SoA -> host AoS", &t[DH_FROM], (double)aos_bytes);
+    row("cudaMemcpy dev -> host", &t[DH_COPY], (double)aos_bytes);
+    row("cudaMemcpy2D per field", &t[DH_2D], (double)aos_bytes);
+    printf("  ratio vs cudaMemcpy: on device AoS->SoA %.2fx, SoA->AoS %.2fx; host->dev %.2fx, "
+           "dev->host %.2fx (target >= 0.8)\n",
+           median(&t[DD_COPY]) / median(&t[DD_TO]), median(&t[DD_COPY]) / median(&t[DD_FROM]),
+           median(&t[HD_COPY]) / median(&t[HD_TO]), median(&t[DH_COPY]) / median(&t[DH_FROM]));
+    printf("  ratio vs cudaMemcpy2D per field: on device %.2fx, host->dev %.2fx, "
+           "dev->host %.2fx\n", median(&t[DD_2D]) / median(&t[DD_TO]),
+           median(&t[HD_2D]) / median(&t[HD_TO]), median(&t[DH_2D]) / median(&t[DH_FROM]));
+    mmbArray *arrays[] = {h_aos, h_back, d_aos, d_soa};
+    for (size_t i = 0; i < 4; i++) CHECK(mmb_array_destroy(arrays[i]));
+    CHECK(mmb_free(raw_a));
+    CHECK(mmb_free(raw_b));
+    CHECK(mmb_layout_destroy(la));
+    CHECK(mmb_layout_destroy(ls));
+    free(planes);
+  }
+  CHECK(mmb_interface_destroy(dev));
+  CHECK(mmb_interface_destroy(pin));
+}
+#else
+static void device_section(int rounds) {
+  (void)rounds;
+  printf("on a CUDA device: built without CUDA, skipped\n");
+}
+#endif
+
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 7;
   if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 7;
@@ -186,6 +367,7 @@ int main(int argc, char **argv) {
   }
   free(src);
   free(dst);
+  device_section(rounds);
   CHECK(mmb_finalize());
   return 0;
 }
