@@ -656,7 +656,7 @@ bench-ooc: $(BUILD)/bin/ooc-gemm
 
 # Everything mmb does on a CUDA device, with one summary (scripts/gpu-check.sh):
 # without a device it says so and exits 0.
-gpu-check: all $(BUILD)/bin/cnn $(TESTS) $(CNN_TESTS) $(BUILD)/bin/bench-queue \
+gpu-check: all $(BUILD)/bin/cnn $(TESTS) $(CNN_TESTS) $(BUILD)/bin/bench-queue $(BUILD)/bin/bench-records \
            $(if $(filter 1,$(MPI)),$(BUILD)/test/mpi-tests)
 	BUILD=$(BUILD) scripts/gpu-check.sh
 

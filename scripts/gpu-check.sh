@@ -2,23 +2,31 @@
 # make gpu-check: everything mmb does on a CUDA device, in one call, with one
 # summary at the end. A GPU is rarely at hand for this project: this makes
 # the one chance count.
-#   1. the suite's CUDA tests (device memory, the CUDA-stream queue, the
-#      stream backend on a device), and the CNN's GPU test, none skipped;
+#   1. the whole suite and the CNN's tests with the device there: none
+#      fails, and none is skipped for want of a device or of CUDA (device
+#      memory, the CUDA-stream queue, record conversions in the kernel,
+#      device tiles, the CNN on the GPU; the tests that check behaviour
+#      without a device skip, as they should);
 #   2. with MPI, the MPI tests on 2 ranks (their GPU group);
 #   3. the CNN with --device gpu against the same run on the host: the same
 #      batches, the loss within 1e-3 and the accuracy within 1 point, and
 #      both rates;
 #   4. the GPU parts of the benchmarks (bench-queue: the stream backend's
-#      round trip and two-stream copies).
+#      round trip and two-stream copies; bench-records: the conversion
+#      kernel against cudaMemcpy of the same bytes).
 # Without a CUDA device it says so and exits 0. It runs binaries already
-# built (make gpu-check builds them first), so that on a machine without the
+# built (make gpu-check builds them first), each under a time limit (a hang
+# fails its step, the others still run), so that on a machine without the
 # build's dependencies the binaries and their libraries can be carried over:
 #   BUILD=build scripts/gpu-check.sh
+# GPU_CHECK_LOGS=FILE.tar.gz keeps every step's full log there (the
+# assertions of a failed test, the benchmarks' every row).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
 tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+keep="${GPU_CHECK_LOGS:-}"
+trap '[ -z "$keep" ] || tar czf "$keep" -C "$tmp" --exclude set .; rm -rf "$tmp"' EXIT
 
 info=$("$build/bin/mmb-info" --json 2>/dev/null)
 gpus=$(printf '%s' "$info" | python3 -c 'import json, sys; print(json.load(sys.stdin)["gpus"])' 2>/dev/null || echo 0)
@@ -31,26 +39,48 @@ fi
 results=()   # "name|PASS or FAIL|figures"
 record() { results+=("$1|$2|$3"); }
 
-# A Criterion run of some suites: passed when nothing failed and nothing was
-# skipped (with a device, a skip means the device path did not run).
-criterion() {   # criterion NAME BINARY FILTER
-  local name="$1" bin="$2" filter="$3" log="$tmp/$1.log"
-  "$bin" --filter "$filter" --verbose 2>&1 | tee "$log" | grep -E '^\[(FAIL|SKIP)\]' |
-    grep -v 'Test is disabled' || true
-  local synth skipped
+# A Criterion run of a whole test program: passed when nothing failed and
+# nothing was skipped for want of a device or of CUDA (with a device, such a
+# skip means the device path did not run).
+criterion() {   # criterion NAME BINARY
+  local name="$1" bin="$2" log="$tmp/$1.log"
+  timeout -k 10 180 "$bin" --jobs "$(nproc)" --timeout 120 --verbose > "$log" 2>&1
+  local rc=$? synth device_skips
+  grep -E '^\[(FAIL|SKIP)\]' "$log" | grep -v 'Test is disabled' || true
   synth=$(grep -E 'Synthesis' "$log" | tail -1 | sed 's/.*Synthesis: //')
-  skipped=$(grep '^\[SKIP\]' "$log" | grep -vc 'Test is disabled' || true)
-  if grep -q 'Failing: 0 | Crashing: 0' "$log" && [ "$skipped" -eq 0 ] && grep -q 'Tested: [1-9]' "$log"; then
+  device_skips=$(grep '^\[SKIP\]' "$log" | grep -Eic 'no CUDA device|without CUDA' || true)
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    record "$name" FAIL "no end within 180 s (a test or the runner hung); $(grep -c '^\[PASS' "$log") passed"
+  elif grep -q 'Failing: 0 | Crashing: 0' "$log" && [ "$device_skips" -eq 0 ] &&
+     grep -q 'Tested: [1-9]' "$log"; then
     record "$name" PASS "$synth"
   else
-    record "$name" FAIL "$synth; $skipped skipped"
+    record "$name" FAIL "$synth; $device_skips skipped for want of a device"
   fi
 }
 
-echo "== 1. the CUDA tests ($gpus device(s))"
-criterion "suite: cuda" "$build/test/mmb-tests" 'cuda*/*'
-criterion "suite: stream_queue" "$build/test/mmb-tests" 'stream_queue/*'
-criterion "cnn: train_gpu" "$build/test/cnn-tests" 'train_gpu/*'
+# A benchmark's GPU section, from the line that matches START on: printed,
+# and passed when the program ran to its end and printed that section; its
+# figures are the section's lines that match FIGURES, edited by the sed
+# script EDIT, on one line.
+gpu_bench() {   # gpu_bench NAME PROGRAM START FIGURES EDIT
+  local name="$1" bin="$build/bin/$2" log="$tmp/$2.log" rc
+  [ -x "$bin" ] || return 0
+  timeout 120 "$bin" > "$log" 2>&1
+  rc=$?
+  sed -n "/$3/,\$p" "$log"
+  if [ $rc -eq 0 ] && grep -q "$3" "$log"; then
+    record "$name" PASS "$(sed -n "/$3/,\$p" "$log" | grep -E "$4" | sed "$5" | paste -sd '|' |
+      sed 's/|/ ; /g')"
+  else
+    tail -3 "$log"
+    record "$name" FAIL "exit $rc"
+  fi
+}
+
+echo "== 1. the suite and the CNN's tests with the device ($gpus device(s))"
+criterion "suite" "$build/test/mmb-tests"
+criterion "cnn-tests" "$build/test/cnn-tests"
 
 if [ -x "$build/test/mpi-tests" ] && command -v mpirun >/dev/null 2>&1; then
   echo "== 2. the MPI tests on 2 ranks"
@@ -71,7 +101,7 @@ if [ ! -f "$data/train-images-idx3-ubyte" ] && [ ! -f "$data/train-images-idx3-u
 fi
 cnn=(--data "$data" --net wide --batch 64 --max-batches 100 --test-limit 1000 --json)
 for device in cpu gpu; do
-  "$build/bin/cnn" "${cnn[@]}" --device "$device" > "$tmp/cnn-$device.out" 2> "$tmp/cnn-$device.err"
+  timeout 120 "$build/bin/cnn" "${cnn[@]}" --device "$device" > "$tmp/cnn-$device.out" 2> "$tmp/cnn-$device.err"
   echo "   --device $device: exit $?"
 done
 if cnn_figures=$(python3 - "$tmp/cnn-cpu.out" "$tmp/cnn-gpu.out" 2>&1 <<'PY'
@@ -94,17 +124,10 @@ else
 fi
 
 echo "== 4. the GPU benchmarks"
-if [ -x "$build/bin/bench-queue" ]; then
-  "$build/bin/bench-queue" > "$tmp/bench-queue.log" 2>&1
-  rc=$?
-  sed -n '/^4\. CUDA-stream/,$p' "$tmp/bench-queue.log"
-  if [ $rc -eq 0 ] && grep -q '^4\. CUDA-stream backend$' "$tmp/bench-queue.log"; then
-    record "bench-queue: CUDA streams" PASS "$(sed -n '/^4\. CUDA-stream/,$p' "$tmp/bench-queue.log" |
-      grep -E 'round trip|two streams' | sed 's/^ *//' | tr '\n' ' ')"
-  else
-    record "bench-queue: CUDA streams" FAIL "exit $rc"
-  fi
-fi
+gpu_bench "bench-queue: CUDA streams" bench-queue '^4\. CUDA-stream backend$' \
+  'round trip|two streams' 's/^ *//'
+gpu_bench "bench-records: the kernel" bench-records '^on CUDA device' 'ratio vs cudaMemcpy:' \
+  's/.*cudaMemcpy: //; s/ (target.*//'
 
 echo
 echo "gpu-check summary ($gpus CUDA device(s); $(printf '%s' "$info" | python3 -c 'import json, sys; print(", ".join(s["name"] for s in json.load(sys.stdin)["spaces"] if s["layer"] == "GDRAM"))' 2>/dev/null)):"
