@@ -151,7 +151,7 @@ static mmbArrayTile *whole(mmbArray *a) {
 
 /* The device's planes of soa, each against the host's (packed). */
 static bool planes_agree(const record_case *rc, mmbArray *soa, const char *planes, size_t n) {
-  char *got = malloc(n * 8);
+  char *got = malloc(n * rc->size);   /* (room for the widest field: a record holds it) */
   bool same = got != NULL;
   for (size_t f = 0; same && f < rc->n_fields; f++) {
     mmbField fl;
