@@ -584,8 +584,10 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
    registers (where the CPU has it; the other fields of the record field by
    field): tables of up to 16 steps from registers, records of up to 16
    words with longer ones by a transposition, others step by step; and
-   large conversions stream their blocks: all of them, with
-   ragged tails, checked for each shape, streaming forced on and off.
+   large conversions stream their blocks, from the registers where whole
+   cache lines come out of them (planes that start on one: 16 x 64
+   elements): all of them, with ragged tails, checked for each shape,
+   streaming forced on and off.
    Streamed blocks write the gaps between the fields of AoS records zero
    (gaps_zero; elsewhere they are undefined). */
 static void word_records_round_trip(bool gaps_zero) {
@@ -609,10 +611,11 @@ static void word_records_round_trip(bool gaps_zero) {
   static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
-    mmbDimensions one = {1, {16 * 70 + 5}}, two = dims2(37, 41);
-    for (int rank = 1; rank <= 2; rank++) {
-      mmbDimensions *d = rank == 1 ? &one : &two;
-      size_t n = rank == 1 ? one.d[0] : two.d[0] * two.d[1];
+    mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};
+    for (size_t v = 0; v < 3; v++) {
+      mmbDimensions *d = &shapes_of[v];
+      int rank = (int)d->size;
+      size_t n = rank == 1 ? d->d[0] : d->d[0] * d->d[1];
       mmbLayout *la, *ls;
       OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, (size_t)rank,
                                   MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
