@@ -701,7 +701,7 @@ MMB_TEST(record, threads_share_a_records_tables) {
   static const mmbRecordField wide[] = {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24},
                                         {"vy", 8, 32}, {"vz", 8, 40}, {"m", 4, 48},
                                         {"id", 4, 52}};
-  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE);
   converter c[4];
   pthread_t th[4];
   for (unsigned i = 0; i < 4; i++) {
