@@ -137,11 +137,28 @@ static bool word_field(const mmb__fieldset *r, size_t f) {
   return r->size[f] % 4 == 0 && r->offset[f] % 4 == 0;
 }
 
+/* Into AoS, a field of 1 or 2 bytes alone in its word (a particle's char
+   flag before its padding) goes through the registers too: its plane's 16
+   elements widened to a word each, in place (a vector like a 4-byte
+   field's), the word's other bytes zero. */
+static bool lone_field(const mmb__fieldset *r, size_t f) {
+  size_t at = r->offset[f] / 4;
+  if ((r->size[f] != 1 && r->size[f] != 2) || r->offset[f] % 4 + r->size[f] > 4) return false;
+  for (size_t g = 0; g < r->n; g++)
+    if (g != f && r->offset[g] < 4 * at + 4 && r->offset[g] + r->size[g] > 4 * at) return false;
+  return true;
+}
+
+/* The words a moved field takes in a record and its vectors. */
+static size_t field_words(const mmb__fieldset *r, size_t f) {
+  return r->size[f] < 4 ? 1 : r->size[f] / 4;
+}
+
 /* Tables of up to SMALL_STEPS steps run from registers (shuffle_small_S).
    Records of up to 16 words whose moved fields are of one or two words
    (floats, ints, doubles: a particle's x, y, z, vx, vy, vz, mass, id)
    convert by a transposition where their table is longer (transpose_blocks). */
-#define SMALL_STEPS 16
+#define SMALL_STEPS 24
 static bool transposes(const mmb__fieldset *r, unsigned fields) {
   if (r->record_size % 4 || r->record_size > 64) return false;
   for (size_t f = 0; f < r->n; f++)
@@ -154,10 +171,10 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
   unsigned fields = 0;
   for (size_t f = 0; f < r->n; f++)
-    if (word_field(r, f)) {
+    if (word_field(r, f) || (!to_soa && lone_field(r, f))) {
       fields |= 1u << f;
       before[f] = p;   /* words of the moved fields before f */
-      p += r->size[f] / 4;
+      p += field_words(r, f);
     }
   if (!fields) return NULL;
   int map[MAX_VECTORS * 16] = {0};   /* (every entry read is set below) */
@@ -175,7 +192,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
       size_t rec = q / w, c = q % w;
       map[q] = -1;
       for (size_t f = 0; f < r->n; f++) {
-        size_t sf = r->size[f] / 4, at = r->offset[f] / 4;
+        size_t sf = field_words(r, f), at = r->offset[f] / 4;
         if ((fields >> f & 1) && c >= at && c < at + sf)
           map[q] = (int)(before[f] * 16 + rec * sf + c - at);
       }
@@ -220,8 +237,10 @@ typedef struct blocks {
   size_t rec_step;
   char *fld[MAX_VECTORS];
   size_t fld_step[MAX_VECTORS], n_fld;
+  uint8_t narrow[MAX_VECTORS];   /* into AoS: 1 or 2, a lone field's bytes (else 0) */
+  uint8_t shift[MAX_VECTORS];    /* and their bits' place in the word */
   bool to_soa;
-  bool nt;   /* into SoA: the planes are 64-byte aligned, stored past the cache */
+  bool nt;   /* outputs on whole cache lines, stored past the cache */
 } blocks;
 
 /* Output vector o's place in block 0, and its step from block to block. */
@@ -236,12 +255,23 @@ __attribute__((target("avx512f"))) static inline void put(const blocks *bl, char
   else _mm512_storeu_si512(p, v);
 }
 
+/* Field vector k of block b (into AoS): a lone field's widened. */
+__attribute__((target("avx512f"))) static inline __m512i field_in(const blocks *bl, size_t k,
+                                                                  size_t b) {
+  const char *p = bl->fld[k] + b * bl->fld_step[k];
+  __m128i at = _mm_cvtsi32_si128(bl->shift[k]);
+  if (bl->narrow[k] == 1)
+    return _mm512_sll_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const void *)p)), at);
+  if (bl->narrow[k] == 2)
+    return _mm512_sll_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)p)), at);
+  return _mm512_loadu_si512(p);
+}
+
 /* Block b's input vectors, one after the other. */
 __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl, size_t b,
                                                                char *staged) {
   if (bl->to_soa) return bl->aos + b * bl->rec_step;
-  for (size_t v = 0; v < bl->n_fld; v++)
-    _mm512_store_si512(staged + 64 * v, _mm512_loadu_si512(bl->fld[v] + b * bl->fld_step[v]));
+  for (size_t v = 0; v < bl->n_fld; v++) _mm512_store_si512(staged + 64 * v, field_in(bl, v, b));
   return staged;
 }
 
@@ -272,7 +302,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
     for (size_t b = 0; b < n_blocks; b++) {                                                   \
       const char *from = block_in(bl, b, staged);                                             \
       __m512i acc = _mm512_setzero_si512();                                                   \
-      _Pragma("GCC unroll 16") for (int q = 0; q < S; q++) {                                  \
+      _Pragma("GCC unroll 24") for (int q = 0; q < S; q++) {                                  \
         __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
         __m512i t = single[q] ? _mm512_permutexvar_epi32(idx[q], lo)                          \
                               : _mm512_permutex2var_epi32(lo, idx[q],                         \
@@ -302,6 +332,14 @@ SHUFFLE_SMALL(13)
 SHUFFLE_SMALL(14)
 SHUFFLE_SMALL(15)
 SHUFFLE_SMALL(16)
+SHUFFLE_SMALL(17)
+SHUFFLE_SMALL(18)
+SHUFFLE_SMALL(19)
+SHUFFLE_SMALL(20)
+SHUFFLE_SMALL(21)
+SHUFFLE_SMALL(22)
+SHUFFLE_SMALL(23)
+SHUFFLE_SMALL(24)
 
 /* Larger tables (records of many words, or of wide fields) step by step
    from the table, with no branch in the loop over the steps: a lone last
@@ -385,7 +423,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
   size_t rs = r->record_size;
   size_t words_of = rs / 4, covered = 0;
   bool pack = !bl->to_soa && bl->nt && sh->pack;
-  for (size_t f = 0; f < r->n; f++) covered += (sh->fields >> f & 1) ? r->size[f] : 0;
+  for (size_t f = 0; f < r->n; f++) covered += (sh->fields >> f & 1) ? 4 * field_words(r, f) : 0;
   bool gaps = covered < rs;
   for (size_t b = 0; b < n_blocks; b++) {
     char *aos = bl->aos + b * bl->rec_step;
@@ -409,7 +447,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
       size_t w = r->offset[f] / 4;
       char *p = bl->fld[k] + b * bl->fld_step[k];
       if (r->size[f] == 4 && bl->to_soa) put(bl, p, v[w]);
-      else if (r->size[f] == 4) v[w] = _mm512_loadu_si512(p);
+      else if (r->size[f] <= 4) v[w] = field_in(bl, k, b);
       else if (bl->to_soa) {
         put(bl, p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
         put(bl, p + 64, _mm512_permutex2var_epi32(v[w], hi, v[w + 1]));
@@ -418,7 +456,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
         v[w] = _mm512_permutex2var_epi32(a, even, c);
         v[w + 1] = _mm512_permutex2var_epi32(a, odd, c);
       }
-      k += r->size[f] / 4;
+      k += field_words(r, f);
     }
     if (bl->to_soa) continue;
     transpose16(v);
@@ -447,7 +485,8 @@ static const small_fn small_kernels[SMALL_STEPS + 1] = {
   NULL, shuffle_small_1, shuffle_small_2, shuffle_small_3, shuffle_small_4,
   shuffle_small_5, shuffle_small_6, shuffle_small_7, shuffle_small_8, shuffle_small_9,
   shuffle_small_10, shuffle_small_11, shuffle_small_12, shuffle_small_13, shuffle_small_14,
-  shuffle_small_15, shuffle_small_16};
+  shuffle_small_15, shuffle_small_16, shuffle_small_17, shuffle_small_18, shuffle_small_19,
+  shuffle_small_20, shuffle_small_21, shuffle_small_22, shuffle_small_23, shuffle_small_24};
 
 /* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
    run[f]: small tables from registers, larger ones by a transposition
@@ -456,9 +495,11 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
                            char *const *run, size_t n, bool nt) {
   blocks bl = {.aos = aos, .rec_step = 16 * r->record_size, .to_soa = to_soa, .nt = nt};
   for (size_t f = 0; f < r->n; f++)
-    for (size_t t = 0; (sh->fields >> f & 1) && t < r->size[f] / 4; t++, bl.n_fld++) {
+    for (size_t t = 0; (sh->fields >> f & 1) && t < field_words(r, f); t++, bl.n_fld++) {
       bl.fld[bl.n_fld] = run[f] + 64 * t;
       bl.fld_step[bl.n_fld] = 16 * r->size[f];
+      bl.narrow[bl.n_fld] = r->size[f] < 4 ? (uint8_t)r->size[f] : 0;
+      bl.shift[bl.n_fld] = (uint8_t)(8 * (r->offset[f] % 4));
     }
   if (sh->transpose) transpose_blocks(r, sh, &bl, n / 16);
   else (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
