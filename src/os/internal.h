@@ -41,7 +41,9 @@ size_t mmb__os_physical_memory(void);
 /* Binds a thread to the CPUs of NUMA node numa_os (OS index); best effort. */
 void mmb__os_bind_thread(pthread_t thread, int numa_os);
 /* Bytes of the last-level data cache the first core uses, as hwloc reads it
-   (sysfs, not the CPUID leaf a VM may inflate); 0 unknown. */
+   (sysfs, not the CPUID leaf a VM may inflate), at most 16 MiB for each PU
+   sharing it (a VM's PUs share the whole chip's with other tenants); 0
+   unknown. */
 size_t mmb__os_llc_bytes(void);
 
 /* size bytes (whole pages) at a power-of-two alignment, mapped read-write:

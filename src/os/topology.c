@@ -89,6 +89,13 @@ bool mmb__os_numa_node(int i, mmb__numa_node *out) {
   return true;
 }
 
+/* No CPU has more than about 12 MiB of last-level cache a core (AMD's
+   3D V-Cache parts); more per PU is a virtual machine's view of the whole
+   chip's cache, which other tenants share: an Intel Xeon VM of 2 vCPUs
+   sees the chip's 260 MiB, and there a copy of 16 MiB into memory that is
+   not cached already runs at 0.7x of one with streaming stores. */
+#define LLC_PER_PU ((size_t)16 << 20)
+
 size_t mmb__os_physical_memory(void) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
@@ -96,12 +103,17 @@ size_t mmb__os_physical_memory(void) {
 
 size_t mmb__os_llc_bytes(void) {
   if (!topology) return 0;
-  /* the largest data cache above the first core: the one a copy's bytes pass through */
+  /* the largest data cache above the first core: the one a copy's bytes
+     pass through, counted at most LLC_PER_PU for each PU that shares it */
   hwloc_obj_t pu = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, 0);
   size_t best = 0;
   for (hwloc_obj_t o = pu; o; o = o->parent)
-    if (hwloc_obj_type_is_dcache(o->type) && o->attr && o->attr->cache.size > best)
-      best = (size_t)o->attr->cache.size;
+    if (hwloc_obj_type_is_dcache(o->type) && o->attr && o->attr->cache.size > 0) {
+      int pus = o->cpuset ? hwloc_bitmap_weight(o->cpuset) : 1;
+      size_t cap = LLC_PER_PU * (size_t)(pus > 0 ? pus : 1);
+      if (mmb__min((size_t)o->attr->cache.size, cap) > best)
+        best = mmb__min((size_t)o->attr->cache.size, cap);
+    }
   return best;
 }
 

@@ -4,8 +4,9 @@
 
    Two choices are made per copy, from its total size:
    - Stores. A copy larger than half the last-level cache (hwloc's size of
-     the cache the first core uses, not the CPUID leaf a VM inflates; or
-     MMB_COPY_NT_BYTES) cannot leave its destination in cache, so it writes
+     the cache the first core uses, not the CPUID leaf a VM inflates, at
+     most 16 MiB for each PU sharing it; or MMB_COPY_NT_BYTES) cannot
+     leave its destination in cache, so it writes
      with non-temporal stores (AVX-512 or AVX2, chosen at init): no
      read-for-ownership of every destination line, about a third less
      traffic. Smaller copies use memcpy, whose cached stores serve a reader
