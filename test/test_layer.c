@@ -148,6 +148,13 @@ MMB_TEST(layer, device_only_layers_take_only_the_users_providers) {
   cr_assert(info.providers == 0 && info.default_provider == MMB_PROVIDER_DEFAULT);
   mmbMemInterface *iface;
   cr_assert_eq(mmb_request_interface(s, NULL, &iface), MMB_INVALID_ARG, "no default provider");
+  mmbArrayTile *early, *none;   /* nor a way to put a tile there */
+  mmbArray *e = test_array(test_interface(MMB_PROVIDER_SYSTEM, 0), &(mmbDimensions){1, {4}},
+                           MMB_ROWMAJOR, 0);
+  OK(mmb_array_tile(e, &(mmbDimensions){1, {4}}));
+  OK(mmb_tile_at(e, &(mmbIndex){1, {0}}, &early));
+  cr_assert_eq(mmb_tile_duplicate(early, s, MMB_READ, NULL, &none), MMB_INVALID_ARG);
+  OK(mmb_array_destroy(e));
   cr_assert_eq(mmb_request_interface(s, &(mmbMemInterfaceConfig){.provider = MMB_PROVIDER_SYSTEM},
                                      &iface),
                MMB_UNSUPPORTED);
@@ -163,6 +170,29 @@ MMB_TEST(layer, device_only_layers_take_only_the_users_providers) {
   cr_assert_null(mmb_array_ptr(on), "not host accessible");
   OK(mmb_array_merge(on, MMB_MERGE_OVERWRITE));
   assert_array_filled(a, 6);
+  /* that provider is the layer's default now: tiles go to the space by
+     the space alone, and come back */
+  OK(mmb_space_get_info(s, &info));
+  cr_assert_eq(info.default_provider, dev);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {8, 8}}));
+  mmbArrayTile *t, *dup;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {1, 0}}, &t));
+  OK(mmb_tile_duplicate(t, s, MMB_READ_WRITE, NULL, &dup));
+  fill_array(a, 0);
+  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
+  size_t idx[2] = {0, 0}, lo[2] = {0, 0}, hi[2] = {16, 16};
+  do {
+    double want = value_at(idx, 2, idx[0] >= 8 && idx[1] < 8 ? 6 : 0);
+    cr_assert_eq(*array_at(a, idx), want, "(%zu, %zu)", idx[0], idx[1]);
+  } while (index_next(idx, lo, hi, 2));
+  mmbArrayTile *local;   /* and the space's tile cache holds it */
+  OK(mmb_tile_acquire(t, s, MMB_READ, &local));
+  cr_assert_neq(local, t);
+  OK(mmb_tile_release(local));
+  mmbCacheStats st;
+  OK(mmb_space_get_cache_stats(s, &st));
+  cr_assert_eq(st.misses, 1);
+  OK(mmb_array_evict(a, s));
   OK(mmb_array_destroy(a));
   OK(mmb_interface_destroy(iface));
 }

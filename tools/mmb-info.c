@@ -74,7 +74,8 @@ static void print_text(size_t n, const mmbSpaceInfo *info, mmbMemSpace *const *s
     human(s->limit, lim, sizeof lim);
     attribute(s->bandwidth, "MiB/s", bw, sizeof bw);
     attribute(s->latency, "ns", lat, sizeof lat);
-    providers(s->providers & ~(1u << s->default_provider), prov, sizeof prov);
+    unsigned others = s->default_provider < 32 ? ~(1u << s->default_provider) : ~0u;
+    providers(s->providers & others, prov, sizeof prov);
     if (s->numa_node >= 0) snprintf(numa, sizeof numa, "%d", s->numa_node);
     if (s->device >= 0) snprintf(gpu, sizeof gpu, "%d", s->device);
     printf("%-3zu %-24s %-7s %-9s %-5s %-4s %-11s %-11s %-12s %-8s %s%s%s\n", i, s->name,

@@ -233,7 +233,8 @@ typedef struct mmbLayerProperties {
                                      backing space's */
   unsigned long long latency;   /**< ns, likewise */
   bool device_only;             /**< not host accessible: only providers of the user's
-                                     (mmb_provider_register, serving every layer) serve it */
+                                     (mmb_provider_register, serving every layer) serve it;
+                                     the first registered is its default provider */
 } mmbLayerProperties;
 
 /**

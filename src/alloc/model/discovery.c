@@ -27,7 +27,7 @@ static int classify_by_name(const mmb__numa_node *node) {
 
 static unsigned providers_serving(const mmbSpaceInfo *info) {
   unsigned providers = 0;
-  mmbMemSpace probe = {.info = *info};
+  mmbMemSpace probe = {.info = *info, .served_as = mmb__layer_served_as(info->layer)};
   for (int t = MMB_PROVIDER_SYSTEM; t <= MMB_PROVIDER_FILE; t++) {
     const mmbProviderOps *ops = mmb__provider_lookup((mmbProviderType)t);
     if (ops && mmb__provider_serves(ops, (mmbProviderType)t, &probe)) providers |= 1u << t;

@@ -30,6 +30,7 @@ typedef struct mmb__space_counters {
 
 struct mmbMemSpace {
   mmbSpaceInfo info;        /* info.limit is recomputed by mmb__space_limit */
+  int served_as;            /* the layer whose providers serve it (mmb__layer_served_as) */
   size_t own_limit;         /* SIZE_MAX: none of its own */
   mmbMemSpace *parent;      /* the budget it draws on; NULL for a layer root */
   mmb__space_counters c;
@@ -109,6 +110,10 @@ typedef struct mmb__provider {
 void mmb__provider_install(mmbProviderType type, const mmbProviderOps *ops);
 const mmbProviderOps *mmb__provider_lookup(mmbProviderType type);
 bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type, const mmbMemSpace *space);
+/* A space's default provider: its own, or for a device-only layer's (none
+   of its own) the first provider of the user's that serves it;
+   MMB_PROVIDER_DEFAULT while there is none. */
+mmbProviderType mmb__provider_default(const mmbMemSpace *space);
 /* Forgets every provider, built-in and registered (finalize). */
 void mmb__providers_finalize(void);
 /* Makes the discovered spaces: hwloc's NUMA nodes, CUDA's devices (discovery.c). */

@@ -24,10 +24,20 @@ const mmbProviderOps *mmb__provider_lookup(mmbProviderType type) {
 /* Built-in providers know their layers; pinned and cuda also need a device. */
 bool mmb__provider_serves(const mmbProviderOps *ops, mmbProviderType type,
                           const mmbMemSpace *space) {
-  int as = mmb__layer_served_as(space->info.layer);   /* a user layer: its backing's */
+  int as = space->served_as;   /* a user layer: its backing's */
   if (ops->layers && (as < 0 || !(ops->layers & (1u << as)))) return false;
   if (type == MMB_PROVIDER_SYSTEM) return space->info.context == MMB_CPU;
   return true;
+}
+
+mmbProviderType mmb__provider_default(const mmbMemSpace *space) {
+  if (space->info.default_provider != MMB_PROVIDER_DEFAULT) return space->info.default_provider;
+  unsigned n = atomic_load(&n_user);
+  for (unsigned i = 0; i < n; i++) {
+    mmbProviderType type = (mmbProviderType)(MMB_PROVIDER_USER + i);
+    if (mmb__provider_serves(atomic_load(&user[i]), type, space)) return type;
+  }
+  return MMB_PROVIDER_DEFAULT;
 }
 
 const char *mmb_provider_name(mmbProviderType type) {

@@ -157,6 +157,7 @@ mmbError mmb__space_add(const mmbSpaceInfo *info, mmbMemSpace *parent, mmbMemSpa
   if (!s) return MMB_OUT_OF_MEMORY;
   s->info = *info;
   s->info.discovered = true;
+  s->served_as = mmb__layer_served_as(info->layer);
   s->own_limit = SIZE_MAX;
   s->parent = parent ? parent : &layer_roots[info->layer];
   int index = 0;
@@ -350,6 +351,7 @@ static mmbError new_space(const char *func, mmbMemLayer layer, mmbExecutionConte
   mmbMemSpace *s = mmb__object_new(MMB__KIND_SPACE, sizeof *s);
   if (!s) return MMB_OUT_OF_MEMORY;
   s->info = base->info;
+  s->served_as = base->served_as;
   s->info.discovered = false;
   s->info.capacity = base->info.capacity;
   s->own_limit = cfg->size_limit ? cfg->size_limit : SIZE_MAX;
@@ -526,6 +528,7 @@ mmbError mmb_space_get_info(const mmbMemSpace *space, mmbSpaceInfo *out_info) {
   MMB__ARG(!out_info, __func__, "out_info is NULL");
   *out_info = space->info;   /* info.providers: found at discovery */
   out_info->limit = mmb__space_limit(space);
+  out_info->default_provider = mmb__provider_default(space);
   return MMB_OK;
 }
 

@@ -14,10 +14,11 @@ static mmbError resolve_strategy(mmbStrategyType type, const mmb__strategy_ops *
 
 static mmbError resolve_provider(mmbMemSpace *space, mmbProviderType type,
                                  mmbMemInterface *iface) {
-  if (type == MMB_PROVIDER_DEFAULT) type = space->info.default_provider;
+  if (type == MMB_PROVIDER_DEFAULT) type = mmb__provider_default(space);
   if (type == MMB_PROVIDER_DEFAULT)
     return mmb__fail(MMB_INVALID_ARG, "mmb_request_interface", "space %s has no default "
-                     "provider (a device-only layer): name one of yours", space->info.name);
+                     "provider (a device-only layer): register one of yours that serves it",
+                     space->info.name);
   const mmbProviderOps *ops = mmb__provider_lookup(type);
   if (!ops)
     return mmb__fail(type == MMB_PROVIDER_CUDA ? MMB_UNAVAILABLE : MMB_INVALID_ARG,
