@@ -422,6 +422,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
   const __mmask16 words = (__mmask16)((1u << (r->record_size / 4)) - 1);
   size_t rs = r->record_size;
   size_t words_of = rs / 4, covered = 0;
+  if (!words_of) return;   /* (records of a word or more: record_shuffle) */
   bool pack = !bl->to_soa && bl->nt && sh->pack;
   for (size_t f = 0; f < r->n; f++) covered += (sh->fields >> f & 1) ? 4 * field_words(r, f) : 0;
   bool gaps = covered < rs;
@@ -442,7 +443,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
     for (size_t k = 0; !bl->to_soa && k < bl->n_fld; k++)   /* (see AHEAD) */
       _mm_prefetch((const char *)((uintptr_t)bl->fld[k] + (b + AHEAD) * bl->fld_step[k]),
                    _MM_HINT_T0);
-    for (size_t f = 0, k = 0; f < r->n; f++) {   /* k: the field's first plane vector */
+    for (size_t f = 0, k = 0; f < r->n && k < bl->n_fld; f++) {   /* k: its first plane vector */
       if (!(sh->fields >> f & 1)) continue;
       size_t w = r->offset[f] / 4;
       char *p = bl->fld[k] + b * bl->fld_step[k];
