@@ -360,9 +360,13 @@ $(BUILD)/test/mpi-tests: test/mpi/test_mpi.c $(MPI_LIBS)
 	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) -lpthread
 # ScaLAPACK's PDGEMM on block-cyclic mmb arrays (examples/scalapack/pgemm.c),
 # and mmb/cyclic.h's mapping against ScaLAPACK's own (test/scalapack/).
-$(BUILD)/bin/pgemm: examples/scalapack/pgemm.c include/mmb/cyclic.h $(MPI_LIBS) | $(DEPS_EXAMPLES)
+# (It starts again with the best OpenBLAS kernel the CPU allows: examples/cnn/blas.c.)
+$(BUILD)/bin/pgemm: examples/scalapack/pgemm.c examples/cnn/blas.c include/mmb/cyclic.h $(MPI_LIBS) \
+                    | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
-	$(MPICC) $(BASE) $< -o $@ $(MPI_LINK) $(SCALAPACK_LIB) -lm
+	$(MPICC) $(BASE) $(shell pkg-config --cflags openblas 2>/dev/null) -Iexamples/cnn $< \
+	  examples/cnn/blas.c -o $@ $(MPI_LINK) $(SCALAPACK_LIB) \
+	  $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
 $(BUILD)/test/scalapack-mapping: test/scalapack/mapping.c include/mmb/cyclic.h | $(DEPS_TEST)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) $< -o $@ $(SAN) $(SCALAPACK_LIB)
@@ -606,7 +610,7 @@ $(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(shell pkg-config --cflags op
   $(CNN_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1)
 $(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
   $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include)) \
-  $(if $(filter examples/ooc_gemm/%,$<),-Iexamples/cnn)
+  $(if $(filter examples/ooc_gemm/% examples/scalapack/%,$<),-Iexamples/cnn)
 $(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % | $(ANALYZE_DEPS)
 	@mkdir -p $(@D)
 	$(ANALYZE_CC) $(ANALYZE_BASE) $(ANALYZE_MORE) $(ANALYZE_MPI) -MMD -MP -MF $(@:.ok=.d) -MT $@ \

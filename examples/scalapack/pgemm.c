@@ -15,6 +15,8 @@
 #include <mmb/mmb.h>
 #include <mmb/mpi.h>
 
+#include "blas.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +142,7 @@ static mmbError local_part(const mmbBlockCyclic *bc, mmbMemInterface *iface, int
 }
 
 int main(int argc, char **argv) {
+  cnn_blas_start(argc, argv);   /* may start again with a better OpenBLAS kernel */
   MPI_Init(&argc, &argv);
   int rank, ranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -151,6 +154,11 @@ int main(int argc, char **argv) {
   if (status || mmb_init(NULL) != MMB_OK) {
     MPI_Finalize();
     return status ? status : 1;
+  }
+  cnn_blas blas = {0};   /* the kernel PDGEMM's BLAS runs, checked on rank 0 */
+  if (rank == 0 && !cnn_blas_measure(&blas)) {
+    fprintf(stderr, "pgemm: %s\n", blas.note);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   Cblacs_get(-1, 0, &ctxt);
   Cblacs_gridinit(&ctxt, "Row", p, q);
@@ -198,14 +206,16 @@ int main(int argc, char **argv) {
   double bound = 4.0 * (double)c.n * 0x1.0p-53;   /* n terms' rounding, with room */
   double gflops = 2.0 * (double)c.n * (double)c.n * (double)c.n / seconds * 1e-9;
   if (rank == 0) {
+    printf("pgemm: OpenBLAS kernel %s (%s)\n", blas.kernel, blas.note);
     printf("pgemm: C = A B, n %zu in blocks of %zu over %d x %d ranks (%s): %.3f s, %.2f GFLOP/s, "
            "max relative error %.2e on %zu samples a rank (bound %.1e)\n", c.n, c.block, p, q,
            c.storage ? "local parts on the storage tier" : "local parts in DRAM", seconds, gflops,
            max_err, c.samples, bound);
     if (c.json)
       printf("{\"ranks\": %d, \"grid\": [%d, %d], \"n\": %zu, \"block\": %zu, \"capacity\": \"%s\", "
-             "\"seconds\": %.6f, \"gflops\": %.3f, \"max_rel_error\": %.3e}\n", ranks, p, q, c.n,
-             c.block, c.storage ? "storage" : "dram", seconds, gflops, max_err);
+             "\"seconds\": %.6f, \"gflops\": %.3f, \"max_rel_error\": %.3e, \"blas_kernel\": \"%s\"}\n",
+             ranks, p, q, c.n, c.block, c.storage ? "storage" : "dram", seconds, gflops, max_err,
+             blas.kernel);
   }
   if (!status && !(max_err <= bound)) status = 1;
   mmbArray *arrays[3] = {a.array, b.array, cm.array};
