@@ -9,7 +9,7 @@
      the activations and each batch's input.
    - auto (the default on a CPU with one rank): every parameter stays home
      and a walk acquires each tile in the parameters' space from mmb's tile
-     cache, with the next one advised WILLNEED, and releases it after: the
+     cache, with the next two it lacks advised WILLNEED, and releases it after: the
      cache, with the budget as its budget, decides what stays and writes
      dirty tiles home when they go.
    - When every parameter array fits the budget, each is migrated to the
@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct cnn_param {
   char name[32];
@@ -125,6 +126,8 @@ typedef struct cnn_tiles {
   mmbArray *arrays[3];
   mmbAccessType access[3];
   size_t index, count;
+  size_t advised[3];              /* the furthest position advised WILLNEED, per array */
+  uint64_t fetching[3];           /* those ahead whose hint started a fetch (bit pos % 64) */
   bool reverse;                   /* last to first (every walk but forward) */
   mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
   size_t r0, r1;                  /* their rows */

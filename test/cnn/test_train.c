@@ -280,6 +280,43 @@ MMB_TEST(train, walks_turn_back_in_every_plan) {
   walks_turn_back(CNN_PLAN_RESIDENT, (size_t)64 << 20);
 }
 
+/* The auto plan's hints look past the tiles the cache holds: a backward
+   walk that starts on the tiles forward left cached has the first one it
+   lacks fetched at once, and the one after, while it computes on those
+   (advising only the next two, which are cached, fetched nothing until the
+   walk got there). */
+MMB_TEST(train, a_walk_fetches_the_first_tile_the_cache_lacks) {
+  char err[256] = "";
+  cnn_plan plan = test_plan_mode((size_t)1 << 20, CNN_PLAN_AUTO);
+  cnn_param p[2];
+  unsigned long long state = 3;
+  size_t tile = 64 * 288 * sizeof(float);
+  OK(cnn_param_create(&p[0], "a", 1024, 288, 0.1f, tile, false, &state, plan.capacity_iface));
+  OK(cnn_param_create(&p[1], "b", 128, 288, 0.1f, tile, false, &state, plan.capacity_iface));
+  cr_assert_eq(cnn_plan_place(&plan, p, 2, err, sizeof err), MMB_OK, "%s", err);
+  /* seven tiles: forward over a (16 tiles) then b (2) leaves a's last five */
+  OK(mmb_space_set_cache(plan.params_space,
+                         &(mmbCacheConfig){.budget_bytes = 7 * tile, .clean_share = 0.5}));
+  size_t rows[64];
+  cr_assert_eq(walk_rows(&plan, &p[0], CNN_WALK_VALUES, rows), 16);
+  cr_assert_eq(walk_rows(&plan, &p[1], CNN_WALK_VALUES, rows), 2);
+  mmbCacheStats before, after;
+  OK(mmb_space_get_cache_stats(plan.params_space, &before));
+  cnn_tiles t;
+  OK(cnn_tiles_begin(&plan, &p[0], CNN_WALK_BACKWARD, &t));
+  OK(mmb_space_get_cache_stats(plan.params_space, &after));
+  zero_grad(&t, &p[0]);
+  OK(cnn_tiles_end(&t));
+  cr_assert_eq(after.hits, before.hits + 1, "backward's first tile is cached");
+  cr_assert_eq(after.fetched_bytes - before.fetched_bytes, 2 * tile,
+               "%llu bytes fetched as the walk began: a's tiles 10 and 9, five and six ahead",
+               (unsigned long long)(after.fetched_bytes - before.fetched_bytes));
+  OK(cnn_plan_unplace(&plan, p, 2));
+  cnn_param_destroy(&p[0]);
+  cnn_param_destroy(&p[1]);
+  OK(cnn_plan_destroy(&plan));
+}
+
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
    the margin is for the C library's own bookkeeping). */
