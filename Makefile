@@ -184,9 +184,12 @@ endif
 CNN_FLAGS_FILE := $(BUILD)/.cnn-flags
 $(shell mkdir -p $(BUILD) && (echo '$(CNN_CC) $(CNN_MPI)' | cmp -s - $(CNN_FLAGS_FILE) || \
   echo '$(CNN_CC) $(CNN_MPI)' > $(CNN_FLAGS_FILE)))
-# (= not :=: pkg-config is asked when a recipe runs, after install-deps.sh)
-CNN_FLAGS  = $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $(CNN_MPI)
-CNN_LIBS   = $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
+# OpenBLAS, for every program that calls it (= not :=: pkg-config is asked
+# when a recipe runs, after install-deps.sh)
+OPENBLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
+OPENBLAS_LIBS   = $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CNN_FLAGS  = $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) $(CNN_MPI)
+CNN_LIBS   = $(OPENBLAS_LIBS) -lm
 NVCC      := $(CUDA_HOME)/bin/nvcc
 ifeq ($(CUDA),1)
   CNN_FLAGS += -DCNN_HAVE_CUDA=1
@@ -220,9 +223,9 @@ $(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED) $(if $(C
 # its kernel chosen and measured as the CNN's (examples/cnn/blas.c).
 $(BUILD)/bin/ooc-gemm: examples/ooc_gemm/main.c examples/cnn/blas.c $(SHARED) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) \
+	$(CC) $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) \
 	  -Iexamples/cnn $< examples/cnn/blas.c -o $@ $(APP_LINK) \
-	  $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
+	  $(OPENBLAS_LIBS) -lm
 
 # The CNN's tests: its code over the public API, Criterion, no network.
 CNN_TEST_SRC := $(wildcard test/cnn/*.c)
@@ -268,9 +271,9 @@ $(BUILD)/bin/bench-alloc-count: bench/alloc.c bench/bench.h $(SHARED) | $(DEPS_C
 # on the best OpenBLAS kernel the CPU allows (examples/cnn/blas.c).
 $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c examples/cnn/blas.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(shell pkg-config --cflags openblas 2>/dev/null) $< \
+	$(CC) $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) $< \
 	  examples/cnn/blas.c -o $@ \
-	  $(APP_LINK) $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+	  $(APP_LINK) $(OPENBLAS_LIBS)
 
 $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)
@@ -364,9 +367,9 @@ $(BUILD)/test/mpi-tests: test/mpi/test_mpi.c $(MPI_LIBS)
 $(BUILD)/bin/pgemm: examples/scalapack/pgemm.c examples/cnn/blas.c include/mmb/cyclic.h $(MPI_LIBS) \
                     | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
-	$(MPICC) $(BASE) $(shell pkg-config --cflags openblas 2>/dev/null) -Iexamples/cnn $< \
+	$(MPICC) $(BASE) $(OPENBLAS_CFLAGS) -Iexamples/cnn $< \
 	  examples/cnn/blas.c -o $@ $(MPI_LINK) $(SCALAPACK_LIB) \
-	  $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm
+	  $(OPENBLAS_LIBS) -lm
 $(BUILD)/test/scalapack-mapping: test/scalapack/mapping.c include/mmb/cyclic.h | $(DEPS_TEST)
 	@mkdir -p $(@D)
 	$(MPICC) $(BASE) $< -o $@ $(SAN) $(SCALAPACK_LIB)
@@ -606,9 +609,9 @@ $(ANALYZE_DEPS):
 # ISO_Fortran_binding.h, after clang's own headers).
 ANALYZE_OK = $(addprefix $(ANALYZE_DIR)/,$(addsuffix .ok,$(1)))
 $(call ANALYZE_OK,$(ANALYZE_LIB)): ANALYZE_MORE = -DMMB_BUILDING_LIBRARY $(HWLOC_CFLAGS)
-$(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
+$(call ANALYZE_OK,$(ANALYZE_CNN)): ANALYZE_MORE = $(OPENBLAS_CFLAGS) \
   $(CNN_MPI) $(if $(filter 1,$(CUDA)),-DCNN_HAVE_CUDA=1)
-$(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(shell pkg-config --cflags openblas 2>/dev/null) \
+$(call ANALYZE_OK,$(ANALYZE_APPS)): ANALYZE_MORE = $(OPENBLAS_CFLAGS) \
   $(if $(filter fortran/%,$<),-idirafter $(shell $(FC) -print-file-name=include)) \
   $(if $(filter examples/ooc_gemm/% examples/scalapack/%,$<),-Iexamples/cnn)
 $(ANALYZE_STAMPS): $(ANALYZE_DIR)/%.ok: % | $(ANALYZE_DEPS)
