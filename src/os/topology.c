@@ -110,9 +110,9 @@ size_t mmb__os_llc_bytes(void) {
   for (hwloc_obj_t o = pu; o; o = o->parent)
     if (hwloc_obj_type_is_dcache(o->type) && o->attr && o->attr->cache.size > 0) {
       int pus = o->cpuset ? hwloc_bitmap_weight(o->cpuset) : 1;
-      size_t cap = LLC_PER_PU * (size_t)(pus > 0 ? pus : 1);
-      if (mmb__min((size_t)o->attr->cache.size, cap) > best)
-        best = mmb__min((size_t)o->attr->cache.size, cap);
+      size_t share = mmb__min((size_t)o->attr->cache.size,
+                              LLC_PER_PU * (size_t)(pus > 0 ? pus : 1));
+      if (share > best) best = share;
     }
   return best;
 }
