@@ -346,7 +346,8 @@ SHUFFLE_SMALL(24)
    input vector is its own pair, an output's first step drops what the one
    before left (keep), and only an output's last step stores to the
    destination (the others to a line of scratch), so each step is the same
-   few instructions whatever the table. */
+   few instructions whatever the table (streaming, the last step's store
+   goes past the cache: the one branch, on a loop-invariant flag first). */
 __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, const blocks *bl,
                                                             size_t n_blocks) {
   _Alignas(64) char staged[MAX_VECTORS * 64], scratch[64];
@@ -365,7 +366,7 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
                                             _mm512_loadu_si512(st->idx),
                                             _mm512_loadu_si512(from + st->hi));
       acc = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(st->keep, acc), st->mask, t);
-      if (st->last) put(bl, dst[q] + b * dstep[q], acc);
+      if (bl->nt && st->last) _mm512_stream_si512((void *)(dst[q] + b * dstep[q]), acc);
       else _mm512_storeu_si512(dst[q] + b * dstep[q], acc);
     }
   }
