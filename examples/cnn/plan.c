@@ -413,12 +413,13 @@ static mmbError auto_acquire(cnn_tiles *t) {
     t->fetching[i] &= ~(1ull << (t->index % 64));   /* (here now) */
     if (t->advised[i] < t->index) t->advised[i] = t->index;
     unsigned ahead = (unsigned)__builtin_popcountll(t->fetching[i]);
-    for (size_t pos = t->advised[i] + 1; e == MMB_OK && pos < t->count &&
-                                         pos <= t->index + AUTO_REACH && ahead < AUTO_AHEAD;
-         pos++) {
-      mmbCacheStats before, after;
+    size_t pos = t->advised[i] + 1;
+    if (ahead >= AUTO_AHEAD || pos >= t->count || pos > t->index + AUTO_REACH) continue;
+    mmbCacheStats before, after;   /* (each hint's after is the next one's before) */
+    e = mmb_space_get_cache_stats(fast, &before);
+    for (; e == MMB_OK && pos < t->count && pos <= t->index + AUTO_REACH && ahead < AUTO_AHEAD;
+         pos++, before = after) {
       if ((e = tile_of(t, t->arrays[i], pos, &next)) != MMB_OK ||
-          (e = mmb_space_get_cache_stats(fast, &before)) != MMB_OK ||
           (e = mmb_tile_advise(next, fast, MMB_ADVICE_WILLNEED)) != MMB_OK ||
           (e = mmb_space_get_cache_stats(fast, &after)) != MMB_OK)
         break;
