@@ -133,11 +133,20 @@ mmbError cnn_dist_reduce_tile(cnn_dist *d, cnn_plan *plan, mmbArrayTile *grad) {
 
 mmbError cnn_dist_reduce(cnn_dist *d, cnn_plan *plan, cnn_param *p) {
 #ifdef CNN_HAVE_MPI
-  if (!p->streamed)   /* its tiles are on their way: their end is the queue's next marker */
-    return mmb_queue_marker(d->q, &p->reduced);
+  /* a resident parameter's tiles are on their way: their end is the
+     queue's next marker */
+  if (cnn_param_in_place(plan, p)) return mmb_queue_marker(d->q, &p->reduced);
+  mmbError e;
+  if (plan->mode == CNN_PLAN_AUTO) {
+    /* the cache's copies of the gradient go home (the dirty ones written
+       back) and are dropped: the sums are made at home, and the update's
+       walk fetches them */
+    e = mmb_array_evict(p->grad, plan->params_space);
+    return e == MMB_OK ? reduce(d, NULL, p->grad, &p->reduced) : e;
+  }
   /* the gradient is home (merged behind the walk, on the copy queue) and
      written (on a GPU, by kernels the copy queue waits for) */
-  mmbError e = cnn_plan_handoff(plan);
+  e = cnn_plan_handoff(plan);
   if (e == MMB_OK) e = mmb_queue_marker(plan->copy_q, &p->merged);
   if (e == MMB_OK) e = mmb_queue_wait_request(d->q, &p->merged);
   return e == MMB_OK ? reduce(d, NULL, p->grad, &p->reduced) : e;

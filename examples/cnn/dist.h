@@ -5,7 +5,9 @@
    finishes each parameter's gradient, its tiles are all-reduced (summed) on
    a queue of the rank's own with libmmb_mpi (mmb_mpi_tile_allreduce_async,
    each tile as soon as backward has written it), while backward goes on,
-   as bucketed data-parallel training does; the loss is a mean over the global batch, so the sums are
+   as bucketed data-parallel training does (a parameter that is not
+   resident, streamed or cached by the auto plan, is all-reduced whole at
+   home after its walk); the loss is a mean over the global batch, so the sums are
    the global batch's gradients, and every rank then applies the same update
    (cnn_param_apply). Rank 0 prints and writes the summary.
 
@@ -49,7 +51,8 @@ static inline bool cnn_dist_active(const cnn_dist *d) { return d && d->ranks > 1
 mmbError cnn_dist_reduce_tile(cnn_dist *d, cnn_plan *plan, mmbArrayTile *grad);
 /* After p's backward walk: a resident parameter's tiles are all on their
    way; a streamed one's gradient is all-reduced once the copy queue has
-   merged the walk that wrote it. */
+   merged the walk that wrote it; with the auto plan, once the tile cache
+   has written it home and dropped its copies (mmb_array_evict). */
 mmbError cnn_dist_reduce(cnn_dist *d, cnn_plan *plan, cnn_param *p);
 /* Waits for p's all-reduce (before its update). */
 mmbError cnn_dist_wait(cnn_dist *d, cnn_param *p);

@@ -67,11 +67,12 @@ static void update(cnn_pass *p, cnn_tiles *t, size_t cols) {
 
 /* A tile's gradient is known: the tile's update (alone); data-parallel, the
    start of its all-reduce, while backward goes on (a resident parameter's
-   tile is its storage; a streamed one's is a copy on its way home, whose
-   gradient goes once the walk has merged it: backward_end). */
+   tile is its storage; a streamed or cached one's is a copy on its way
+   home, whose gradient goes once the walk has put it there: backward_end). */
 static mmbError gradient_done(cnn_pass *p, cnn_tiles *t, size_t cols) {
   update(p, t, cols);
-  return p->dist && !t->p->streamed ? cnn_dist_reduce_tile(p->dist, p->plan, t->grad) : MMB_OK;
+  if (!p->dist || !cnn_param_in_place(p->plan, t->p)) return MMB_OK;
+  return cnn_dist_reduce_tile(p->dist, p->plan, t->grad);
 }
 
 /* y[n][c][p] += b[c]: the bias is one tile, resident or streamed. */

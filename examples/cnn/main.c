@@ -52,10 +52,10 @@ static const char usage[] =
     "                     DRAM stands in for HBM, else all): parameters that do not\n"
     "                     fit stream through it in tiles\n"
     "  --plan auto|resident|streamed  how parameters reach the fast tier: auto (the\n"
-    "                     default on a CPU with one rank): mmb's tile cache decides what\n"
-    "                     stays; resident: all of them moved there (they must fit);\n"
+    "                     default on a CPU): mmb's tile cache decides what stays;\n"
+    "                     resident: all of them moved there (they must fit);\n"
     "                     streamed: the hand plan, resident if they fit, else the\n"
-    "                     largest streamed in tiles (the default on a GPU or with ranks)\n"
+    "                     largest streamed in tiles (the default on a GPU)\n"
     "  --no-hints         auto: no WILLNEED advice for the next tile (plain LRU)\n"
     "  --offload N        auto: the convolution block's activations go in chunks of N\n"
     "                     samples to the capacity tier and come back for backward\n"
@@ -328,8 +328,11 @@ static void banner(const run *r) {
   printf("     batch %zu, lr %g, momentum %g, %zu epoch%s%s; ", r->c.batch, r->c.lr, r->c.momentum,
          r->c.epochs, r->c.epochs > 1 ? "s" : "", r->c.max_batches ? " (limited)" : "");
   if (cnn_dist_active(&r->dist))
-    printf("%d ranks, %zu samples each per batch, gradients all-reduced tile by tile; ",
-           r->dist.ranks, r->c.batch / (size_t)r->dist.ranks);
+    printf("%d ranks, %zu samples each per batch, gradients all-reduced %s; ", r->dist.ranks,
+           r->c.batch / (size_t)r->dist.ranks,
+           r->plan.mode == CNN_PLAN_AUTO ? "whole, after each walk"
+           : r->plan.streamed            ? "tile by tile (the streamed ones whole)"
+                                         : "tile by tile");
   if (r->plan.gpu) printf("%s\n", r->plan.ops->name);
   else printf("cpu, %d OpenBLAS thread%s (%s)\n     OpenBLAS kernel %s, sgemm %.1f GFLOP/s "
               "on %s thread%s (the best of a few 1024^3); %s\n", r->c.threads,
@@ -463,15 +466,15 @@ int main(int argc, char **argv) {
     return finish(&r, 1);
   }
   bool gpu = !strcmp(r.c.device, "gpu");
-  if (!r.c.plan) r.c.plan = gpu || r.dist.ranks > 1 ? "streamed" : "auto";
+  if (!r.c.plan) r.c.plan = gpu ? "streamed" : "auto";
   cnn_plan_options po = {.gpu = gpu, .fast_limit = r.c.fast_limit, .threads = r.c.threads,
                          .no_hints = r.c.no_hints,
                          .mode = !strcmp(r.c.plan, "auto")       ? CNN_PLAN_AUTO
                                  : !strcmp(r.c.plan, "resident") ? CNN_PLAN_RESIDENT
                                                                  : CNN_PLAN_STREAMED};
-  if (po.mode == CNN_PLAN_AUTO && (gpu || r.dist.ranks > 1)) {
-    fprintf(stderr, "cnn: --plan auto runs on a CPU with one rank (the kernels and the "
-                    "all-reduces read the tiles where the hand plans put them)\n");
+  if (po.mode == CNN_PLAN_AUTO && gpu) {
+    fprintf(stderr, "cnn: --plan auto runs on a CPU (the GPU's kernels read the tiles where "
+                    "the hand plans put them)\n");
     return finish(&r, 2);
   }
   if (cnn_plan_create(&po, &r.plan, err, sizeof err) != MMB_OK) status = 1;

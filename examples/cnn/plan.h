@@ -7,7 +7,7 @@
      DRAM standing in for it) holds two spaces of the plan's own: one for
      the parameters, limited to the fast budget (--fast-limit), and one for
      the activations and each batch's input.
-   - auto (the default on a CPU with one rank): every parameter stays home
+   - auto (the default on a CPU): every parameter stays home
      and a walk acquires each tile in the parameters' space from mmb's tile
      cache, with the next two it lacks advised WILLNEED, and releases it after: the
      cache, with the budget as its budget, decides what stays and writes
@@ -146,6 +146,12 @@ typedef enum cnn_walk {
   CNN_WALK_ACCUMULATE,   /* backward of a batch's later chunk: gradients read and added to */
   CNN_WALKS
 } cnn_walk;
+
+/* Whether p's walks compute on its own storage (a resident parameter of the
+   hand plans), not on copies that go home behind them (streamed; auto). */
+static inline bool cnn_param_in_place(const cnn_plan *plan, const cnn_param *p) {
+  return plan->mode != CNN_PLAN_AUTO && !p->streamed;
+}
 
 mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t);
 mmbError cnn_tiles_next(cnn_tiles *t);

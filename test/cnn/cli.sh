@@ -64,6 +64,7 @@ expect 2 "raise --fast-limit" -- --net wide --plan streamed --fast-limit 64K "${
 expect 2 "bad value" -- --plan best "${data[@]}"
 expect 2 "bad value" -- --offload 0 "${data[@]}"
 expect 2 "needs --plan auto" -- --net wide --offload 4 --plan streamed "${data[@]}"
+expect 2 "runs on a CPU" -- --device gpu --plan auto "${data[@]}"
 expect 2 "1 to --batch" -- --net wide --offload 11 --batch 10 "${data[@]}"
 expect 2 "do not fit" -- --net wide --plan resident --fast-limit 25% "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"

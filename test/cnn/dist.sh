@@ -2,8 +2,9 @@
 # The data-parallel CNN (mpirun -np 2) against one rank, on a small set
 # made here: the same global batch gives the same loss and accuracy, and
 # weights equal within 1e-4 of their largest magnitude (the sums of the
-# two halves of a batch are added in another order); rank 0 alone writes
-# the summary, with "ranks": 2; a batch that does not split is refused.
+# two halves of a batch are added in another order), in every plan, and
+# rank 0 reaches no provider after the first batch; rank 0 alone writes the
+# summary, with "ranks": 2; a batch that does not split is refused.
 #   test/cnn/dist.sh build/bin/cnn
 set -uo pipefail
 cnn="$1"
@@ -29,6 +30,7 @@ one, two = (json.loads(open(f"{p}-{n}.out").read().strip().splitlines()[-1]) for
 assert sum(l.startswith("{") for l in open(f"{p}-2.out")) == 1, "rank 0 alone prints the summary"
 assert one["ranks"] == 1 and two["ranks"] == 2, (one["ranks"], two["ranks"])
 assert two["allreduces"] > 0 and one["allreduces"] == 0
+assert two["provider_trips_after_first_batch"] == 0, two["provider_trips_after_first_batch"]
 for k in ("train_samples", "batches", "batch"):
     assert one[k] == two[k], (k, one[k], two[k])
 assert abs(one["final_loss"] - two["final_loss"]) <= 1e-3 * max(1, abs(one["final_loss"])), (one["final_loss"], two["final_loss"])
@@ -48,9 +50,14 @@ PY
   fi
 }
 
-compare seed --net seed --epochs 2 --batch 32 --lr 0.05 --momentum 0.9
-compare wide-resident --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 400%
-compare wide-streamed --net wide --batch 16 --max-batches 4 --test-limit 50 --fast-limit 25%
+wide=(--net wide --batch 16 --max-batches 4 --test-limit 50)
+compare seed --net seed --epochs 2 --batch 32 --lr 0.05 --momentum 0.9   # (auto)
+compare wide-resident "${wide[@]}" --plan resident --fast-limit 400%
+compare wide-streamed "${wide[@]}" --plan streamed --fast-limit 25%
+# the tile cache holds a quarter of the parameters: gradients go home
+# (written back) before their all-reduce, and the update fetches the sums
+compare wide-auto "${wide[@]}" --plan auto --fast-limit 25% --momentum 0.9
+compare wide-offload "${wide[@]}" --plan auto --fast-limit 25% --offload 4
 
 # a global batch the ranks cannot split evenly is refused on every rank
 timeout $limit "$here/../mpi/run.sh" 2 "$cnn" --data "$tmp/set" --batch 33 > "$tmp/odd.out" 2> "$tmp/odd.err"
@@ -58,5 +65,5 @@ if [ $? -ne 2 ] || ! grep -q "multiple of the 2 ranks" "$tmp/odd.err"; then
   echo "FAIL: --batch 33 on 2 ranks:"; sed 's/^/    /' "$tmp/odd.err"; fails=$((fails + 1))
 fi
 
-echo "cnn-dist: $((4 - fails)) passed, $fails failed"
+echo "cnn-dist: $((6 - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
