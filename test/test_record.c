@@ -582,8 +582,8 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
 
 /* Fields of whole 4-byte words go 16 records at a time through AVX-512
    registers (where the CPU has it; the other fields of the record field by
-   field; into AoS, fields of 1 or 2 bytes alone in their word too):
-   tables of up to 16 steps from registers, records of up to 16
+   field; fields of 1 or 2 bytes alone in their word too, both ways):
+   tables of up to 24 steps from registers, records of up to 16
    words with longer ones by a transposition, others step by step; and
    large conversions stream their blocks, from the registers where whole
    cache lines come out of them (planes that start on one: 16 x 64
@@ -609,9 +609,13 @@ static void word_records_round_trip(bool gaps_zero) {
      {"f", 4, 32}, {"g", 4, 36}},                             /* 44 B, a gap: 50 and 51 steps */
     {{"a", 4, 0}, {"h", 2, 6}, {"b", 4, 8}},                  /* 12 B, h alone in its word */
     {{"x", 8, 0}, {"c", 1, 9}, {"y", 4, 12}, {"z", 4, 16}},   /* 20 B, c alone in its word */
+    {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24}, {"vy", 8, 32}, {"vz", 8, 40},
+     {"m", 4, 48}, {"c", 1, 53}},                             /* 56 B transposed, c alone */
+    {{"v", 12, 0}, {"a", 4, 12}, {"b", 4, 16}, {"c", 4, 20}, {"d", 4, 24}, {"e", 4, 28},
+     {"f", 4, 32}, {"h", 2, 38}},                             /* 44 B step by step, h alone */
   };
-  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4};
-  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20};
+  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8};
+  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};

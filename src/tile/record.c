@@ -137,10 +137,12 @@ static bool word_field(const mmb__fieldset *r, size_t f) {
   return r->size[f] % 4 == 0 && r->offset[f] % 4 == 0;
 }
 
-/* Into AoS, a field of 1 or 2 bytes alone in its word (a particle's char
-   flag before its padding) goes through the registers too: its plane's 16
-   elements widened to a word each, in place (a vector like a 4-byte
-   field's), the word's other bytes zero. */
+/* A field of 1 or 2 bytes alone in its word (a particle's char flag before
+   its padding) goes through the registers too, as a vector of that word
+   of 16 records: into AoS, its plane's 16 elements widened to a word each,
+   in place, the word's other bytes zero; into SoA, the word's vector
+   narrowed to the field's 16 elements (never past the cache: they fill a
+   quarter or half of a line). */
 static bool lone_field(const mmb__fieldset *r, size_t f) {
   size_t at = r->offset[f] / 4;
   if ((r->size[f] != 1 && r->size[f] != 2) || r->offset[f] % 4 + r->size[f] > 4) return false;
@@ -171,7 +173,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
   unsigned fields = 0;
   for (size_t f = 0; f < r->n; f++)
-    if (word_field(r, f) || (!to_soa && lone_field(r, f))) {
+    if (word_field(r, f) || lone_field(r, f)) {
       fields |= 1u << f;
       before[f] = p;   /* words of the moved fields before f */
       p += field_words(r, f);
@@ -182,7 +184,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   if (to_soa) {   /* inputs: the record words; outputs: each field's words, field by field */
     for (size_t f = 0, o = 0; f < r->n; f++) {
       if (!(fields >> f & 1)) continue;
-      size_t sf = r->size[f] / 4;
+      size_t sf = field_words(r, f);
       for (size_t q = 0; q < 16 * sf; q++) map[o * 16 + q] = (int)((q / sf) * w + r->offset[f] / 4 + q % sf);
       o += sf;
     }
@@ -237,7 +239,7 @@ typedef struct blocks {
   size_t rec_step;
   char *fld[MAX_VECTORS];
   size_t fld_step[MAX_VECTORS], n_fld;
-  uint8_t narrow[MAX_VECTORS];   /* into AoS: 1 or 2, a lone field's bytes (else 0) */
+  uint8_t narrow[MAX_VECTORS];   /* 1 or 2, a lone field's bytes (else 0) */
   uint8_t shift[MAX_VECTORS];    /* and their bits' place in the word */
   bool to_soa;
   bool nt;   /* outputs on whole cache lines, stored past the cache */
@@ -253,6 +255,18 @@ static char *block_out(const blocks *bl, size_t o, size_t *step) {
 __attribute__((target("avx512f"))) static inline void put(const blocks *bl, char *p, __m512i v) {
   if (bl->nt) _mm512_stream_si512((void *)p, v);
   else _mm512_storeu_si512(p, v);
+}
+
+/* Output vector o into its place: into SoA, a lone field's narrowed to its
+   bytes (stored in the cache: convert_block stages its plane). */
+__attribute__((target("avx512f"))) static inline void put_out(const blocks *bl, size_t o,
+                                                              char *p, __m512i v) {
+  unsigned narrow = bl->to_soa ? bl->narrow[o] : 0;   /* (into AoS, o is a record's vector) */
+  __m128i at = _mm_cvtsi32_si128(bl->shift[o]);
+  if (narrow == 1) _mm_storeu_si128((void *)p, _mm512_cvtepi32_epi8(_mm512_srl_epi32(v, at)));
+  else if (narrow == 2)
+    _mm256_storeu_si256((void *)p, _mm512_cvtepi32_epi16(_mm512_srl_epi32(v, at)));
+  else put(bl, p, v);
 }
 
 /* Field vector k of block b (into AoS): a lone field's widened. */
@@ -304,7 +318,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
                                                                     const blocks *bl,         \
                                                                     size_t n_blocks) {        \
     __m512i idx[S];                                                                           \
-    size_t at[S], hi[S], dstep[S];                                                            \
+    size_t at[S], hi[S], dstep[S], out[S];                                                    \
     char *dst[S];                                                                             \
     __mmask16 mask[S];                                                                        \
     bool single[S], last[S];                                                                  \
@@ -313,6 +327,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
       idx[q] = _mm512_loadu_si512(st->idx);                                                   \
       at[q] = st->at;                                                                         \
       dst[q] = block_out(bl, st->out, &dstep[q]);                                             \
+      out[q] = st->out;                                                                       \
       mask[q] = st->mask;                                                                     \
       hi[q] = st->hi;                                                                         \
       single[q] = st->hi == st->at;                                                           \
@@ -329,7 +344,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
                                                           _mm512_loadu_si512(from + hi[q])); \
         acc = _mm512_mask_mov_epi32(acc, mask[q], t);                                         \
         if (last[q]) {                                                                        \
-          put(bl, dst[q], acc);                                                               \
+          put_out(bl, out[q], dst[q], acc);                                                   \
           dst[q] += dstep[q];                                                                 \
           acc = _mm512_setzero_si512();                                                       \
         }                                                                                     \
@@ -373,9 +388,11 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
   _Alignas(64) char staged[MAX_VECTORS * 64], scratch[64];
   char *dst[MAX_VECTORS * 16];   /* per step: where it stores (block 0), and its step */
   size_t dstep[MAX_VECTORS * 16];
+  bool narrows = false;   /* (into SoA, some output is a lone field's) */
   for (size_t q = 0; q < sh->n_steps; q++) {
     dst[q] = block_out(bl, sh->steps[q].out, &dstep[q]);
     if (!sh->steps[q].last) dst[q] = scratch, dstep[q] = 0;
+    narrows = narrows || (bl->to_soa && bl->narrow[sh->steps[q].out]);
   }
   for (size_t b = 0; b < n_blocks; b++) {
     const char *from = block_in(bl, b, staged);
@@ -386,7 +403,7 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
                                             _mm512_loadu_si512(st->idx),
                                             _mm512_loadu_si512(from + st->hi));
       acc = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(st->keep, acc), st->mask, t);
-      if (bl->nt && st->last) _mm512_stream_si512((void *)(dst[q] + b * dstep[q]), acc);
+      if (st->last && (bl->nt || narrows)) put_out(bl, st->out, dst[q] + b * dstep[q], acc);
       else _mm512_storeu_si512(dst[q] + b * dstep[q], acc);
     }
   }
@@ -463,7 +480,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
       if (!(sh->fields >> f & 1)) continue;
       size_t w = r->offset[f] / 4;
       char *p = bl->fld[k] + b * bl->fld_step[k];
-      if (r->size[f] == 4 && bl->to_soa) put(bl, p, v[w]);
+      if (r->size[f] <= 4 && bl->to_soa) put_out(bl, k, p, v[w]);
       else if (r->size[f] <= 4) v[w] = field_in(bl, k, b);
       else if (bl->to_soa) {
         put(bl, p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
@@ -565,10 +582,12 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   bool direct = c->stream && fast;
   if (c->d_soa) {   /* into plane runs: staged field by field */
     for (size_t f = 0; f < r->n; f++)
-      direct = direct && !(in_registers(c, f) && (uintptr_t)to[f] % 64);
-    char *run[MMB_MAX_FIELDS];
+      direct = direct && !(in_registers(c, f) && r->size[f] >= 4 && (uintptr_t)to[f] % 64);
+    char *run[MMB_MAX_FIELDS];   /* (a lone field's plane is staged: see put_out) */
     for (size_t f = 0; f < r->n; f++)
-      run[f] = c->stream && !(direct && in_registers(c, f)) ? c->buf + m * r->before[f] : to[f];
+      run[f] = c->stream && !(direct && in_registers(c, f) && r->size[f] >= 4)
+                   ? c->buf + m * r->before[f]
+                   : to[f];
     if (fast)
       shuffle_blocks(c->sh, c->aos, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
     for (size_t f = 0; f < r->n; f++) {
