@@ -388,11 +388,11 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
   _Alignas(64) char staged[MAX_VECTORS * 64], scratch[64];
   char *dst[MAX_VECTORS * 16];   /* per step: where it stores (block 0), and its step */
   size_t dstep[MAX_VECTORS * 16];
-  bool narrows = false;   /* (into SoA, some output is a lone field's) */
+  bool via_put = bl->nt;   /* last steps store by put_out: streaming, or narrowing into SoA */
   for (size_t q = 0; q < sh->n_steps; q++) {
     dst[q] = block_out(bl, sh->steps[q].out, &dstep[q]);
     if (!sh->steps[q].last) dst[q] = scratch, dstep[q] = 0;
-    narrows = narrows || (bl->to_soa && bl->narrow[sh->steps[q].out]);
+    via_put = via_put || (bl->to_soa && bl->narrow[sh->steps[q].out]);
   }
   for (size_t b = 0; b < n_blocks; b++) {
     const char *from = block_in(bl, b, staged);
@@ -403,7 +403,7 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
                                             _mm512_loadu_si512(st->idx),
                                             _mm512_loadu_si512(from + st->hi));
       acc = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(st->keep, acc), st->mask, t);
-      if (st->last && (bl->nt || narrows)) put_out(bl, st->out, dst[q] + b * dstep[q], acc);
+      if (via_put && st->last) put_out(bl, st->out, dst[q] + b * dstep[q], acc);
       else _mm512_storeu_si512(dst[q] + b * dstep[q], acc);
     }
   }
@@ -564,6 +564,12 @@ static bool in_registers(const convert *c, size_t f) {
   return c->sh && (c->sh->fields >> f & 1);
 }
 
+/* Into SoA, whether the registers fill whole lines of field f's plane (a
+   lone field's fill a quarter or half of one: see put_out). */
+static bool in_whole_lines(const convert *c, size_t f) {
+  return in_registers(c, f) && c->r->size[f] >= 4;
+}
+
 /* m elements of one run, dst and src steps in elements (plan dim 0).
    Streaming, what the registers convert goes straight out past the cache
    where it lands on whole cache lines (`direct`: each plane's run, or the
@@ -582,12 +588,10 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   bool direct = c->stream && fast;
   if (c->d_soa) {   /* into plane runs: staged field by field */
     for (size_t f = 0; f < r->n; f++)
-      direct = direct && !(in_registers(c, f) && r->size[f] >= 4 && (uintptr_t)to[f] % 64);
-    char *run[MMB_MAX_FIELDS];   /* (a lone field's plane is staged: see put_out) */
+      direct = direct && !(in_whole_lines(c, f) && (uintptr_t)to[f] % 64);
+    char *run[MMB_MAX_FIELDS];
     for (size_t f = 0; f < r->n; f++)
-      run[f] = c->stream && !(direct && in_registers(c, f) && r->size[f] >= 4)
-                   ? c->buf + m * r->before[f]
-                   : to[f];
+      run[f] = c->stream && !(direct && in_whole_lines(c, f)) ? c->buf + m * r->before[f] : to[f];
     if (fast)
       shuffle_blocks(c->sh, c->aos, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
     for (size_t f = 0; f < r->n; f++) {
