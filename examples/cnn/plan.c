@@ -413,12 +413,12 @@ static mmbError auto_acquire(cnn_tiles *t) {
     t->fetching[i] &= ~(1ull << (t->index % 64));   /* (here now) */
     if (t->advised[i] < t->index) t->advised[i] = t->index;
     unsigned ahead = (unsigned)__builtin_popcountll(t->fetching[i]);
-    size_t pos = t->advised[i] + 1;
-    if (ahead >= AUTO_AHEAD || pos >= t->count || pos > t->index + AUTO_REACH) continue;
+    size_t pos = t->advised[i] + 1, reach = t->index + AUTO_REACH + 1;
+    size_t end = reach < t->count ? reach : t->count;   /* hinted up to here */
+    if (ahead >= AUTO_AHEAD || pos >= end) continue;
     mmbCacheStats before, after;   /* (each hint's after is the next one's before) */
     e = mmb_space_get_cache_stats(fast, &before);
-    for (; e == MMB_OK && pos < t->count && pos <= t->index + AUTO_REACH && ahead < AUTO_AHEAD;
-         pos++, before = after) {
+    for (; e == MMB_OK && pos < end && ahead < AUTO_AHEAD; pos++, before = after) {
       if ((e = tile_of(t, t->arrays[i], pos, &next)) != MMB_OK ||
           (e = mmb_tile_advise(next, fast, MMB_ADVICE_WILLNEED)) != MMB_OK ||
           (e = mmb_space_get_cache_stats(fast, &after)) != MMB_OK)
