@@ -409,21 +409,63 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
   }
 }
 
+/* Per word of a record (of up to 16 words) that the transpositions
+   move: the first plane vector of the field that starts there (-1: none),
+   and whether it is of two words (pair). */
+static void word_planes(const mmb__fieldset *r, unsigned fields, int *plane, bool *pair) {
+  for (int w = 0; w < 16; w++) plane[w] = -1, pair[w] = false;
+  for (size_t f = 0, k = 0; f < r->n; f++) {
+    if (!(fields >> f & 1)) continue;
+    plane[r->offset[f] / 4] = (int)k;
+    pair[r->offset[f] / 4] = r->size[f] > 4;
+    k += field_words(r, f);
+  }
+}
+
+/* The 16 records of a block at `aos`, rs bytes apart, one vector each from
+   its first word: whole vectors, and after the first `whole` ones (in the
+   run's last block, where a whole one would run past it: past the run,
+   not this conversion's) one masked to the record's words. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+load_records(__m512i *v, const char *aos, size_t rs, int whole, __mmask16 words) {
+  if (whole == 16) {   /* (unrolled: v stays in registers) */
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512(aos + i * rs);
+    return;
+  }
+  for (int i = 0; i < 16; i++)
+    v[i] = i < whole ? _mm512_loadu_si512(aos + i * rs)
+                     : _mm512_maskz_loadu_epi32(words, aos + i * rs);
+}
+
+/* And back: in order, each overwriting what the one before spilled. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_records(char *aos, size_t rs, int whole, __mmask16 words, const __m512i *v) {
+  if (whole == 16) {
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm512_storeu_si512(aos + i * rs, v[i]);
+    return;
+  }
+  for (int i = 0; i < 16; i++) {
+    if (i < whole) _mm512_storeu_si512(aos + i * rs, v[i]);
+    else _mm512_mask_storeu_epi32(aos + i * rs, words, v[i]);
+  }
+}
+
 /* The 16 x 16 words of v transposed in place: four rounds of 16 shuffles
    (words within 128-bit lanes, then pairs of words, then lanes twice). */
-__attribute__((target("avx512f"))) static inline void transpose16(__m512i *v) {
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(__m512i *v) {
   __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
     t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
   }
-  for (int i = 0; i < 16; i += 4) {   /* v[i + j], lane l: word 4l + j of records i..i+3 */
+  _Pragma("GCC unroll 16")   /* v[i + j], lane l: word 4l + j of records i..i+3 */
+  for (int i = 0; i < 16; i += 4) {
     v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
     v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
     v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
     v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
   }
-  for (int j = 0; j < 4; j++) {
+  _Pragma("GCC unroll 16") for (int j = 0; j < 4; j++) {
     __m512i x0 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0x44);
     __m512i x1 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0xee);
     __m512i y0 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0x44);
@@ -433,7 +475,7 @@ __attribute__((target("avx512f"))) static inline void transpose16(__m512i *v) {
     t[8 + j] = _mm512_shuffle_i32x4(x1, y1, 0x88);
     t[12 + j] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
   }
-  for (int i = 0; i < 16; i++) v[i] = t[i];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = t[i];
 }
 
 /* Records of up to 16 words, 16 at a time: each record one vector (a
@@ -452,47 +494,49 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   const __mmask16 words = (__mmask16)((1u << (r->record_size / 4)) - 1);
-  size_t rs = r->record_size;
-  size_t words_of = rs / 4, covered = 0;
+  size_t rs = r->record_size, words_of = rs / 4;
   if (!words_of) return;   /* (records of a word or more: record_shuffle) */
+  int plane[16];
+  bool pair[16];
+  word_planes(r, sh->fields, plane, pair);
   bool pack = !bl->to_soa && bl->nt && sh->pack;
-  for (size_t f = 0; f < r->n; f++) covered += (sh->fields >> f & 1) ? 4 * field_words(r, f) : 0;
-  bool gaps = covered < rs;
   for (size_t b = 0; b < n_blocks; b++) {
     char *aos = bl->aos + b * bl->rec_step;
     __m512i v[16];
-    /* whole vectors, and one masked to the record where a whole one would
-       run past the last block (past the run: not this conversion's) */
     int whole = b + 1 < n_blocks ? 16 : (int)mmb__min(16, (16 * rs - 64) / rs + 1);
+    /* word by word, unrolled: v stays in registers */
     if (bl->to_soa) {
       prefetch_records(bl, b + AHEAD);
-      for (int i = 0; i < 16; i++)
-        v[i] = i < whole ? _mm512_loadu_si512(aos + i * rs)
-                         : _mm512_maskz_loadu_epi32(words, aos + i * rs);
+      load_records(v, aos, rs, whole, words);
       transpose16(v);
-    } else if (gaps) {   /* (words no moved field covers: zero) */
-      for (int i = 0; i < 16; i++) v[i] = _mm512_setzero_si512();
+      _Pragma("GCC unroll 16") for (int w = 0; w < 16; w++) {
+        int k = plane[w];
+        if (k < 0) continue;
+        char *p = bl->fld[k] + b * bl->fld_step[k];
+        if (!pair[w]) put_out(bl, (size_t)k, p, v[w]);
+        else if (w < 15) {
+          put(bl, p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
+          put(bl, p + 64, _mm512_permutex2var_epi32(v[w], hi, v[w + 1]));
+        }
+      }
+      continue;
     }
-    for (size_t k = 0; !bl->to_soa && k < bl->n_fld; k++)   /* (see AHEAD) */
+    for (size_t k = 0; k < bl->n_fld; k++)   /* (see AHEAD) */
       _mm_prefetch((const char *)((uintptr_t)bl->fld[k] + (b + AHEAD) * bl->fld_step[k]),
                    _MM_HINT_T0);
-    for (size_t f = 0, k = 0; f < r->n && k < bl->n_fld; f++) {   /* k: its first plane vector */
-      if (!(sh->fields >> f & 1)) continue;
-      size_t w = r->offset[f] / 4;
-      char *p = bl->fld[k] + b * bl->fld_step[k];
-      if (r->size[f] <= 4 && bl->to_soa) put_out(bl, k, p, v[w]);
-      else if (r->size[f] <= 4) v[w] = field_in(bl, k, b);
-      else if (bl->to_soa) {
-        put(bl, p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
-        put(bl, p + 64, _mm512_permutex2var_epi32(v[w], hi, v[w + 1]));
-      } else {
+    _Pragma("GCC unroll 16") for (int w = 0; w < 16; w++) {
+      int k = plane[w];
+      if (k < 0) {   /* words no moved field starts at: zero, but a pair's second */
+        if (w == 0 || !pair[w - 1]) v[w] = _mm512_setzero_si512();
+      } else if (!pair[w]) {
+        v[w] = field_in(bl, (size_t)k, b);
+      } else if (w < 15) {
+        const char *p = bl->fld[k] + b * bl->fld_step[k];
         __m512i a = _mm512_loadu_si512(p), c = _mm512_loadu_si512(p + 64);
         v[w] = _mm512_permutex2var_epi32(a, even, c);
         v[w + 1] = _mm512_permutex2var_epi32(a, odd, c);
       }
-      k += field_words(r, f);
     }
-    if (bl->to_soa) continue;
     transpose16(v);
     if (pack && whole == 16) {   /* packed in registers, out past the cache */
       for (size_t o = 0; o < words_of; o++) {
@@ -507,10 +551,7 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
       }
       continue;
     }
-    for (int i = 0; i < 16; i++) {   /* in order: each overwrites what the one before spilled */
-      if (i < whole) _mm512_storeu_si512(aos + i * rs, v[i]);
-      else _mm512_mask_storeu_epi32(aos + i * rs, words, v[i]);
-    }
+    store_records(aos, rs, whole, words, v);
   }
 }
 
