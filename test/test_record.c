@@ -584,7 +584,8 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
    registers (where the CPU has it; the other fields of the record field by
    field; fields of 1 or 2 bytes alone in their word too, both ways):
    tables of up to 24 steps from registers, records of up to 16
-   words with longer ones by a transposition, others step by step; and
+   words with longer ones by a transposition (of qwords where doubles lie
+   on them, else of words), others step by step; and
    large conversions stream their blocks, from the registers where whole
    cache lines come out of them (planes that start on one: 16 x 64
    elements): all of them, with ragged tails, checked for each shape,
@@ -613,9 +614,19 @@ static void word_records_round_trip(bool gaps_zero) {
      {"m", 4, 48}, {"c", 1, 53}},                             /* 56 B transposed, c alone */
     {{"v", 12, 0}, {"a", 4, 12}, {"b", 4, 16}, {"c", 4, 20}, {"d", 4, 24}, {"e", 4, 28},
      {"f", 4, 32}, {"h", 2, 38}},                             /* 44 B step by step, h alone */
+    {{"a", 8, 0}, {"b", 4, 8}, {"c", 8, 16}, {"d", 8, 24}, {"e", 4, 36}},   /* 40 B by qwords */
+    {{"x", 8, 0}, {"h", 2, 10}, {"y", 8, 16}, {"z", 8, 24}, {"w", 8, 32},
+     {"u", 4, 40}},                                           /* 48 B by qwords, h alone */
+    {{"a", 8, 0}, {"b", 8, 8}, {"c", 8, 16}, {"d", 8, 24}, {"e", 8, 32}, {"f", 8, 40},
+     {"g", 8, 48}, {"m", 4, 56}},                             /* 64 B by qwords */
+    {{"a", 4, 0}, {"b", 8, 4}, {"c", 8, 12}, {"d", 8, 20}, {"e", 8, 28}, {"f", 8, 36},
+     {"g", 4, 44}},                                           /* 48 B, doubles astride qwords */
+    {{"a", 8, 0}, {"s", 2, 8}, {"t", 2, 10}, {"c", 8, 16}, {"d", 8, 24},
+     {"e", 8, 32}},                                           /* 40 B by qwords, s, t after */
   };
-  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8};
-  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44};
+  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8, 5, 6, 8, 7, 6};
+  static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44,
+                              40, 48, 64, 48, 40};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};

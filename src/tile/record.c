@@ -70,10 +70,12 @@ typedef struct shuffle_step {
   bool last;              /* the output's last step: it is stored */
 } shuffle_step;
 
-/* Into AoS by a transposition, streamed: the 16 records of a block (one
-   vector each, from word 0) packed into whole vectors. Output vector o takes
-   words of records at .. at + 3 (records of 4 words or more): of the first
-   two by idx[0], of the others by idx[1] in the lanes of far. */
+/* Into AoS by a transposition, streamed: the records of a block (one
+   vector each, from its first word) packed into whole vectors. Output
+   vector o takes lanes (words, or qwords for the qword transposition) of
+   records at .. at + 3 (records of 4 lanes or more): of the first two by
+   idx[0], of the others by idx[1] in the lanes of far. A qword lane's index
+   is in its low word (idx[.][2 l]), the high word zero. */
 typedef struct pack_step {
   uint32_t idx[2][16];
   uint16_t far;
@@ -83,18 +85,21 @@ typedef struct pack_step {
 typedef struct shuffle {
   unsigned fields;        /* the fields it moves (bit f); the others go field by field */
   bool transpose;         /* it runs as a transposition instead (transposes) */
+  bool qwords;            /* of 8-byte lanes (qword_transposes) */
   pack_step *pack;        /* into AoS, transposing: how it streams (NULL: it cannot) */
   size_t n_in, n_out, n_steps;
   shuffle_step steps[];   /* by output vector */
 } shuffle;
 
-static pack_step *pack_make(pack_step *ps, size_t w) {
+/* The packing of records of w lanes, `lanes` to a vector (16 words or 8
+   qwords): w output vectors, one for each `lanes` records. */
+static pack_step *pack_make(pack_step *ps, size_t w, unsigned lanes) {
   memset(ps, 0, w * sizeof *ps);
   for (size_t o = 0; o < w; o++) {
-    ps[o].at = (uint8_t)(16 * o / w);
-    for (unsigned l = 0; l < 16; l++) {
-      size_t g = 16 * o + l, k = g / w - ps[o].at;   /* (k <= 3 for w >= 4) */
-      ps[o].idx[k / 2][l] = (uint32_t)(16 * (k % 2) + g % w);
+    ps[o].at = (uint8_t)(lanes * o / w);
+    for (unsigned l = 0; l < lanes; l++) {
+      size_t g = lanes * o + l, k = g / w - ps[o].at;   /* (k <= 3 for w >= 4) */
+      ps[o].idx[k / 2][l * (16 / lanes)] = (uint32_t)(lanes * (k % 2) + g % w);
       if (k >= 2) ps[o].far |= (uint16_t)(1u << l);
     }
   }
@@ -102,14 +107,16 @@ static pack_step *pack_make(pack_step *ps, size_t w) {
 }
 
 /* The table for output words taking input word map[o * 16 + l] (-1: zero),
-   with room after it for a packing of records of `packs` words. */
-static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map, size_t packs) {
+   with room after it for a packing of records of `packs` lanes, `lanes` to
+   a vector. */
+static shuffle *shuffle_make(size_t n_in, size_t n_out, const int *map, size_t packs,
+                             unsigned lanes) {
   size_t pairs = (n_in + 1) / 2;
   shuffle *sh = mmb__malloc(sizeof *sh + n_out * pairs * sizeof(shuffle_step) +
                             packs * sizeof(pack_step));
   if (!sh) return NULL;
   *sh = (shuffle){.n_in = n_in, .n_out = n_out};
-  if (packs) sh->pack = pack_make((pack_step *)&sh->steps[n_out * pairs], packs);
+  if (packs) sh->pack = pack_make((pack_step *)&sh->steps[n_out * pairs], packs, lanes);
   for (size_t o = 0; o < n_out; o++)
     for (size_t p = 0; p < pairs; p++) {
       shuffle_step st = {.out = (uint16_t)o, .at = (uint32_t)(128 * p),
@@ -168,6 +175,21 @@ static bool transposes(const mmb__fieldset *r, unsigned fields) {
   return true;
 }
 
+/* Records of 4 to 8 qwords with 8-byte fields (doubles), each on a qword,
+   transpose 8 records at a time by qwords (transpose8_blocks), a qword of
+   word fields interleaving their planes: 24 shuffles for 8 records against
+   64 for 16 and two to split or join each double's plane. */
+static bool qword_transposes(const mmb__fieldset *r, unsigned fields) {
+  bool doubles = false;
+  if (r->record_size % 8 || r->record_size < 32 || !transposes(r, fields)) return false;
+  for (size_t f = 0; f < r->n; f++) {
+    if (!(fields >> f & 1) || r->size[f] != 8) continue;
+    if (r->offset[f] % 8) return false;
+    doubles = true;
+  }
+  return doubles;
+}
+
 static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
   size_t w = r->record_size / 4, p = 0, before[MMB_MAX_FIELDS];
   if (r->record_size % 4 || w > MAX_VECTORS || !__builtin_cpu_supports("avx512f")) return NULL;
@@ -179,6 +201,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
       p += field_words(r, f);
     }
   if (!fields) return NULL;
+  bool qw = qword_transposes(r, fields);
   int map[MAX_VECTORS * 16] = {0};   /* (every entry read is set below) */
   shuffle *sh;
   if (to_soa) {   /* inputs: the record words; outputs: each field's words, field by field */
@@ -188,7 +211,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
       for (size_t q = 0; q < 16 * sf; q++) map[o * 16 + q] = (int)((q / sf) * w + r->offset[f] / 4 + q % sf);
       o += sf;
     }
-    sh = shuffle_make(w, p, map, 0);
+    sh = shuffle_make(w, p, map, 0, 16);
   } else {
     for (size_t q = 0; q < 16 * w; q++) {   /* inputs: the fields' words; outputs: records */
       size_t rec = q / w, c = q % w;
@@ -199,11 +222,14 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
           map[q] = (int)(before[f] * 16 + rec * sf + c - at);
       }
     }
-    sh = shuffle_make(p, w, map, w >= 4 && transposes(r, fields) ? w : 0);
+    size_t packs = !transposes(r, fields) ? 0 : qw ? w / 2 : w >= 4 ? w : 0;
+    sh = shuffle_make(p, w, map, packs, qw ? 8 : 16);
   }
-  if (sh) sh->fields = fields;
-  if (sh) sh->transpose = sh->n_steps > SMALL_STEPS && transposes(r, fields);
-  if (sh && !sh->transpose) sh->pack = NULL;
+  if (!sh) return NULL;
+  sh->fields = fields;
+  sh->transpose = sh->n_steps > SMALL_STEPS && transposes(r, fields);
+  sh->qwords = sh->transpose && qw;
+  if (!sh->transpose) sh->pack = NULL;
   return sh;
 }
 
@@ -450,6 +476,22 @@ store_records(char *aos, size_t rs, int whole, __mmask16 words, const __m512i *v
   }
 }
 
+/* Words 8 h .. 8 h + 7 of a and of b interleaved, a's first: two word
+   vectors joined into qwords (a double's two words, or two fields'). */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i
+words_join(__m512i a, __m512i b, int h) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  return _mm512_permutex2var_epi32(a, _mm512_add_epi32(lo, _mm512_set1_epi32(8 * h)), b);
+}
+
+/* The even (or odd) words of a, then of b: qwords split into their low
+   (or high) words. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i
+words_split(__m512i a, __m512i b, int odd) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_epi32(a, _mm512_add_epi32(even, _mm512_set1_epi32(odd)), b);
+}
+
 /* The 16 x 16 words of v transposed in place: four rounds of 16 shuffles
    (words within 128-bit lanes, then pairs of words, then lanes twice). */
 __attribute__((target("avx512f"), always_inline)) static inline void transpose16(__m512i *v) {
@@ -489,10 +531,6 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
                                                                 const shuffle *sh,
                                                                 const blocks *bl,
                                                                 size_t n_blocks) {
-  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   const __mmask16 words = (__mmask16)((1u << (r->record_size / 4)) - 1);
   size_t rs = r->record_size, words_of = rs / 4;
   if (!words_of) return;   /* (records of a word or more: record_shuffle) */
@@ -515,8 +553,8 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
         char *p = bl->fld[k] + b * bl->fld_step[k];
         if (!pair[w]) put_out(bl, (size_t)k, p, v[w]);
         else if (w < 15) {
-          put(bl, p, _mm512_permutex2var_epi32(v[w], lo, v[w + 1]));
-          put(bl, p + 64, _mm512_permutex2var_epi32(v[w], hi, v[w + 1]));
+          put(bl, p, words_join(v[w], v[w + 1], 0));
+          put(bl, p + 64, words_join(v[w], v[w + 1], 1));
         }
       }
       continue;
@@ -533,8 +571,8 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
       } else if (w < 15) {
         const char *p = bl->fld[k] + b * bl->fld_step[k];
         __m512i a = _mm512_loadu_si512(p), c = _mm512_loadu_si512(p + 64);
-        v[w] = _mm512_permutex2var_epi32(a, even, c);
-        v[w + 1] = _mm512_permutex2var_epi32(a, odd, c);
+        v[w] = words_split(a, c, 0);
+        v[w + 1] = words_split(a, c, 1);
       }
     }
     transpose16(v);
@@ -548,6 +586,109 @@ __attribute__((target("avx512f"))) static void transpose_blocks(const mmb__field
                                               _mm512_loadu_si512(ps->idx[1]),
                                               v[a + 3 < 16 ? a + 3 : 15]);
         _mm512_stream_si512((void *)(aos + 64 * o), _mm512_mask_mov_epi32(x, ps->far, y));
+      }
+      continue;
+    }
+    store_records(aos, rs, whole, words, v);
+  }
+}
+
+/* The 8 x 8 qwords of v transposed in place: three rounds of 8 shuffles
+   (qwords within 128-bit lanes, then pairs of qwords across them, then
+   halves). */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose8(__m512i *v) {
+  const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  static const int q[4] = {0, 2, 1, 3};
+  __m512i a[8], b[8];
+  /* a[i]: qwords 0, 2, 4, 6 of v[i] and v[i + 1], interleaved; a[i + 1]: 1, 3, 5, 7 */
+  _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2) {
+    a[i] = _mm512_unpacklo_epi64(v[i], v[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi64(v[i], v[i + 1]);
+  }
+  /* b[i + j]: qwords q[j] and q[j] + 4 of v[i .. i + 3] */
+  _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 4) {
+    b[i] = _mm512_permutex2var_epi64(a[i], even, a[i + 2]);
+    b[i + 1] = _mm512_permutex2var_epi64(a[i], odd, a[i + 2]);
+    b[i + 2] = _mm512_permutex2var_epi64(a[i + 1], even, a[i + 3]);
+    b[i + 3] = _mm512_permutex2var_epi64(a[i + 1], odd, a[i + 3]);
+  }
+  _Pragma("GCC unroll 16") for (int j = 0; j < 4; j++) {
+    v[q[j]] = _mm512_shuffle_i64x2(b[j], b[4 + j], 0x44);
+    v[q[j] + 4] = _mm512_shuffle_i64x2(b[j], b[4 + j], 0xee);
+  }
+}
+
+/* Records of 4 to 8 qwords with doubles (qword_transposes), 16 at a time as
+   two halves of 8: each record one vector, the half transposed so that
+   vector q holds qword q of its 8 records: a double's plane vector for
+   those records; a qword of words interleaves two word planes' vectors
+   (split by vpermt2d into SoA, joined into AoS; a word no moved field has
+   is zero). About 3.5 instructions a record. */
+__attribute__((target("avx512f"))) static void transpose8_blocks(const mmb__fieldset *r,
+                                                                 const shuffle *sh,
+                                                                 const blocks *bl,
+                                                                 size_t n_blocks) {
+  size_t rs = r->record_size, lanes = rs / 8;
+  const __mmask16 words = (__mmask16)((1u << (rs / 4)) - 1);
+  int plane[16];   /* (a double's pair starts its qword: qword_transposes) */
+  bool pair[16];
+  word_planes(r, sh->fields, plane, pair);
+  bool pack = !bl->to_soa && bl->nt && sh->pack;
+  for (size_t b = 0; b < n_blocks; b++) {
+    char *aos = bl->aos + b * bl->rec_step;
+    __m512i v[16];   /* half h (v + 8 h): records 8 h .. 8 h + 7, or their qwords */
+    int whole = b + 1 < n_blocks ? 16 : (int)mmb__min(16, (16 * rs - 64) / rs + 1);
+    if (bl->to_soa) {
+      prefetch_records(bl, b + AHEAD);
+      load_records(v, aos, rs, whole, words);
+      transpose8(v);
+      transpose8(v + 8);
+      _Pragma("GCC unroll 16") for (size_t q = 0; q < 8 && q < lanes; q++) {
+        if (pair[2 * q]) {
+          char *p = bl->fld[plane[2 * q]] + b * bl->fld_step[plane[2 * q]];
+          put(bl, p, v[q]);
+          put(bl, p + 64, v[8 + q]);
+          continue;
+        }
+        _Pragma("GCC unroll 16") for (int w = 0; w < 2; w++) {
+          int k = plane[2 * q + w];
+          if (k >= 0)
+            put_out(bl, (size_t)k, bl->fld[k] + b * bl->fld_step[k],
+                    words_split(v[q], v[8 + q], w));
+        }
+      }
+      continue;
+    }
+    for (size_t k = 0; k < bl->n_fld; k++)   /* (see AHEAD) */
+      _mm_prefetch((const char *)((uintptr_t)bl->fld[k] + (b + AHEAD) * bl->fld_step[k]),
+                   _MM_HINT_T0);
+    _Pragma("GCC unroll 16") for (size_t q = 0; q < 8; q++) {
+      if (pair[2 * q]) {
+        const char *p = bl->fld[plane[2 * q]] + b * bl->fld_step[plane[2 * q]];
+        v[q] = _mm512_loadu_si512(p);
+        v[8 + q] = _mm512_loadu_si512(p + 64);
+        continue;
+      }
+      int kl = plane[2 * q], kh = plane[2 * q + 1];   /* (none past the record) */
+      __m512i l = kl >= 0 ? field_in(bl, (size_t)kl, b) : _mm512_setzero_si512();
+      __m512i h = kh >= 0 ? field_in(bl, (size_t)kh, b) : _mm512_setzero_si512();
+      v[q] = words_join(l, h, 0);
+      v[8 + q] = words_join(l, h, 1);
+    }
+    transpose8(v);
+    transpose8(v + 8);
+    if (pack && whole == 16) {   /* packed in registers, out past the cache */
+      for (size_t o = 0; o < 2 * lanes; o++) {
+        const pack_step *ps = &sh->pack[o % lanes];
+        const __m512i *rec = v + 8 * (o / lanes);
+        int a = ps->at;
+        __m512i x = _mm512_permutex2var_epi64(rec[a], _mm512_loadu_si512(ps->idx[0]),
+                                              rec[a + 1 < 8 ? a + 1 : 7]);
+        __m512i y = _mm512_permutexvar_epi64(_mm512_loadu_si512(ps->idx[1]),
+                                             rec[a + 2 < 8 ? a + 2 : 7]);
+        _mm512_stream_si512((void *)(aos + 64 * o),
+                            _mm512_mask_mov_epi64(x, (__mmask8)ps->far, y));
       }
       continue;
     }
@@ -576,7 +717,7 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
       bl.narrow[bl.n_fld] = r->size[f] < 4 ? (uint8_t)r->size[f] : 0;
       bl.shift[bl.n_fld] = (uint8_t)(8 * (r->offset[f] % 4));
     }
-  if (sh->transpose) transpose_blocks(r, sh, &bl, n / 16);
+  if (sh->transpose) (sh->qwords ? transpose8_blocks : transpose_blocks)(r, sh, &bl, n / 16);
   else (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
 }
 
