@@ -5,7 +5,9 @@
    more than memory does. Copies to and from it are the core's host copies
    through the mapping: one memcpy, no bounce buffer (pread/pwrite would
    copy through the same page cache once more). A file goes when its
-   mapping does, and with the process however it ends. */
+   mapping does, and with the process however it ends, so nothing calls
+   msync: its bytes need the disk only when memory runs short, and the
+   kernel writes them out then (README: "Past memory"). */
 #include "builtin.h"
 
 #include <unistd.h>
