@@ -277,22 +277,29 @@ static char *block_out(const blocks *bl, size_t o, size_t *step) {
   return bl->to_soa ? bl->fld[o] : bl->aos + 64 * o;
 }
 
+/* An output vector into its place: whole, past the cache or not (nt), or
+   narrowed to the 1 or 2 bytes at bit `shift` of each word. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_out(char *p, __m512i v, bool nt, unsigned narrow, unsigned shift) {
+  __m128i at = _mm_cvtsi32_si128((int)shift);
+  if (narrow == 1) _mm_storeu_si128((void *)p, _mm512_cvtepi32_epi8(_mm512_srl_epi32(v, at)));
+  else if (narrow == 2)
+    _mm256_storeu_si256((void *)p, _mm512_cvtepi32_epi16(_mm512_srl_epi32(v, at)));
+  else if (nt) _mm512_stream_si512((void *)p, v);
+  else _mm512_storeu_si512(p, v);
+}
+
 /* An output vector into its place: past the cache where the blocks ask. */
 __attribute__((target("avx512f"))) static inline void put(const blocks *bl, char *p, __m512i v) {
-  if (bl->nt) _mm512_stream_si512((void *)p, v);
-  else _mm512_storeu_si512(p, v);
+  store_out(p, v, bl->nt, 0, 0);
 }
 
 /* Output vector o into its place: into SoA, a lone field's narrowed to its
    bytes (stored in the cache: convert_block stages its plane). */
 __attribute__((target("avx512f"))) static inline void put_out(const blocks *bl, size_t o,
                                                               char *p, __m512i v) {
-  unsigned narrow = bl->to_soa ? bl->narrow[o] : 0;   /* (into AoS, o is a record's vector) */
-  __m128i at = _mm_cvtsi32_si128(bl->shift[o]);
-  if (narrow == 1) _mm_storeu_si128((void *)p, _mm512_cvtepi32_epi8(_mm512_srl_epi32(v, at)));
-  else if (narrow == 2)
-    _mm256_storeu_si256((void *)p, _mm512_cvtepi32_epi16(_mm512_srl_epi32(v, at)));
-  else put(bl, p, v);
+  /* (into AoS, o is a record's vector) */
+  store_out(p, v, bl->nt, bl->to_soa ? bl->narrow[o] : 0, bl->shift[o]);
 }
 
 /* Field vector k of block b (into AoS): a lone field's widened. */
@@ -346,40 +353,43 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
 
 /* Small tables (records of a few words: xyz, xyzw, a particle) run from registers:
    for S steps, the loop over the steps is unrolled, each step's index
-   vector, offset, mask and destination held across the blocks (the stores
-   could alias the table, which the compiler would otherwise reload). */
+   vector, offset, mask, destination and how it stores held across the
+   blocks (the stores could alias the table, which the compiler would
+   otherwise reload). Every step permutes a pair (a lone last vector is its
+   own pair): a test fewer a step than a one-vector permute where it
+   can. */
 #define SHUFFLE_SMALL(S)                                                                      \
   __attribute__((target("avx512f"))) static void shuffle_small_##S(const shuffle *sh,        \
                                                                     const blocks *bl,         \
                                                                     size_t n_blocks) {        \
     __m512i idx[S];                                                                           \
-    size_t at[S], hi[S], dstep[S], out[S];                                                    \
+    size_t at[S], hi[S], dstep[S];                                                            \
     char *dst[S];                                                                             \
     __mmask16 mask[S];                                                                        \
-    bool single[S], last[S];                                                                  \
+    bool last[S];                                                                             \
+    uint8_t narrow[S], shift[S];                                                              \
+    bool nt = bl->nt;                                                                         \
     for (int q = 0; q < S; q++) {                                                             \
       const shuffle_step *st = &sh->steps[q];                                                 \
       idx[q] = _mm512_loadu_si512(st->idx);                                                   \
       at[q] = st->at;                                                                         \
+      hi[q] = st->hi;   /* (at itself for a last vector alone: idx takes its words) */        \
       dst[q] = block_out(bl, st->out, &dstep[q]);                                             \
-      out[q] = st->out;                                                                       \
       mask[q] = st->mask;                                                                     \
-      hi[q] = st->hi;                                                                         \
-      single[q] = st->hi == st->at;                                                           \
       last[q] = st->last;                                                                     \
+      narrow[q] = bl->to_soa ? bl->narrow[st->out] : 0;                                       \
+      shift[q] = bl->shift[st->out];                                                          \
     }                                                                                         \
     _Alignas(64) char staged[MAX_VECTORS * 64];                                               \
     for (size_t b = 0; b < n_blocks; b++) {                                                   \
       const char *from = block_in(bl, b, staged);                                             \
       __m512i acc = _mm512_setzero_si512();                                                   \
       _Pragma("GCC unroll 24") for (int q = 0; q < S; q++) {                                  \
-        __m512i lo = _mm512_loadu_si512(from + at[q]);                                        \
-        __m512i t = single[q] ? _mm512_permutexvar_epi32(idx[q], lo)                          \
-                              : _mm512_permutex2var_epi32(lo, idx[q],                         \
-                                                          _mm512_loadu_si512(from + hi[q])); \
+        __m512i t = _mm512_permutex2var_epi32(_mm512_loadu_si512(from + at[q]), idx[q],       \
+                                              _mm512_loadu_si512(from + hi[q]));              \
         acc = _mm512_mask_mov_epi32(acc, mask[q], t);                                         \
         if (last[q]) {                                                                        \
-          put_out(bl, out[q], dst[q], acc);                                                   \
+          store_out(dst[q], acc, nt, narrow[q], shift[q]);                                    \
           dst[q] += dstep[q];                                                                 \
           acc = _mm512_setzero_si512();                                                       \
         }                                                                                     \
