@@ -175,13 +175,14 @@ static bool transposes(const mmb__fieldset *r, unsigned fields) {
   return true;
 }
 
-/* Records of 4 to 8 qwords with 8-byte fields (doubles), each on a qword,
-   transpose 8 records at a time by qwords (transpose8_blocks), a qword of
-   word fields interleaving their planes: 24 shuffles for 8 records against
-   64 for 16 and two to split or join each double's plane. */
+/* Of the records that transpose, those of 4 to 8 qwords with 8-byte
+   fields (doubles), each on a qword, transpose 8 records at a time by
+   qwords (transpose8_blocks), a qword of word fields interleaving their
+   planes: 24 shuffles for 8 records against 64 for 16 and two to split or
+   join each double's plane. */
 static bool qword_transposes(const mmb__fieldset *r, unsigned fields) {
   bool doubles = false;
-  if (r->record_size % 8 || r->record_size < 32 || !transposes(r, fields)) return false;
+  if (r->record_size % 8 || r->record_size < 32) return false;
   for (size_t f = 0; f < r->n; f++) {
     if (!(fields >> f & 1) || r->size[f] != 8) continue;
     if (r->offset[f] % 8) return false;
@@ -201,7 +202,7 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
       p += field_words(r, f);
     }
   if (!fields) return NULL;
-  bool qw = qword_transposes(r, fields);
+  bool tr = transposes(r, fields), qw = tr && qword_transposes(r, fields);
   int map[MAX_VECTORS * 16] = {0};   /* (every entry read is set below) */
   shuffle *sh;
   if (to_soa) {   /* inputs: the record words; outputs: each field's words, field by field */
@@ -222,12 +223,12 @@ static shuffle *record_shuffle(const mmb__fieldset *r, bool to_soa) {
           map[q] = (int)(before[f] * 16 + rec * sf + c - at);
       }
     }
-    size_t packs = !transposes(r, fields) ? 0 : qw ? w / 2 : w >= 4 ? w : 0;
+    size_t packs = !tr ? 0 : qw ? w / 2 : w >= 4 ? w : 0;
     sh = shuffle_make(p, w, map, packs, qw ? 8 : 16);
   }
   if (!sh) return NULL;
   sh->fields = fields;
-  sh->transpose = sh->n_steps > SMALL_STEPS && transposes(r, fields);
+  sh->transpose = sh->n_steps > SMALL_STEPS && tr;
   sh->qwords = sh->transpose && qw;
   if (!sh->transpose) sh->pack = NULL;
   return sh;
@@ -294,12 +295,17 @@ __attribute__((target("avx512f"))) static inline void put(const blocks *bl, char
   store_out(p, v, bl->nt, 0, 0);
 }
 
+/* The bytes output vector o narrows to: a lone field's into SoA (1 or 2),
+   else 0 (into AoS, o is a record's vector). */
+static inline unsigned out_narrow(const blocks *bl, size_t o) {
+  return bl->to_soa ? bl->narrow[o] : 0;
+}
+
 /* Output vector o into its place: into SoA, a lone field's narrowed to its
    bytes (stored in the cache: convert_block stages its plane). */
 __attribute__((target("avx512f"))) static inline void put_out(const blocks *bl, size_t o,
                                                               char *p, __m512i v) {
-  /* (into AoS, o is a record's vector) */
-  store_out(p, v, bl->nt, bl->to_soa ? bl->narrow[o] : 0, bl->shift[o]);
+  store_out(p, v, bl->nt, out_narrow(bl, o), bl->shift[o]);
 }
 
 /* Field vector k of block b (into AoS): a lone field's widened. */
@@ -377,7 +383,7 @@ __attribute__((target("avx512f"))) static const char *block_in(const blocks *bl,
       dst[q] = block_out(bl, st->out, &dstep[q]);                                             \
       mask[q] = st->mask;                                                                     \
       last[q] = st->last;                                                                     \
-      narrow[q] = bl->to_soa ? bl->narrow[st->out] : 0;                                       \
+      narrow[q] = (uint8_t)out_narrow(bl, st->out);                                           \
       shift[q] = bl->shift[st->out];                                                          \
     }                                                                                         \
     _Alignas(64) char staged[MAX_VECTORS * 64];                                               \
@@ -437,7 +443,7 @@ __attribute__((target("avx512f"))) static void shuffle_wide(const shuffle *sh, c
   for (size_t q = 0; q < sh->n_steps; q++) {
     dst[q] = block_out(bl, sh->steps[q].out, &dstep[q]);
     if (!sh->steps[q].last) dst[q] = scratch, dstep[q] = 0;
-    via_put = via_put || (bl->to_soa && bl->narrow[sh->steps[q].out]);
+    via_put = via_put || out_narrow(bl, sh->steps[q].out);
   }
   for (size_t b = 0; b < n_blocks; b++) {
     const char *from = block_in(bl, b, staged);
