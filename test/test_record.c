@@ -253,13 +253,22 @@ static bool device_memory(const char *p) {
   return false;
 }
 
+/* The moves as a device's kernel makes them (os/record_move.h): blocks of
+   T threads, each moving its group, here one thread after another in
+   reverse, an order the host conversion shares nothing with. */
+static void run_kernel(const mmb__record_moves *m, size_t T) {
+  size_t span = T * MMB__MOVE_GROUP;
+  for (size_t base = 0; base < m->count; base += span)
+    for (size_t t = T; t-- > 0;) mmb__record_move_group(m, base + t, T);
+}
+
 static int kernel_runs;
 static mmbError fake_kernel(int device, const mmb__record_moves *m) {
   cr_assert_eq(device, 0);
   for (size_t f = 0; f < m->n_fields; f++)
     cr_assert(device_memory(m->d[f]) && device_memory(m->s[f]), "the kernel reaches the host");
   kernel_runs++;
-  for (size_t i = 0; i < m->count; i++) mmb__record_move(m, i);
+  run_kernel(m, 7);
   return MMB_OK;
 }
 
@@ -298,13 +307,44 @@ MMB_TEST(record, duplicates_convert_on_a_cuda_device) {
 }
 
 /* What a CUDA device's conversion kernel runs (os/record_move.h), run here
-   on the host: the moves of every element, one at a time, in no order the
-   host conversion shares. */
+   on the host: blocks of 5 threads. */
 static void kernel_copy(mmbArray *dst, mmbArray *src) {
   mmb__view d = mmb__array_view(dst), s = mmb__array_view(src);
   mmb__record_moves m;
   mmb__record_moves_make(&d, &s, &m);
-  for (size_t i = m.count; i-- > 0;) mmb__record_move(&m, i);
+  run_kernel(&m, 5);
+}
+
+/* A kernel's moves: a packed array of any rank moves as one dimension, a
+   padded one keeps its rows; each field by the widest word both sides
+   align to. */
+MMB_TEST(record, kernel_moves_merge_packed_dimensions_and_move_by_words) {
+  mmbMemInterface *sys = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbLayout *aos = particles(MMB_RECORD_AOS, 3, MMB_ROWMAJOR, 0);
+  mmbLayout *soa = particles(MMB_RECORD_SOA, 3, MMB_ROWMAJOR, 0);
+  mmbLayout *padded = particles(MMB_RECORD_SOA, 3, MMB_ROWMAJOR, 64);
+  mmbDimensions d = {3, {4, 5, 6}};
+  mmbArray *a = make(sys, &d, aos), *s = make(sys, &d, soa), *p = make(sys, &d, padded);
+  mmb__view va = mmb__array_view(a), vs = mmb__array_view(s), vp = mmb__array_view(p);
+  mmb__record_moves m;
+  mmb__record_moves_make(&vs, &va, &m);
+  cr_assert(m.rank == 1 && m.count == 120 && m.dim[0] == 120 && m.ds[0] == 1 && m.ss[0] == 1,
+            "rank %zu, count %zu", m.rank, m.count);
+  cr_assert_eq(mmb__field_unit(&m, 0), 4, "a float on both sides");
+  cr_assert_eq(mmb__field_unit(&m, 3), 1, "a char");
+  cr_assert_eq(mmb__field_unit(&m, 4), 8, "a double in its plane and its record");
+  mmb__record_moves_make(&vp, &va, &m);   /* rows of 6 padded to 64 bytes a plane */
+  cr_assert(m.rank == 2 && m.count == 120 && m.dim[0] == 6 && m.dim[1] == 20 && m.ss[1] == 6,
+            "rank %zu, dims %zu %zu", m.rank, m.dim[0], m.dim[1]);
+  walk_array(a, 9, true);
+  kernel_copy(p, a);
+  walk_array(p, 9, false);
+  kernel_copy(s, p);   /* and both ways between padded and packed */
+  walk_array(s, 9, false);
+  mmbArray *arrays[] = {a, s, p};
+  for (size_t i = 0; i < 3; i++) OK(mmb_array_destroy(arrays[i]));
+  mmbLayout *layouts[] = {aos, soa, padded};
+  for (size_t i = 0; i < 3; i++) OK(mmb_layout_destroy(layouts[i]));
 }
 
 /* Random records (fixed seed): 3 to 8 fields of odd sizes at shuffled

@@ -1,8 +1,8 @@
-/* Internal: a record conversion as plain data, and the moves of one of its
-   elements, for code that runs where the tile layer cannot: the CUDA kernel
-   of providers/cuda/convert.cu, which compiles this header as CUDA C++
-   (it includes nothing of mmb). The tile layer fills it from two views
-   (record.c: mmb__record_moves_make) and tests run its element moves on
+/* Internal: a record conversion as plain data, and the moves of a group of
+   its elements, for code that runs where the tile layer cannot: the CUDA
+   kernel of providers/cuda/convert.cu, which compiles this header as CUDA
+   C++ (it includes nothing of mmb). The tile layer fills it from two views
+   (record.c: mmb__record_moves_make) and tests run the groups' moves on
    the host against the host conversion.
 
    Element i of `count` sits at index i in the dimensions `dim` (innermost
@@ -14,6 +14,7 @@
 #ifndef MMB_OS_RECORD_MOVE_H
 #define MMB_OS_RECORD_MOVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,30 +36,94 @@ typedef struct mmb__record_moves {
   size_t dim[MMB__MOVE_DIMS], ds[MMB__MOVE_DIMS], ss[MMB__MOVE_DIMS];   /* elements */
 } mmb__record_moves;
 
-/* n bytes, in the widest words both ends and n allow (memcpy of a constant
-   size: one load and one store, defined at any alignment, on both sides). */
-static inline MMB__HOST_DEVICE void mmb__move_bytes(char *d, const char *s, size_t n) {
-  uintptr_t a = (uintptr_t)d | (uintptr_t)s | (uintptr_t)n;
-  size_t i = 0;
-  if (a % 8 == 0)
-    for (; i < n; i += 8) memcpy(d + i, s + i, 8);
-  else if (a % 4 == 0)
-    for (; i < n; i += 4) memcpy(d + i, s + i, 4);
-  else
-    for (; i < n; i++) d[i] = s[i];
-}
-
-/* Every field of element i. */
-static inline MMB__HOST_DEVICE void mmb__record_move(const mmb__record_moves *m, size_t i) {
-  size_t doff = 0, soff = 0;
+/* Element i's offsets, in elements, on both sides. */
+static inline MMB__HOST_DEVICE void mmb__record_offsets(const mmb__record_moves *m, size_t i,
+                                                        size_t *doff, size_t *soff) {
+  if (m->rank == 1) {   /* (the common case: no division) */
+    *doff = i * m->ds[0];
+    *soff = i * m->ss[0];
+    return;
+  }
+  *doff = *soff = 0;
   for (size_t k = 0; k < m->rank; k++) {
     size_t ik = i % m->dim[k];
     i /= m->dim[k];
-    doff += ik * m->ds[k];
-    soff += ik * m->ss[k];
+    *doff += ik * m->ds[k];
+    *soff += ik * m->ss[k];
   }
-  for (size_t f = 0; f < m->n_fields; f++)
-    mmb__move_bytes(m->d[f] + doff * m->dstep[f], m->s[f] + soff * m->sstep[f], m->size[f]);
+}
+
+/* The word field f moves by: the widest of 8, 4, 2 and 1 bytes that divides
+   its size, both first addresses and both steps (so every element's field
+   is aligned to it on both sides). */
+static inline MMB__HOST_DEVICE size_t mmb__field_unit(const mmb__record_moves *m, size_t f) {
+  uintptr_t a = (uintptr_t)m->d[f] | (uintptr_t)m->s[f] | (uintptr_t)m->dstep[f] |
+                (uintptr_t)m->sstep[f] | (uintptr_t)m->size[f];
+  return a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
+}
+
+/* A word of `unit` bytes at an address aligned to it, and back. */
+static inline MMB__HOST_DEVICE uint64_t mmb__load_word(const char *p, size_t unit) {
+#ifdef __CUDA_ARCH__
+  switch (unit) {   /* (a cast: nvcc's memcpy of unknown alignment moves bytes) */
+  case 8: return *(const uint64_t *)p;
+  case 4: return *(const uint32_t *)p;
+  case 2: return *(const uint16_t *)p;
+  default: return *(const uint8_t *)p;
+  }
+#else
+  uint64_t v = 0;
+  memcpy(&v, p, unit);
+  return v;
+#endif
+}
+static inline MMB__HOST_DEVICE void mmb__store_word(char *p, uint64_t v, size_t unit) {
+#ifdef __CUDA_ARCH__
+  switch (unit) {
+  case 8: *(uint64_t *)p = v; break;
+  case 4: *(uint32_t *)p = (uint32_t)v; break;
+  case 2: *(uint16_t *)p = (uint16_t)v; break;
+  default: *(uint8_t *)p = (uint8_t)v; break;
+  }
+#else
+  memcpy(p, &v, unit);
+#endif
+}
+
+/* How many elements one thread moves together. */
+enum { MMB__MOVE_GROUP = 4 };
+
+/* Every field of the elements first + j stride (j < MMB__MOVE_GROUP) that
+   are below count: field by field and word by word, the group's loads of a
+   word all issued before its stores, so that a thread has that many loads
+   in flight rather than one (on a device, where a thread waits for each
+   load it stores, that is the bandwidth). A block of threads with stride
+   its size moves MMB__MOVE_GROUP of its size consecutive elements, each
+   word a coalesced run on the plane side, its records' lines reused field
+   after field on the record side. */
+static inline MMB__HOST_DEVICE void mmb__record_move_group(const mmb__record_moves *m,
+                                                           size_t first, size_t stride) {
+  enum { G = MMB__MOVE_GROUP };
+  size_t doff[G], soff[G];
+  bool in[G];
+  for (int j = 0; j < G; j++) {
+    size_t i = first + j * stride;
+    in[j] = i < m->count;
+    doff[j] = soff[j] = 0;
+    if (in[j]) mmb__record_offsets(m, i, &doff[j], &soff[j]);
+  }
+  for (size_t f = 0; f < m->n_fields; f++) {
+    size_t unit = mmb__field_unit(m, f), dstep = m->dstep[f], sstep = m->sstep[f];
+    for (size_t w = 0; w < m->size[f]; w += unit) {
+      const char *s = m->s[f] + w;
+      char *d = m->d[f] + w;
+      uint64_t v[G];
+      for (int j = 0; j < G; j++)
+        if (in[j]) v[j] = mmb__load_word(s + soff[j] * sstep, unit);
+      for (int j = 0; j < G; j++)
+        if (in[j]) mmb__store_word(d + doff[j] * dstep, v[j], unit);
+    }
+  }
 }
 
 #endif /* MMB_OS_RECORD_MOVE_H */

@@ -204,7 +204,9 @@ mmb__view mmb__view_plane(const mmb__view *v, size_t f);
    stored otherwise), element by element in dst's order. */
 void mmb__record_convert(const mmb__view *dst, const mmb__view *src);
 /* The same conversion as plain data, for a device's kernel
-   (os/record_move.h); the pointers are the views' own, wherever they are. */
+   (os/record_move.h); the pointers are the views' own, wherever they are,
+   and a dimension contiguous on both sides with the one inside it is
+   merged into that one (a packed array of any rank moves as rank 1). */
 void mmb__record_moves_make(const mmb__view *dst, const mmb__view *src, mmb__record_moves *out);
 
 /* ---- storage (transfer.c) ------------------------------------------------ */

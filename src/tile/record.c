@@ -849,12 +849,18 @@ void mmb__record_moves_make(const mmb__view *d, const mmb__view *s, mmb__record_
   }
   mmb__plan p;
   mmb__plan_make(d, s, &p);
-  m->rank = p.n;
+  m->rank = 0;
   for (size_t k = 0; k < p.n; k++) {
-    m->dim[k] = p.dim[k];
-    m->ds[k] = p.ds[k];
-    m->ss[k] = p.ss[k];
     m->count *= p.dim[k];
+    size_t r = m->rank;
+    if (r && p.ds[k] == m->ds[r - 1] * m->dim[r - 1] && p.ss[k] == m->ss[r - 1] * m->dim[r - 1]) {
+      m->dim[r - 1] *= p.dim[k];   /* contiguous on both sides with the one inside: one dimension */
+      continue;
+    }
+    m->dim[r] = p.dim[k];
+    m->ds[r] = p.ds[k];
+    m->ss[r] = p.ss[k];
+    m->rank++;
   }
 }
 
