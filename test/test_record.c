@@ -253,13 +253,31 @@ static bool device_memory(const char *p) {
   return false;
 }
 
-/* The moves as a device's kernel makes them (os/record_move.h): blocks of
-   T threads, each moving its group, here one thread after another in
-   reverse, an order the host conversion shares nothing with. */
-static void run_kernel(const mmb__record_moves *m, size_t T) {
-  size_t span = T * MMB__MOVE_GROUP;
-  for (size_t base = 0; base < m->count; base += span)
-    for (size_t t = T; t-- > 0;) mmb__record_move_group(m, base + t, T);
+/* The moves as a device's kernels make them (os/record_move.h), blocks of
+   T threads run here one thread after another, in reverse: into a run of
+   records, staged in chunks of `chunk` elements (the stage holding
+   garbage between them, as shared memory does), else each thread's
+   groups. */
+static void run_kernel(const mmb__record_moves *m, size_t T, size_t chunk) {
+  mmb__record_run r;
+  if (m->count < 2 || !mmb__record_run_of(m, true, &r)) {
+    size_t span = T * MMB__MOVE_GROUP;
+    for (size_t base = 0; base < m->count; base += span)
+      for (size_t t = T; t-- > 0;) mmb__record_move_group(m, base + t, T);
+    return;
+  }
+  size_t bytes = (chunk * r.step + 7) / 8 * 8;
+  char *stage = aligned_alloc(8, bytes);
+  cr_assert_not_null(stage);
+  for (size_t first = 0; first < m->count; first += chunk) {
+    size_t n = m->count - first < chunk ? m->count - first : chunk;
+    memset(stage, 0xa5, bytes);
+    if (r.gaps)
+      for (size_t t = T; t-- > 0;) mmb__stage_zero(&r, n, stage, t, T);
+    for (size_t t = T; t-- > 0;) mmb__stage_fields(m, &r, first, n, stage, t, T);
+    for (size_t t = T; t-- > 0;) mmb__stage_write(&r, first, n, stage, t, T);
+  }
+  free(stage);
 }
 
 static int kernel_runs;
@@ -268,7 +286,7 @@ static mmbError fake_kernel(int device, const mmb__record_moves *m) {
   for (size_t f = 0; f < m->n_fields; f++)
     cr_assert(device_memory(m->d[f]) && device_memory(m->s[f]), "the kernel reaches the host");
   kernel_runs++;
-  run_kernel(m, 7);
+  run_kernel(m, 7, 45);
   return MMB_OK;
 }
 
@@ -307,12 +325,12 @@ MMB_TEST(record, duplicates_convert_on_a_cuda_device) {
 }
 
 /* What a CUDA device's conversion kernel runs (os/record_move.h), run here
-   on the host: blocks of 5 threads. */
+   on the host: blocks of 5 threads, chunks of 13 elements. */
 static void kernel_copy(mmbArray *dst, mmbArray *src) {
   mmb__view d = mmb__array_view(dst), s = mmb__array_view(src);
   mmb__record_moves m;
   mmb__record_moves_make(&d, &s, &m);
-  run_kernel(&m, 5);
+  run_kernel(&m, 5, 13);
 }
 
 /* A kernel's moves: a packed array of any rank moves as one dimension, a
@@ -333,18 +351,54 @@ MMB_TEST(record, kernel_moves_merge_packed_dimensions_and_move_by_words) {
   cr_assert_eq(mmb__field_unit(&m, 0), 4, "a float on both sides");
   cr_assert_eq(mmb__field_unit(&m, 3), 1, "a char");
   cr_assert_eq(mmb__field_unit(&m, 4), 8, "a double in its plane and its record");
+  mmb__record_run r;
+  cr_assert(!mmb__record_run_of(&m, true, &r), "planes are no run of records");
+  cr_assert(mmb__record_run_of(&m, false, &r), "the source is one");
+  cr_assert(r.lo == mmb_array_ptr(a) && r.step == 24 && r.span == 24 && r.unit == 8 && r.gaps,
+            "step %zu, span %zu, unit %zu", r.step, r.span, r.unit);
   mmb__record_moves_make(&vp, &va, &m);   /* rows of 6 padded to 64 bytes a plane */
   cr_assert(m.rank == 2 && m.count == 120 && m.dim[0] == 6 && m.dim[1] == 20 && m.ss[1] == 6,
             "rank %zu, dims %zu %zu", m.rank, m.dim[0], m.dim[1]);
+  cr_assert(!mmb__record_run_of(&m, false, &r), "rows: no one run");
   walk_array(a, 9, true);
   kernel_copy(p, a);
   walk_array(p, 9, false);
   kernel_copy(s, p);   /* and both ways between padded and packed */
   walk_array(s, 9, false);
-  mmbArray *arrays[] = {a, s, p};
-  for (size_t i = 0; i < 3; i++) OK(mmb_array_destroy(arrays[i]));
-  mmbLayout *layouts[] = {aos, soa, padded};
-  for (size_t i = 0; i < 3; i++) OK(mmb_layout_destroy(layouts[i]));
+  memset(mmb_array_ptr(a), 0xff, 120 * sizeof(particle));
+  kernel_copy(a, s);   /* records written whole: their padding zeroed, as the host streams them */
+  walk_array(a, 9, false);
+  for (size_t e = 0; e < 120; e++) {
+    const unsigned char *rec = (const unsigned char *)mmb_array_ptr(a) + e * sizeof(particle);
+    cr_assert(!rec[13] && !rec[14] && !rec[15], "record %zu's padding", e);
+  }
+  /* 3 floats in records of 16 bytes: no gap between the fields, 4 bytes
+     after them, written as zeros where the window covers them (all but a
+     chunk's last record), never as what the stage held (0xa5) */
+  mmbLayout *xyz_, *xyz;
+  OK(mmb_layout_create_record(particle_fields, 3, 16, MMB_RECORD_AOS, 1, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){0}, &xyz_));
+  OK(mmb_layout_create_record(particle_fields, 3, 0, MMB_RECORD_SOA, 1, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){0}, &xyz));
+  mmbDimensions line = {1, {100}};
+  mmbArray *r16 = make(sys, &line, xyz_), *planes = make(sys, &line, xyz);
+  walk_array(planes, 4, true);
+  memset(mmb_array_ptr(r16), 0xff, 100 * 16);
+  va = mmb__array_view(r16);
+  vs = mmb__array_view(planes);
+  mmb__record_moves_make(&va, &vs, &m);
+  cr_assert(mmb__record_run_of(&m, true, &r) && r.span == 12 && r.step == 16 && r.gaps);
+  kernel_copy(r16, planes);
+  walk_array(r16, 4, false);
+  for (size_t e = 0; e < 100; e++) {
+    const unsigned char *rec = (const unsigned char *)mmb_array_ptr(r16) + e * 16;
+    for (int b = 12; b < 16; b++)
+      cr_assert_eq(rec[b], e % 13 == 12 || e == 99 ? 0xff : 0, "record %zu's padding", e);
+  }
+  mmbArray *arrays[] = {a, s, p, r16, planes};
+  for (size_t i = 0; i < 5; i++) OK(mmb_array_destroy(arrays[i]));
+  mmbLayout *layouts[] = {aos, soa, padded, xyz_, xyz};
+  for (size_t i = 0; i < 5; i++) OK(mmb_layout_destroy(layouts[i]));
 }
 
 /* Random records (fixed seed): 3 to 8 fields of odd sizes at shuffled

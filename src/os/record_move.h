@@ -126,4 +126,89 @@ static inline MMB__HOST_DEVICE void mmb__record_move_group(const mmb__record_mov
   }
 }
 
+/* A side of the moves that is a run of whole records: every field steps by
+   the same `step` bytes, element i lies at i * step (rank 1, one element
+   after the other), and a record's fields lie within `span` <= step bytes
+   from the lowest, at `lo` for element 0. A device's kernel writes such a
+   destination a chunk at a time through a block's shared memory (a
+   stage): the fields put in the stage, then the chunk's window written
+   out contiguous, in words of `unit` bytes (the widest of 8, 4, 2 and 1
+   that divides lo, step and span): the padding between the fields with
+   it, and after them but in a chunk's last record, where the window ends.
+   Stored field by field at the record's stride, a warp's store touches as
+   many sectors as it has threads. */
+typedef struct mmb__record_run {
+  char *lo;
+  size_t step, span, unit;
+  bool gaps;   /* bytes of a record that no field covers (padding) */
+} mmb__record_run;
+
+static inline MMB__HOST_DEVICE bool mmb__record_run_of(const mmb__record_moves *m, bool dst,
+                                                       mmb__record_run *r) {
+  const size_t *step = dst ? m->dstep : m->sstep;
+  if (m->rank != 1 || (dst ? m->ds[0] : m->ss[0]) != 1 || !m->n_fields) return false;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  size_t covered = 0;
+  for (size_t f = 0; f < m->n_fields; f++) {
+    uintptr_t a = dst ? (uintptr_t)m->d[f] : (uintptr_t)m->s[f];
+    if (step[f] != step[0]) return false;
+    lo = a < lo ? a : lo;
+    hi = a + m->size[f] > hi ? a + m->size[f] : hi;
+    covered += m->size[f];   /* (the fields of a record never overlap) */
+  }
+  if (hi - lo > step[0]) return false;   /* planes, not records */
+  uintptr_t a = lo | step[0] | (hi - lo);
+  size_t unit = a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
+  *r = (mmb__record_run){(char *)lo, step[0], hi - lo, unit, covered < step[0]};
+  return true;
+}
+
+/* The three steps of a staged chunk, elements first .. first + n - 1, each
+   by thread t of T, a barrier between steps; the stage is n * step bytes
+   rounded up to 8, aligned to 8. The stage zeroed where the records have
+   padding (so that the window writes it as zeros, as the host's streamed
+   conversion does, never what the stage held before), the fields put in
+   it from the source, then its window written to the destination. */
+static inline MMB__HOST_DEVICE void mmb__stage_zero(const mmb__record_run *r, size_t n,
+                                                    char *stage, size_t t, size_t T) {
+  for (size_t b = t * 8; b < n * r->step; b += T * 8) mmb__store_word(stage + b, 0, 8);
+}
+
+static inline MMB__HOST_DEVICE void mmb__stage_fields(const mmb__record_moves *m,
+                                                      const mmb__record_run *r, size_t first,
+                                                      size_t n, char *stage, size_t t, size_t T) {
+  enum { G = MMB__MOVE_GROUP };
+  for (size_t f = 0; f < m->n_fields; f++) {
+    size_t in_rec = (size_t)(m->d[f] - r->lo), unit = mmb__field_unit(m, f);
+    while (in_rec % unit) unit /= 2;   /* (the stage is aligned to 8) */
+    size_t sstep = m->sstep[f] * m->ss[0];
+    for (size_t w = 0; w < m->size[f]; w += unit) {
+      const char *s = m->s[f] + first * sstep + w;
+      char *staged = stage + in_rec + w;
+      for (size_t j0 = t; j0 < n; j0 += G * T) {
+        uint64_t v[G];
+        for (int k = 0; k < G; k++)
+          if (j0 + k * T < n) v[k] = mmb__load_word(s + (j0 + k * T) * sstep, unit);
+        for (int k = 0; k < G; k++)
+          if (j0 + k * T < n) mmb__store_word(staged + (j0 + k * T) * r->step, v[k], unit);
+      }
+    }
+  }
+}
+
+static inline MMB__HOST_DEVICE void mmb__stage_write(const mmb__record_run *r, size_t first,
+                                                     size_t n, const char *stage, size_t t,
+                                                     size_t T) {
+  enum { G = MMB__MOVE_GROUP };
+  size_t u = r->unit, len = (n - 1) * r->step + r->span;
+  char *d = r->lo + first * r->step;
+  for (size_t b = t * u; b < len; b += G * T * u) {
+    uint64_t v[G];
+    for (int j = 0; j < G; j++)
+      if (b + j * T * u < len) v[j] = mmb__load_word(stage + b + j * T * u, u);
+    for (int j = 0; j < G; j++)
+      if (b + j * T * u < len) mmb__store_word(d + b + j * T * u, v[j], u);
+  }
+}
+
 #endif /* MMB_OS_RECORD_MOVE_H */
