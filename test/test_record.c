@@ -677,7 +677,8 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
 /* Fields of whole 4-byte words go 16 records at a time through AVX-512
    registers (where the CPU has it; the other fields of the record field by
    field; fields of 1 or 2 bytes alone in their word too, both ways):
-   tables of up to 24 steps from registers, records of up to 16
+   tables of up to 24 steps from registers (of one-word fields of 2 to 6
+   words, by the grid's fixed shape), records of up to 16
    words with longer ones by a transposition (of qwords where doubles lie
    on them, else of words), others step by step; and
    large conversions stream their blocks, from the registers where whole
@@ -717,10 +718,18 @@ static void word_records_round_trip(bool gaps_zero) {
      {"g", 4, 44}},                                           /* 48 B, doubles astride qwords */
     {{"a", 8, 0}, {"s", 2, 8}, {"t", 2, 10}, {"c", 8, 16}, {"d", 8, 24},
      {"e", 8, 32}},                                           /* 40 B by qwords, s, t after */
+    {{"x", 4, 0}, {"y", 4, 4}},                               /* 8 B: the grid of 2 words */
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"id", 4, 12}},   /* 16 B: of 4 */
+    {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}},   /* 20 B: of 5 */
+    {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16},
+     {"f", 4, 20}},                                           /* 24 B: of 6 */
+    {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}, {"f", 4, 20},
+     {"g", 4, 24}},                                           /* 28 B: 7 words, no grid */
   };
-  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8, 5, 6, 8, 7, 6};
+  static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8, 5, 6, 8, 7, 6,
+                                    2, 4, 5, 6, 7};
   static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44,
-                              40, 48, 64, 48, 40};
+                              40, 48, 64, 48, 40, 8, 16, 20, 24, 28};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};
