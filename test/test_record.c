@@ -677,8 +677,8 @@ static void record_gaps(unsigned char *p, size_t n, size_t rs, const mmbRecordFi
 /* Fields of whole 4-byte words go 16 records at a time through AVX-512
    registers (where the CPU has it; the other fields of the record field by
    field; fields of 1 or 2 bytes alone in their word too, both ways):
-   tables of up to 24 steps from registers (of one-word fields of 2 to 6
-   words, by the grid's fixed shape), records of up to 16
+   tables of up to 24 steps from registers (records of 2 to 6 words whose
+   moved fields take as many vectors by the grid's fixed shape), records of up to 16
    words with longer ones by a transposition (of qwords where doubles lie
    on them, else of words), others step by step; and
    large conversions stream their blocks, from the registers where whole

@@ -427,17 +427,19 @@ SHUFFLE_SMALL(22)
 SHUFFLE_SMALL(23)
 SHUFFLE_SMALL(24)
 
-/* Tables of records of W one-word fields (xyz, xyzw: W = 2 to 6), either
-   way, have one shape: W outputs, each put together from every pair of the
-   W inputs in order, (W + 1) / 2 steps, the last a lone vector when W is
-   odd. With the shape fixed at compile time, a block is W loads (widened,
-   into AoS, where a field is a lone byte), W (W + 1) / 2 permutes and W
-   stores, all from registers: an output's first step permutes into zeros
-   (no blend), and a lone last vector is permuted into the output so far
-   (the pair (output, vector): no blend either). The small tables spent
-   more on their per-step state and on calls for each block's input than
-   on their shuffles: in L2 (192 KiB), 3 floats into SoA went from 11-17 to
-   23-34 GB/s, against a per-field loop's 16-19. */
+/* Tables of records of W words (W = 2 to 6: xyz, xyzw, a particle) whose
+   moved fields take W vectors too (one-word fields, a lone byte's word,
+   doubles) run in one shape: W outputs, each put together from every pair
+   of the W inputs in order, (W + 1) / 2 steps, the last a lone vector when
+   W is odd; a pair that gives an output no word is a step that changes
+   nothing. With the shape fixed at compile time, a block is W loads
+   (widened, into AoS, where a field is a lone byte), W (W + 1) / 2
+   permutes and W stores, all from registers: an output's first step
+   permutes into zeros (no blend), and a lone last vector is permuted into
+   the output so far (the pair (output, vector): no blend either). The
+   small tables spent more on their per-step state and on calls for each
+   block's input than on their shuffles: in L2 (192 KiB), 3 floats into
+   SoA went from 11-17 to 23-34 GB/s, against a per-field loop's 16-19. */
 #define SHUFFLE_GRID(W)                                                                       \
   __attribute__((target("avx512f"), always_inline)) static inline void grid_##W(              \
       const shuffle *sh, const blocks *bl, size_t n_blocks, bool nt, bool to_soa) {           \
@@ -449,9 +451,12 @@ SHUFFLE_SMALL(24)
     uint8_t narrow[W], shift[W];                                                              \
     const __m512i lane =                                                                      \
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);               \
-    for (int q = 0; q < W * P; q++) {                                                         \
-      idx[q] = _mm512_loadu_si512(sh->steps[q].idx);                                          \
-      mask[q] = sh->steps[q].mask;                                                            \
+    for (int q = 0; q < W * P; q++) idx[q] = lane, mask[q] = 0; /* (a pair with no word) */   \
+    for (size_t t = 0; t < sh->n_steps; t++) {                                                \
+      const shuffle_step *st = &sh->steps[t];                                                 \
+      int q = (int)st->out * P + (int)(st->at / 128);                                         \
+      idx[q] = _mm512_loadu_si512(st->idx);                                                   \
+      mask[q] = st->mask;                                                                     \
       if (LONE && q % P == P - 1) /* lane l of the output so far, or 16 + a word */           \
         idx[q] = _mm512_mask_add_epi32(lane, mask[q], idx[q], _mm512_set1_epi32(16));         \
     }                                                                                         \
@@ -809,14 +814,10 @@ static const small_fn small_kernels[SMALL_STEPS + 1] = {
 static const small_fn grid_kernels[GRID_MAX + 1] = {
   NULL, NULL, shuffle_grid_2, shuffle_grid_3, shuffle_grid_4, shuffle_grid_5, shuffle_grid_6};
 
-/* Whether a table has the grid's shape (SHUFFLE_GRID): W inputs and
-   outputs, each output's steps the pairs in order, none narrowed. */
-static bool grid_fits(const shuffle *sh, const blocks *bl) {
-  size_t w = sh->n_in, pairs = (w + 1) / 2;
-  if (w < 2 || w > GRID_MAX || sh->n_out != w || sh->n_steps != w * pairs) return false;
-  for (size_t q = 0; q < sh->n_steps; q++)
-    if (sh->steps[q].out != q / pairs || sh->steps[q].at != 128 * (q % pairs)) return false;
-  return true;
+/* Whether a table runs in the grid's shape (SHUFFLE_GRID): as many
+   outputs as inputs, 2 to 6. */
+static bool grid_fits(const shuffle *sh) {
+  return sh->n_in >= 2 && sh->n_in <= GRID_MAX && sh->n_out == sh->n_in;
 }
 
 /* n records (a multiple of 16) between AoS at `aos` and runs, field f's at
@@ -833,7 +834,7 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
       bl.shift[bl.n_fld] = (uint8_t)(8 * (r->offset[f] % 4));
     }
   if (sh->transpose) (sh->qwords ? transpose8_blocks : transpose_blocks)(r, sh, &bl, n / 16);
-  else if (grid_fits(sh, &bl)) grid_kernels[sh->n_in](sh, &bl, n / 16);
+  else if (grid_fits(sh)) grid_kernels[sh->n_in](sh, &bl, n / 16);
   else (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
 }
 
