@@ -53,13 +53,18 @@ static inline MMB__HOST_DEVICE void mmb__record_offsets(const mmb__record_moves 
   }
 }
 
-/* The word field f moves by: the widest of 8, 4, 2 and 1 bytes that divides
-   its size, both first addresses and both steps (so every element's field
-   is aligned to it on both sides). */
-static inline MMB__HOST_DEVICE size_t mmb__field_unit(const mmb__record_moves *m, size_t f) {
-  uintptr_t a = (uintptr_t)m->d[f] | (uintptr_t)m->s[f] | (uintptr_t)m->dstep[f] |
-                (uintptr_t)m->sstep[f] | (uintptr_t)m->size[f];
+/* The widest of 8, 4, 2 and 1 bytes that divides a (the bits of all the
+   addresses and sizes a word must align to, or-ed). */
+static inline MMB__HOST_DEVICE size_t mmb__unit_of(uintptr_t a) {
   return a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
+}
+
+/* The word field f moves by: the widest that divides its size, both first
+   addresses and both steps (so every element's field is aligned to it on
+   both sides). */
+static inline MMB__HOST_DEVICE size_t mmb__field_unit(const mmb__record_moves *m, size_t f) {
+  return mmb__unit_of((uintptr_t)m->d[f] | (uintptr_t)m->s[f] | (uintptr_t)m->dstep[f] |
+                      (uintptr_t)m->sstep[f] | (uintptr_t)m->size[f]);
 }
 
 /* A word of `unit` bytes at an address aligned to it, and back. */
@@ -157,9 +162,8 @@ static inline MMB__HOST_DEVICE bool mmb__record_run_of(const mmb__record_moves *
     covered += m->size[f];   /* (the fields of a record never overlap) */
   }
   if (hi - lo > step[0]) return false;   /* planes, not records */
-  uintptr_t a = lo | step[0] | (hi - lo);
-  size_t unit = a % 8 == 0 ? 8 : a % 4 == 0 ? 4 : a % 2 == 0 ? 2 : 1;
-  *r = (mmb__record_run){(char *)lo, step[0], hi - lo, unit, covered < step[0]};
+  *r = (mmb__record_run){(char *)lo, step[0], hi - lo, mmb__unit_of(lo | step[0] | (hi - lo)),
+                         covered < step[0]};
   return true;
 }
 
