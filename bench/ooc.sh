@@ -103,8 +103,8 @@ d = json.load(open(sys.argv[1]))
 M = d["fast_budget_bytes"] / 4
 c_share = d["m"] * d["n"] * 4 / d["io_lower_bound_bytes"]
 print(f"  fast tier {d['fast_budget_bytes'] / 2**20:4.0f} MiB, {d['m']} x {d['n']} x {d['k']} "
-      f"(k = {d['k'] / M ** 0.5:.0f} sqrt(M)), tiles of {d['tile']}, C blocks of "
-      f"{d['block_tiles'][0]} x {d['block_tiles'][1]}: moved {d['bytes_moved'] / 2**20:.0f} MiB = "
+      f"(k = {d['k'] / M ** 0.5:.0f} sqrt(M)), tiles of {d['tile']}, C in {d['blocks']} blocks of "
+      f"up to {d['block_tiles'][0]} x {d['block_tiles'][1]}: moved {d['bytes_moved'] / 2**20:.0f} MiB = "
       f"{d['bytes_moved'] / d['io_lower_bound_bytes']:.2f}x the bound "
       f"({d['io_lower_bound_bytes'] / 2**20:.0f} MiB; C alone {c_share:.2f} of it); "
       f"{d['gflops'] / d['incore_gflops']:.2f}x in core")

@@ -7,16 +7,18 @@
      build/bin/ooc-gemm --m 8192 --n 8192 --k 8192 --capacity storage --json
 
    The schedule is the one that attains the I/O lower bound: a block of C
-   as large as the budget allows (bm x bn tiles) stays in the fast tier while
-   thin panels of A (bm tiles down, one across) and B (one down, bn across)
+   as large as the budget allows (h x w tiles) stays in the fast tier while
+   thin panels of A (h tiles down, one across) and B (one down, w across)
    stream through it, the next panels prefetched (MMB_ADVICE_WILLNEED) while
    the current ones compute, the used ones let go first (WONTNEED). C is
-   written once, never read (its first panel product overwrites it); A is
-   read once per column of blocks and B once per row. The bytes mmb moved
-   (fetched and written home, from the cache's statistics) are printed
-   beside the lower bound of Smith, Lowery, Langou and van de Geijn
-   (arXiv:1702.02017): any schedule moves at least 2mnk / sqrt(M) - 2M words
-   with M words of fast memory.
+   written once, never read (its first panel product overwrites it). The
+   blocks come from strips of C that may differ in height (plan_blocks): a
+   strip's own rows of A (or columns of B) are read once per block of it,
+   the other matrix once per strip. The bytes mmb moved (fetched and
+   written home, from the cache's statistics) are printed beside the lower
+   bound of Smith, Lowery, Langou and van de Geijn (arXiv:1702.02017): any
+   schedule moves at least 2mnk / sqrt(M) - 2M words with M words of fast
+   memory.
 
    With --threads T, the tile products of each panel step are shared by T
    threads, each calling OpenBLAS on one thread: independent products of
@@ -147,12 +149,20 @@ static mmbArrayTile *tile_at(mmbArray *a, size_t i, size_t j) {
 
 typedef struct team team;
 
+/* A block of C: tile rows [i0, i0 + h), tile columns [j0, j0 + w). */
+typedef struct cblock {
+  size_t i0, j0, h, w;
+} cblock;
+
 typedef struct gemm {
   options o;
   mmbArray *a, *b, *c;
   size_t ktile;        /* the panels' width: A's tiles are tile x ktile, B's ktile x tile */
   size_t mt, nt, kt;   /* tiles down A and C, across B and C, across A and down B */
-  size_t bm, bn;       /* C's block: bm x bn tiles */
+  size_t bm, bn;       /* the largest block's sides (in auto_tile: the uniform block) */
+  size_t held;         /* the most tiles a block holds: its C, two steps of panels */
+  cblock *blocks;      /* C's blocks in the order they are computed */
+  size_t n_blocks;
   mmbMemSpace *fast;
   mmbArrayTile **la, **lb, **lc;
   team *team;          /* NULL: one thread */
@@ -263,21 +273,19 @@ static team *team_start(int threads) {
   return t;
 }
 
-static mmbError advise_panels(gemm *g, size_t bi, size_t bj, size_t kk, mmbAdvice advice) {
-  size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
-  size_t j1 = bj + g->bn < g->nt ? bj + g->bn : g->nt;
-  for (size_t i = bi; i < i1; i++) TRY(mmb_tile_advise(tile_at(g->a, i, kk), g->fast, advice));
-  for (size_t j = bj; j < j1; j++) TRY(mmb_tile_advise(tile_at(g->b, kk, j), g->fast, advice));
+static mmbError advise_panels(gemm *g, const cblock *b, size_t kk, mmbAdvice advice) {
+  for (size_t i = b->i0; i < b->i0 + b->h; i++)
+    TRY(mmb_tile_advise(tile_at(g->a, i, kk), g->fast, advice));
+  for (size_t j = b->j0; j < b->j0 + b->w; j++)
+    TRY(mmb_tile_advise(tile_at(g->b, kk, j), g->fast, advice));
   return MMB_OK;
 }
 
 /* One block of C: its tiles acquired for writing, every panel of A and B
    through it, then let go (written home behind). */
-static mmbError block(gemm *g, size_t bi, size_t bj) {
-  size_t i1 = bi + g->bm < g->mt ? bi + g->bm : g->mt;
-  size_t j1 = bj + g->bn < g->nt ? bj + g->bn : g->nt;
-  size_t bw = j1 - bj;
-  step s = {.g = g, .bh = i1 - bi, .bw = bw};
+static mmbError block(gemm *g, const cblock *b) {
+  size_t bi = b->i0, bj = b->j0, i1 = bi + b->h, j1 = bj + b->w, bw = b->w;
+  step s = {.g = g, .bh = b->h, .bw = bw};
   /* C's tiles first: room made for them now never evicts a panel on its way */
   for (size_t i = bi; i < i1; i++)
     for (size_t j = bj; j < j1; j++)
@@ -287,12 +295,12 @@ static mmbError block(gemm *g, size_t bi, size_t bj) {
       TRY(mmb_tile_acquire(tile_at(g->a, i, kk), g->fast, MMB_READ, &g->la[i - bi]));
     for (size_t j = bj; j < j1; j++)
       TRY(mmb_tile_acquire(tile_at(g->b, kk, j), g->fast, MMB_READ, &g->lb[j - bj]));
-    if (kk + 1 < g->kt) TRY(advise_panels(g, bi, bj, kk + 1, MMB_ADVICE_WILLNEED));
+    if (kk + 1 < g->kt) TRY(advise_panels(g, b, kk + 1, MMB_ADVICE_WILLNEED));
     s.beta = kk ? 1.0f : 0.0f;   /* C's first product overwrites it */
     run_step(g, &s);
     for (size_t i = bi; i < i1; i++) TRY(mmb_tile_release(g->la[i - bi]));
     for (size_t j = bj; j < j1; j++) TRY(mmb_tile_release(g->lb[j - bj]));
-    TRY(advise_panels(g, bi, bj, kk, MMB_ADVICE_WONTNEED));
+    TRY(advise_panels(g, b, kk, MMB_ADVICE_WONTNEED));
   }
   for (size_t i = bi; i < i1; i++)
     for (size_t j = bj; j < j1; j++) {
@@ -302,16 +310,36 @@ static mmbError block(gemm *g, size_t bi, size_t bj) {
   return MMB_OK;
 }
 
-/* The block of C (bm x bn tiles) that moves the fewest bytes and fits the
-   budget with a panel of A and of B (bm and bn thin tiles) and the next
-   two prefetched: A is read once per column of blocks, B once per row.
-   Whole blocks count: 16 tiles in blocks of 7 is 3 blocks, as 6 is. */
-static bool block_for(gemm *g, size_t budget, size_t c_bytes, size_t panel_bytes) {
+/* The fast tier's budget, a tile of C's bytes and a thin tile of a panel's. */
+typedef struct fast_room {
+  size_t budget, c_bytes, panel_bytes;
+} fast_room;
+
+/* Whether a block of h x w tiles of C fits the budget with its panels of A
+   and B (h and w thin tiles) and the next two, prefetched. */
+static bool fits(const fast_room *r, size_t h, size_t w) {
+  return h * w * r->c_bytes + 2 * (h + w) * r->panel_bytes <= r->budget;
+}
+
+/* How many blocks a strip of h tiles down and `across` tiles wide is cut
+   into: as few as fit, the widest that fits() taken; 0: none fits. */
+static size_t strip_blocks(const fast_room *r, size_t h, size_t across) {
+  if (2 * h * r->panel_bytes > r->budget) return 0;
+  size_t w = (r->budget - 2 * h * r->panel_bytes) / (h * r->c_bytes + 2 * r->panel_bytes);
+  if (w > across) w = across;
+  return w ? (across + w - 1) / w : 0;
+}
+
+/* The one block size for all of C (bm x bn tiles) that moves the fewest
+   bytes: A is read once per column of blocks, B once per row. Whole blocks
+   count: 16 tiles in blocks of 7 is 3 blocks, as 6 is. It picks the tile
+   (auto_tile); plan_blocks then cuts C more finely. */
+static bool block_for(gemm *g, const fast_room *r) {
   double best = 0;
   g->bm = g->bn = 0;
   for (size_t bm = 1; bm <= g->mt; bm++)
     for (size_t bn = 1; bn <= g->nt; bn++) {
-      if (bm * bn * c_bytes + 2 * (bm + bn) * panel_bytes > budget) break;
+      if (!fits(r, bm, bn)) break;
       double a_reads = (double)((g->nt + bn - 1) / bn), b_reads = (double)((g->mt + bm - 1) / bm);
       double bytes = a_reads * (double)g->o.m * (double)g->o.k +
                      b_reads * (double)g->o.k * (double)g->o.n;
@@ -322,6 +350,102 @@ static bool block_for(gemm *g, size_t budget, size_t c_bytes, size_t panel_bytes
       }
     }
   return g->bm > 0;
+}
+
+/* C cut into strips along one side: `down` tiles of `tile` elements cover
+   that side's `extent`, `across` tiles the other side's `other`. A strip
+   of h tiles is cut into strip_blocks() blocks and costs its own rows of
+   its matrix once per block plus all of the other matrix once, times k.
+   Strips of one height need not be best: 16 tiles a side with room for
+   6 x 8 cost 6 n^2 words in strips of 8 (3 blocks each) but 5.56 n^2 in
+   strips of 9 and 7 (3 and 2 blocks). A dynamic programme over the first
+   r tiles finds the heights: cut[r] is the last strip's. Only the tallest
+   strip of each block count, or all r tiles, can be best. Returns the
+   bytes of A and B moved (C is written once whatever the cut), INFINITY
+   when no block fits. */
+static double plan_strips(size_t down, size_t across, size_t tile, size_t extent, size_t other,
+                          size_t k, const fast_room *room, size_t *cut) {
+  double *cost = malloc((down + 1) * sizeof *cost);
+  size_t *count = calloc(down + 2, sizeof *count);   /* blocks of a strip of h tiles; 0: none */
+  if (!cost || !count) {
+    free(cost);
+    free(count);
+    return INFINITY;
+  }
+  for (size_t h = 1; h <= down && (count[h] = strip_blocks(room, h, across)); h++) continue;
+  cost[0] = 0;
+  for (size_t r = 1; r <= down; r++) {
+    cost[r] = INFINITY;
+    cut[r] = 0;
+    for (size_t h = 1; h <= r && count[h]; h++) {
+      if (h < r && count[h + 1] == count[h]) continue;   /* a taller strip of as many blocks */
+      double rows = (double)((r * tile < extent ? r * tile : extent) - (r - h) * tile);
+      double bytes = cost[r - h] + (rows * (double)count[h] + (double)other) * (double)k;
+      if (bytes < cost[r]) cost[r] = bytes, cut[r] = h;
+    }
+  }
+  double best = cost[down] * sizeof(float);
+  free(cost);
+  free(count);
+  return best;
+}
+
+/* C's blocks in the order they are computed: strips of rows or of columns,
+   whichever moves fewer bytes (plan_strips), top to bottom, each strip's
+   blocks of near-equal widths left to right. Strips cut into as many
+   blocks share their tiles evenly: the same bytes, and no block taller
+   than it needs to be (strips of 10, 10, 6 and 6 tiles, one block each,
+   become four of 8). */
+static bool plan_blocks(gemm *g, const fast_room *room) {
+  size_t most = g->mt > g->nt ? g->mt : g->nt, n_strips = 0;
+  size_t *by_rows = calloc(g->mt + 1, sizeof *by_rows);
+  size_t *by_cols = calloc(g->nt + 1, sizeof *by_cols);
+  size_t *strip = calloc(2 * most, sizeof *strip), *count;   /* tiles; then blocks */
+  bool ok = false;
+  if (!by_rows || !by_cols || !strip) goto out;
+  count = strip + most;
+  double rows = plan_strips(g->mt, g->nt, g->o.tile, g->o.m, g->o.n, g->o.k, room, by_rows);
+  double cols = plan_strips(g->nt, g->mt, g->o.tile, g->o.n, g->o.m, g->o.k, room, by_cols);
+  if (isinf(rows) && isinf(cols)) goto out;
+  bool across_rows = rows <= cols;
+  size_t down = across_rows ? g->mt : g->nt, across = across_rows ? g->nt : g->mt;
+  size_t *cut = across_rows ? by_rows : by_cols;
+  for (size_t r = down; r; r -= cut[r], n_strips++) {
+    strip[n_strips] = cut[r];
+    count[n_strips] = strip_blocks(room, cut[r], across);
+  }
+  for (size_t i = 0; i < n_strips; i++) {   /* each count of blocks, from its first strip */
+    size_t tiles = 0, share = 0, j = 0;
+    while (count[j] != count[i]) j++;
+    if (j < i) continue;
+    for (j = i; j < n_strips; j++)
+      if (count[j] == count[i]) tiles += strip[j], share++;
+    for (size_t s = 0, at = i; s < share; at++)
+      if (count[at] == count[i]) strip[at] = tiles / share + (s++ < tiles % share);
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < n_strips; i++) n += strip_blocks(room, strip[i], across);
+  if (!(g->blocks = calloc(n, sizeof *g->blocks))) goto out;
+  g->n_blocks = n;
+  g->bm = g->bn = g->held = 0;
+  for (size_t i = n_strips, top = 0, at = 0; i--; top += strip[i]) {   /* from the top */
+    size_t h = strip[i], blocks = strip_blocks(room, h, across);
+    for (size_t b = 0, from = 0; b < blocks; b++) {
+      size_t width = across / blocks + (b < across % blocks);
+      cblock c = across_rows ? (cblock){top, from, h, width} : (cblock){from, top, width, h};
+      g->blocks[at++] = c;
+      from += width;
+      if (c.h > g->bm) g->bm = c.h;
+      if (c.w > g->bn) g->bn = c.w;
+      if (c.h * c.w + 2 * (c.h + c.w) > g->held) g->held = c.h * c.w + 2 * (c.h + c.w);
+    }
+  }
+  ok = true;
+out:
+  free(by_rows);
+  free(by_cols);
+  free(strip);
+  return ok;
 }
 
 static double max_rel_error(const gemm *g, const float *a, const float *b) {
@@ -365,8 +489,7 @@ static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_by
   mmbCacheStats before;
   TRY(mmb_space_get_cache_stats(g.fast, &before));
   t0 = now();
-  for (size_t bi = 0; bi < g.mt; bi += g.bm)
-    for (size_t bj = 0; bj < g.nt; bj += g.bn) TRY(block(&g, bi, bj));
+  for (size_t i = 0; i < g.n_blocks; i++) TRY(block(&g, &g.blocks[i]));
   TRY(mmb_array_flush(g.c));   /* every tile of C home */
   double seconds = now() - t0;
   mmbCacheStats st;
@@ -381,9 +504,9 @@ static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_by
   cnn_blas blas = {0};
   snprintf(blas.kernel, sizeof blas.kernel, "?");
   (void)cnn_blas_measure(&blas);
-  printf("C = A B: %zu x %zu x %zu, tiles of %zu (panels %zu thin), fast tier %.1f MiB (C blocks "
-         "of %zu x %zu tiles), capacity %s\n", o->m, o->n, o->k, o->tile, g.ktile,
-         o->fast_limit / 1048576.0, g.bm, g.bn, o->capacity);
+  printf("C = A B: %zu x %zu x %zu, tiles of %zu (panels %zu thin), fast tier %.1f MiB (C in %zu "
+         "blocks, the largest %zu x %zu tiles), capacity %s\n", o->m, o->n, o->k, o->tile, g.ktile,
+         o->fast_limit / 1048576.0, g.n_blocks, g.bm, g.bn, o->capacity);
   printf("  out of core %.3f s, %.1f GFLOP/s; in core (all in DRAM) %.3f s, %.1f GFLOP/s: %.2fx\n",
          seconds, flops / seconds * 1e-9, incore, flops / incore * 1e-9, incore / seconds);
   printf("  moved %.1f MiB; I/O lower bound %.1f MiB: %.2fx the bound\n", moved / 1048576.0,
@@ -393,13 +516,14 @@ static mmbError multiply(gemm *gp, float *a, float *b, float *c, size_t space_by
   printf("  OpenBLAS kernel %s, %d thread(s)\n", blas.kernel, o->threads);
   if (o->json)
     printf("{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"tile\": %zu, \"fast_budget_bytes\": %zu, "
-           "\"fast_space_bytes\": %zu, \"block_tiles\": [%zu, %zu], \"capacity\": \"%s\", \"threads\": %d, "
+           "\"fast_space_bytes\": %zu, \"blocks\": %zu, \"block_tiles\": [%zu, %zu], "
+           "\"capacity\": \"%s\", \"threads\": %d, "
            "\"seconds\": %.6f, \"gflops\": %.6g, \"incore_seconds\": %.6f, \"incore_gflops\": %.6g, "
            "\"bytes_moved\": %llu, \"io_lower_bound_bytes\": %.0f, \"max_rel_error\": %.3e, "
            "\"blas_kernel\": \"%s\"}\n",
-           o->m, o->n, o->k, o->tile, o->fast_limit, space_bytes, g.bm, g.bn, o->capacity, o->threads,
-           seconds, flops / seconds * 1e-9, incore, flops / incore * 1e-9, moved, bound, err,
-           blas.kernel);
+           o->m, o->n, o->k, o->tile, o->fast_limit, space_bytes, g.n_blocks, g.bm, g.bn,
+           o->capacity, o->threads, seconds, flops / seconds * 1e-9, incore, flops / incore * 1e-9,
+           moved, bound, err, blas.kernel);
   return MMB_OK;
 }
 
@@ -412,11 +536,24 @@ static size_t auto_tile(const options *o) {
   for (size_t t = 1024; t > 32; t /= 2) {
     gemm g = {.o = *o, .mt = (o->m + t - 1) / t, .nt = (o->n + t - 1) / t};
     size_t bytes = t * t * sizeof(float);
-    if (block_for(&g, o->fast_limit, bytes, bytes * ktile_of(t) / t) &&
+    if (block_for(&g, &(fast_room){o->fast_limit, bytes, bytes * ktile_of(t) / t}) &&
         ((g.bm >= 6 || g.bm == g.mt) && (g.bn >= 6 || g.bn == g.nt)))
       return t;
   }
   return 32;
+}
+
+/* The fast tier: a space holding the tiles of the largest block's step as
+   mmb's pool carves them (its segments), the cache's budget the tiles'
+   bytes themselves. */
+static mmbError fast_tier(gemm *g, size_t *space_bytes) {
+  mmbTileIteratorOptions fo = {.depth = g->held > 2 ? g->held - 2 : 1};
+  TRY(mmb_tile_iterator_footprint(g->c, &fo, space_bytes));   /* C has the largest tiles */
+  TRY(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = *space_bytes,
+                                                                 .name = "fast tier"}, &g->fast));
+  TRY(mmb_space_set_cache(g->fast, &(mmbCacheConfig){.budget_bytes = g->o.fast_limit,
+                                                    .clean_share = 0.5}));
+  return MMB_OK;
 }
 
 static mmbError run(const options *given) {
@@ -436,29 +573,31 @@ static mmbError run(const options *given) {
   TRY(matrix(home, o->k, o->n, g.ktile, o->tile, &g.b));
   TRY(matrix(home, o->m, o->n, o->tile, o->tile, &g.c));
   size_t tile_bytes = o->tile * o->tile * sizeof(float);
-  if (!block_for(&g, o->fast_limit, tile_bytes, tile_bytes * g.ktile / o->tile)) {
+  fast_room room = {o->fast_limit, tile_bytes, tile_bytes * g.ktile / o->tile};
+  if (!fits(&room, 1, 1)) {
     fprintf(stderr, "ooc-gemm: a fast tier of %zu bytes cannot hold a tile of C (%zu bytes) "
             "with its panels of A and B and the next two: raise --fast-limit or lower "
             "--tile\n", o->fast_limit, tile_bytes);
     return MMB_INVALID_ARG;
   }
-  /* The fast tier: a space holding the budget's tiles as mmb's pool carves
-     them (its segments), the cache's budget the tiles' bytes themselves. */
-  size_t held = g.bm * g.bn + 2 * (g.bm + g.bn), space_bytes;
-  mmbTileIteratorOptions fo = {.depth = held > 2 ? held - 2 : 1};
-  TRY(mmb_tile_iterator_footprint(g.c, &fo, &space_bytes));   /* C has the largest tiles */
-  TRY(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = space_bytes,
-                                                                 .name = "fast tier"}, &g.fast));
-  TRY(mmb_space_set_cache(g.fast, &(mmbCacheConfig){.budget_bytes = o->fast_limit,
-                                                   .clean_share = 0.5}));
+  if (!plan_blocks(&g, &room)) {
+    fprintf(stderr, "ooc-gemm: no memory to plan C's blocks\n");
+    return MMB_OUT_OF_MEMORY;
+  }
+  size_t space_bytes;
+  mmbError err = fast_tier(&g, &space_bytes);
+  if (err != MMB_OK) {
+    free(g.blocks);
+    return err;
+  }
   float *a = calloc(o->m * o->k, sizeof *a), *b = calloc(o->k * o->n, sizeof *b);
   float *c = calloc(o->m * o->n, sizeof *c);
   g.la = calloc(g.bm, sizeof *g.la);
   g.lb = calloc(g.bn, sizeof *g.lb);
   g.lc = calloc(g.bm * g.bn, sizeof *g.lc);
   g.team = team_start(o->threads);
-  mmbError err = a && b && c && g.la && g.lb && g.lc ? multiply(&g, a, b, c, space_bytes)
-                                                     : MMB_OUT_OF_MEMORY;
+  err = a && b && c && g.la && g.lb && g.lc ? multiply(&g, a, b, c, space_bytes)
+                                            : MMB_OUT_OF_MEMORY;
   team_stop(g.team);
   free(a);
   free(b);
@@ -466,6 +605,7 @@ static mmbError run(const options *given) {
   free(g.la);
   free(g.lb);
   free(g.lc);
+  free(g.blocks);
   if (err != MMB_OK) return err;
   TRY(mmb_array_destroy(g.a));
   TRY(mmb_array_destroy(g.b));

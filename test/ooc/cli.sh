@@ -51,6 +51,16 @@ check='
 assert d["block_tiles"] == [7, 7], d["block_tiles"]
 assert d["bytes_moved"] <= 1.3 * d["io_lower_bound_bytes"], (d["bytes_moved"], d["io_lower_bound_bytes"])' \
   run "traffic within 1.3x of a tight bound" --m 896 --n 896 --k 4096 --tile 64 --fast-limit 1M
+# a cube of twice sqrt(M) a side: 16 tiles of C a side where a block has
+# room for 6 x 8. Blocks of one size cost 6 n^2 words (1.69x the bound);
+# strips of 9 and 7 tiles cut into 3 and 2 blocks cost 5.56 n^2 (1.57x)
+check='
+assert d["blocks"] == 5, d["blocks"]
+assert d["bytes_moved"] <= 1.6 * d["io_lower_bound_bytes"], (d["bytes_moved"], d["io_lower_bound_bytes"])' \
+  run "a cube in strips of two heights" --m 1024 --n 1024 --k 1024 --tile 64 --fast-limit 1M
+check='
+assert d["blocks"] == 5 and d["block_tiles"] == [8, 9], (d["blocks"], d["block_tiles"])' \
+  run "the same cube, taller than wide: strips of columns" --m 1024 --n 1000 --k 1024 --tile 64 --fast-limit 1M
 
 for bad in "--m 0" "--tile x" "--capacity tape" "--fast-limit 0" "--threads 0" "--bogus 1"; do
   # shellcheck disable=SC2086
