@@ -8,7 +8,9 @@
 #      tier, RUNS of each interleaved: the bytes mmb moved against the I/O
 #      lower bound, and GFLOP/s against OpenBLAS on the same matrices all in
 #      DRAM (timed by the same process, same threads, just before, every
-#      page of both touched first); medians, with min and max.
+#      page of both touched first), and the schedule's tile products alone
+#      (its first block at home, nothing moving: the limit OpenBLAS sets on
+#      these products); medians, with min and max.
 #   3. the traffic against the bound for budgets of 16, 64 and 256 MiB, on
 #      shapes where the bound is tight (k at least 8 sqrt(M) words, so C's
 #      own m n words are a small share, and C's blocks dealing out evenly):
@@ -74,9 +76,11 @@ for name, label in (("dram", "capacity DRAM"), ("dram5g", "capacity DRAM at 5 Gi
     r = [x["gflops"] / x["incore_gflops"] for x in rs]
     d = rs[0]   # the traffic is the same in every run
     ratio = d["bytes_moved"] / d["io_lower_bound_bytes"] if d["io_lower_bound_bytes"] else float("nan")
+    tiles = statistics.median(x["tile_gflops"] / x["incore_gflops"] for x in rs)
     line = (f"  {label:26} {statistics.median(x['gflops'] for x in rs):7.1f} GFLOP/s = "
             f"{statistics.median(r):.2f}x in core (min {min(r):.2f}, max {max(r):.2f}; in core "
-            f"{statistics.median(x['incore_gflops'] for x in rs):.1f}); moved "
+            f"{statistics.median(x['incore_gflops'] for x in rs):.1f}; the tile products alone "
+            f"{tiles:.2f}x); moved "
             f"{d['bytes_moved'] / 2**20:.1f} MiB = {ratio:.2f}x the I/O lower bound "
             f"({d['io_lower_bound_bytes'] / 2**20:.1f} MiB)")
     if name == "storage":

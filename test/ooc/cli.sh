@@ -16,12 +16,12 @@ run() {
   if "$bin" "$@" --check --json > "$tmp/out" 2> "$tmp/err" && tail -1 "$tmp/out" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-need = "m n k tile fast_budget_bytes capacity seconds gflops incore_gflops bytes_moved io_lower_bound_bytes max_rel_error blas_kernel".split()
+need = "m n k tile fast_budget_bytes capacity seconds gflops incore_gflops tile_gflops bytes_moved io_lower_bound_bytes max_rel_error blas_kernel".split()
 missing = [k for k in need if k not in d]
 assert not missing, f"missing {missing}"
 # a product of k terms in single precision: within k * 2^-24 of the sum of |a b|
 assert 0 <= d["max_rel_error"] <= d["k"] * 2**-24, d["max_rel_error"]
-assert d["bytes_moved"] > 0 and d["gflops"] > 0 and d["incore_gflops"] > 0, d
+assert d["bytes_moved"] > 0 and d["gflops"] > 0 and d["incore_gflops"] > 0 and d["tile_gflops"] > 0, d
 '"${check:-}"; then
     passed=$((passed + 1))
   else
