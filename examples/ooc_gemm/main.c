@@ -577,6 +577,51 @@ static mmbError fast_tier(gemm *g, size_t *space_bytes) {
   return MMB_OK;
 }
 
+/* C's blocks, or why there are none. */
+static mmbError plan(gemm *g) {
+  const options *o = &g->o;
+  size_t tile_bytes = o->tile * o->tile * sizeof(float);
+  fast_room room = {o->fast_limit, tile_bytes, tile_bytes * g->ktile / o->tile};
+  if (!fits(&room, 1, 1)) {
+    fprintf(stderr, "ooc-gemm: a fast tier of %zu bytes cannot hold a tile of C (%zu bytes) "
+            "with its panels of A and B and the next two: raise --fast-limit or lower "
+            "--tile\n", o->fast_limit, tile_bytes);
+    return MMB_INVALID_ARG;
+  }
+  if (!plan_blocks(g, &room)) {
+    fprintf(stderr, "ooc-gemm: no memory to plan C's blocks\n");
+    return MMB_OUT_OF_MEMORY;
+  }
+  return MMB_OK;
+}
+
+/* The in-core copies and the team, the product (multiply), then both gone. */
+static mmbError compute(gemm *g, size_t space_bytes) {
+  const options *o = &g->o;
+  float *a = calloc(o->m * o->k, sizeof *a), *b = calloc(o->k * o->n, sizeof *b);
+  float *c = calloc(o->m * o->n, sizeof *c);
+  g->la = calloc(g->bm, sizeof *g->la);
+  g->lb = calloc(g->bn, sizeof *g->lb);
+  g->lc = calloc(g->bm * g->bn, sizeof *g->lc);
+  g->team = team_start(o->threads);
+  mmbError err = a && b && c && g->la && g->lb && g->lc ? multiply(g, a, b, c, space_bytes)
+                                                        : MMB_OUT_OF_MEMORY;
+  team_stop(g->team);
+  free(a);
+  free(b);
+  free(c);
+  free(g->la);
+  free(g->lb);
+  free(g->lc);
+  return err;
+}
+
+/* The first error of err and e, e reported when it is one. */
+static mmbError undo(mmbError err, mmbError e, const char *what) {
+  if (e != MMB_OK) fprintf(stderr, "ooc-gemm: %s: %s\n", what, mmb_error_string(e));
+  return err != MMB_OK ? err : e;
+}
+
 static mmbError run(const options *given) {
   options chosen = *given;
   if (!chosen.tile) chosen.tile = auto_tile(given);
@@ -584,57 +629,28 @@ static mmbError run(const options *given) {
   mmbMemSpace *capacity;
   bool storage = !strcmp(o->capacity, "storage");
   TRY(mmb_request_space(storage ? MMB_STORAGE : MMB_DRAM, MMB_CPU, NULL, &capacity));
-  mmbMemInterface *home;
-  TRY(mmb_request_interface(capacity, NULL, &home));
+  mmbMemInterface *home = NULL;
+  mmbError err = undo(MMB_OK, mmb_request_interface(capacity, NULL, &home), "the capacity tier");
   /* panels a quarter of a tile thin: their room goes to C's block instead */
-  size_t ktile = ktile_of(o->tile);
+  size_t ktile = ktile_of(o->tile), space_bytes = 0;
   gemm g = {.o = *o, .home = capacity, .ktile = ktile, .mt = (o->m + o->tile - 1) / o->tile,
             .nt = (o->n + o->tile - 1) / o->tile, .kt = (o->k + ktile - 1) / ktile};
-  TRY(matrix(home, o->m, o->k, o->tile, g.ktile, &g.a));
-  TRY(matrix(home, o->k, o->n, g.ktile, o->tile, &g.b));
-  TRY(matrix(home, o->m, o->n, o->tile, o->tile, &g.c));
-  size_t tile_bytes = o->tile * o->tile * sizeof(float);
-  fast_room room = {o->fast_limit, tile_bytes, tile_bytes * g.ktile / o->tile};
-  if (!fits(&room, 1, 1)) {
-    fprintf(stderr, "ooc-gemm: a fast tier of %zu bytes cannot hold a tile of C (%zu bytes) "
-            "with its panels of A and B and the next two: raise --fast-limit or lower "
-            "--tile\n", o->fast_limit, tile_bytes);
-    return MMB_INVALID_ARG;
-  }
-  if (!plan_blocks(&g, &room)) {
-    fprintf(stderr, "ooc-gemm: no memory to plan C's blocks\n");
-    return MMB_OUT_OF_MEMORY;
-  }
-  size_t space_bytes;
-  mmbError err = fast_tier(&g, &space_bytes);
-  if (err != MMB_OK) {
-    free(g.blocks);
-    return err;
-  }
-  float *a = calloc(o->m * o->k, sizeof *a), *b = calloc(o->k * o->n, sizeof *b);
-  float *c = calloc(o->m * o->n, sizeof *c);
-  g.la = calloc(g.bm, sizeof *g.la);
-  g.lb = calloc(g.bn, sizeof *g.lb);
-  g.lc = calloc(g.bm * g.bn, sizeof *g.lc);
-  g.team = team_start(o->threads);
-  err = a && b && c && g.la && g.lb && g.lc ? multiply(&g, a, b, c, space_bytes)
-                                            : MMB_OUT_OF_MEMORY;
-  team_stop(g.team);
-  free(a);
-  free(b);
-  free(c);
-  free(g.la);
-  free(g.lb);
-  free(g.lc);
+  if (err == MMB_OK) err = matrix(home, o->m, o->k, o->tile, g.ktile, &g.a);
+  if (err == MMB_OK) err = matrix(home, o->k, o->n, g.ktile, o->tile, &g.b);
+  if (err == MMB_OK) err = matrix(home, o->m, o->n, o->tile, o->tile, &g.c);
+  if (home) err = undo(MMB_OK, err, "the matrices in the capacity tier");
+  if (err == MMB_OK) err = plan(&g);
+  if (err == MMB_OK) err = fast_tier(&g, &space_bytes);
+  if (err == MMB_OK) err = compute(&g, space_bytes);
+  /* whatever failed, everything made is undone: the matrices (their cached
+     copies with them), then the tiers */
   free(g.blocks);
-  if (err != MMB_OK) return err;
-  TRY(mmb_array_destroy(g.a));
-  TRY(mmb_array_destroy(g.b));
-  TRY(mmb_array_destroy(g.c));
-  TRY(mmb_interface_destroy(home));
-  TRY(mmb_space_release(g.fast));
-  TRY(mmb_space_release(capacity));
-  return MMB_OK;
+  if (g.a) err = undo(err, mmb_array_destroy(g.a), "mmb_array_destroy(A)");
+  if (g.b) err = undo(err, mmb_array_destroy(g.b), "mmb_array_destroy(B)");
+  if (g.c) err = undo(err, mmb_array_destroy(g.c), "mmb_array_destroy(C)");
+  if (home) err = undo(err, mmb_interface_destroy(home), "mmb_interface_destroy");
+  if (g.fast) err = undo(err, mmb_space_release(g.fast), "mmb_space_release(fast tier)");
+  return undo(err, mmb_space_release(capacity), "mmb_space_release(capacity tier)");
 }
 
 int main(int argc, char **argv) {
