@@ -320,18 +320,21 @@ typedef struct fast_room {
   size_t budget, c_bytes, panel_bytes;
 } fast_room;
 
-/* Whether a block of h x w tiles of C fits the budget with its panels of A
-   and B (h and w thin tiles) and the next two, prefetched. */
-static bool fits(const fast_room *r, size_t h, size_t w) {
-  return h * w * r->c_bytes + 2 * (h + w) * r->panel_bytes <= r->budget;
+/* The widest block of h tiles of C down that fits the budget with its
+   panels of A and B (h and w thin tiles) and the next two, prefetched:
+   h w c + 2 (h + w) p <= budget, solved for w; 0: none. */
+static size_t widest(const fast_room *r, size_t h) {
+  if (2 * h * r->panel_bytes > r->budget) return 0;
+  return (r->budget - 2 * h * r->panel_bytes) / (h * r->c_bytes + 2 * r->panel_bytes);
 }
 
+/* Whether a block of h x w tiles of C fits (widest()). */
+static bool fits(const fast_room *r, size_t h, size_t w) { return w <= widest(r, h); }
+
 /* How many blocks a strip of h tiles down and `across` tiles wide is cut
-   into: as few as fit, the widest that fits() taken; 0: none fits. */
+   into: as few as fit; 0: none fits. */
 static size_t strip_blocks(const fast_room *r, size_t h, size_t across) {
-  if (2 * h * r->panel_bytes > r->budget) return 0;
-  size_t w = (r->budget - 2 * h * r->panel_bytes) / (h * r->c_bytes + 2 * r->panel_bytes);
-  if (w > across) w = across;
+  size_t w = widest(r, h) < across ? widest(r, h) : across;
   return w ? (across + w - 1) / w : 0;
 }
 
