@@ -8,9 +8,10 @@
 #      tier, RUNS of each interleaved: the bytes mmb moved against the I/O
 #      lower bound, and GFLOP/s against OpenBLAS on the same matrices all in
 #      DRAM (timed by the same process, same threads, just before, every
-#      page of both touched first), and the schedule's tile products alone
-#      (its first block at home, nothing moving: the limit OpenBLAS sets on
-#      these products); medians, with min and max.
+#      page of both and of the fast tier touched first), and the schedule's
+#      tile products alone (its first block's, on tiles in the fast tier,
+#      nothing moving: the limit OpenBLAS sets on these products); medians,
+#      with min and max.
 #   3. the traffic against the bound for budgets of 16, 64 and 256 MiB, on
 #      shapes where the bound is tight (k at least 8 sqrt(M) words, so C's
 #      own m n words are a small share, and C's blocks dealing out evenly):

@@ -39,6 +39,12 @@ assert d["capacity"] == "storage", d' \
 check='
 assert d["threads"] == 3, d' \
   run "odd shapes, products shared by 3 threads" --m 300 --n 270 --k 290 --tile 32 --fast-limit 64K --threads 3
+# C in one block: A and B read once and C written once, to the byte (the
+# tile products timed before the run leave nothing cached, nor owed home)
+check='
+assert d["blocks"] == 1, d["blocks"]
+assert d["bytes_moved"] == (200 * 1000 + 1000 * 136 + 200 * 136) * 4, d["bytes_moved"]' \
+  run "one block moves each matrix once" --m 200 --n 136 --k 1000 --tile 64 --fast-limit 1M
 # one tile each way, and k of one element
 run "smaller than a tile" --m 5 --n 3 --k 1 --tile 64 --fast-limit 1M
 # matrices 8x the budget: the traffic is within 2x of the lower bound
