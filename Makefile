@@ -121,7 +121,7 @@ FLAGS_FILE := $(BUILD)/.flags
 FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
-.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-cache-threads bench-ooc install clean deps install-check plot-check cnn-check ooc-check gpu-check \
+.PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-cache-threads bench-ooc install clean deps install-check plot-check cnn-check ooc-check bench-check gpu-check \
         layers-check fuzz analyze fortran fortran-check mpi mpi-check scalapack-check
 # The library and its tool: hwloc alone (CUDA when found); module mamba
 # when gfortran is there.
@@ -436,7 +436,7 @@ test: $(STRESS) $(BUILD)/bin/cnn layers-check
 	test/cnn/cli.sh $(BUILD)/bin/cnn
 	$(MAKE) --no-print-directory mpi-check
 else
-test: $(TESTS) $(STRESS) install-check plot-check cnn-check ooc-check layers-check
+test: $(TESTS) $(STRESS) install-check plot-check cnn-check ooc-check layers-check bench-check
 	for s in $(STRESS); do $$s || exit 1; done
 	$(TESTS) --jobs 2
 	@# (makes of their own: they look for gfortran and mpicc after install-deps put them there)
@@ -458,6 +458,10 @@ layers-check: $(LIB_OBJ)
 cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
 	$(CNN_TESTS) --jobs 2
 	test/cnn/cli.sh $(BUILD)/bin/cnn
+
+# bench/quiet.sh, which every benchmark runs first, names a busy process.
+bench-check:
+	test/bench/quiet.sh
 
 # The out-of-core GEMM as a user runs it, on both capacity tiers (test/ooc/cli.sh).
 ooc-check: $(BUILD)/bin/ooc-gemm
@@ -652,10 +656,12 @@ bench-cache: $(BUILD)/bin/cnn
 # storage tier's measured bandwidth (bench/ooc.sh).
 # AoS <-> SoA conversion against a plain copy and a per-field loop
 bench-records: $(BUILD)/bin/bench-records
+	bench/quiet.sh
 	$(BUILD)/bin/bench-records
 
 # Tile-cache misses from one and two threads against the same copies by hand
 bench-cache-threads: $(BUILD)/bin/bench-cache-threads
+	bench/quiet.sh
 	$(BUILD)/bin/bench-cache-threads
 
 bench-ooc: $(BUILD)/bin/ooc-gemm
@@ -668,9 +674,11 @@ gpu-check: all $(BUILD)/bin/cnn $(TESTS) $(CNN_TESTS) $(BUILD)/bin/bench-queue $
 	BUILD=$(BUILD) scripts/gpu-check.sh
 
 bench-alloc-instructions: $(BUILD)/bin/bench-alloc-count
+	bench/quiet.sh
 	bench/alloc-instructions.sh $<
 
 bench: $(BENCHES) $(if $(filter 1,$(MPI)),$(BUILD)/bin/bench-mpi)
+	bench/quiet.sh
 	$(BUILD)/bin/bench-copy
 	$(BUILD)/bin/bench-alloc
 	$(BUILD)/bin/bench-tiles

@@ -20,6 +20,7 @@ out="${BUILD:-build}/bench-cache"
 mkdir -p "$out"
 scripts/fetch-fashion-mnist.sh
 lscpu | grep -E '^(Model name|CPU family|Model):' | sed 's/  */ /g' | paste -sd ',' || true
+bench/quiet.sh
 
 wide=(--net wide --batch 64 --max-batches "$batches" --test-limit 64 --threads 1 --json)
 declare -A plan=(

@@ -22,6 +22,7 @@ out="${BUILD:-build}/bench-cnn"
 mkdir -p "$out"
 scripts/fetch-fashion-mnist.sh
 scripts/install-deps.sh torch
+bench/quiet.sh
 
 for batch in ${BATCHES:-10 64 256}; do
 echo "== seed net, batch $batch, lr 0.01, 1 epoch: mmb (OpenBLAS, 1 thread) against PyTorch"

@@ -29,6 +29,7 @@ threads="${THREADS:-1}"
 runs="${RUNS:-3}"
 mkdir -p "$out"
 lscpu | grep -E '^(Model name|CPU family|Model):' | sed 's/  */ /g' | paste -sd ',' || true
+bench/quiet.sh
 dir="${MMB_STORAGE_DIR:-${TMPDIR:-/var/tmp}}"
 
 echo
