@@ -467,16 +467,18 @@ static bool plan_blocks(gemm *g, const fast_room *room) {
     if (j < i) continue;
     for (j = i; j < n_strips; j++)
       if (count[j] == count[i]) tiles += strip[j], share++;
+    /* each height between the shortest and the tallest of the count's
+       strips, so each strip keeps its count (strip_blocks grows with h) */
     for (size_t s = 0, at = i; s < share; at++)
       if (count[at] == count[i]) strip[at] = tiles / share + (s++ < tiles % share);
   }
   size_t n = 0;
-  for (size_t i = 0; i < n_strips; i++) n += strip_blocks(room, strip[i], across);
+  for (size_t i = 0; i < n_strips; i++) n += count[i];
   if (!(g->blocks = calloc(n, sizeof *g->blocks))) goto out;
   g->n_blocks = n;
   g->bm = g->bn = g->held = 0;
   for (size_t i = n_strips, top = 0, at = 0; i--; top += strip[i]) {   /* from the top */
-    size_t h = strip[i], blocks = strip_blocks(room, h, across);
+    size_t h = strip[i], blocks = count[i];
     for (size_t b = 0, from = 0; b < blocks; b++) {
       size_t width = across / blocks + (b < across % blocks);
       cblock c = across_rows ? (cblock){top, from, h, width} : (cblock){from, top, width, h};
