@@ -10,7 +10,9 @@
 #   2. with MPI, the MPI tests on 2 ranks (their GPU group);
 #   3. the CNN with --device gpu against the same run on the host: the same
 #      batches, the loss within 1e-3 and the accuracy within 1 point, and
-#      both rates;
+#      both rates; with each side's default plan, with the tile cache as
+#      the plan (--plan auto, a budget a quarter of the weights), and with the
+#      activations offloaded through it as well (--offload);
 #   4. the GPU parts of the benchmarks (bench-queue: the stream backend's
 #      round trip and two-stream copies; bench-records: the conversion
 #      kernel against cudaMemcpy of the same bytes).
@@ -100,28 +102,41 @@ if [ ! -f "$data/train-images-idx3-ubyte" ] && [ ! -f "$data/train-images-idx3-u
   test/cnn/small_set.py "$data" 2000 500 7
 fi
 cnn=(--data "$data" --net wide --batch 64 --max-batches 100 --test-limit 1000 --json)
-for device in cpu gpu; do
-  timeout 120 "$build/bin/cnn" "${cnn[@]}" --device "$device" > "$tmp/cnn-$device.out" 2> "$tmp/cnn-$device.err"
-  echo "   --device $device: exit $?"
-done
-if cnn_figures=$(python3 - "$tmp/cnn-cpu.out" "$tmp/cnn-gpu.out" 2>&1 <<'PY'
+# each case: a name, then the options both devices run it with
+cases=("default plans|"
+       "--plan auto|--plan auto --fast-limit 25%"
+       "--plan auto --offload|--plan auto --fast-limit 25% --offload 8")
+for case in "${cases[@]}"; do
+  IFS='|' read -r name opts <<< "$case"
+  tag="${name//[^a-z]/}"
+  for device in cpu gpu; do
+    # shellcheck disable=SC2086  # opts: the case's options, split
+    timeout 120 "$build/bin/cnn" "${cnn[@]}" $opts --device "$device" \
+      > "$tmp/cnn-$tag-$device.out" 2> "$tmp/cnn-$tag-$device.err"
+    echo "   $name, --device $device: exit $?"
+  done
+  if cnn_figures=$(python3 - "$tmp/cnn-$tag-cpu.out" "$tmp/cnn-$tag-gpu.out" "$opts" 2>&1 <<'PY'
 import json, sys
 cpu, gpu = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:3])
 assert cpu["batches"] == gpu["batches"], (cpu["batches"], gpu["batches"])
+if sys.argv[3]:   # the same plan asked of both
+    assert cpu["plan"] == gpu["plan"], (cpu["plan"], gpu["plan"])
 assert abs(cpu["final_loss"] - gpu["final_loss"]) <= 1e-3 * max(1, abs(cpu["final_loss"])), \
     (cpu["final_loss"], gpu["final_loss"])
 assert abs(cpu["test_accuracy"] - gpu["test_accuracy"]) <= 0.01, (cpu["test_accuracy"], gpu["test_accuracy"])
 assert gpu["provider_trips_after_first_batch"] == 0, gpu["provider_trips_after_first_batch"]
-print(f"wide net, batch 64: GPU {gpu['samples_per_s']:.0f} samples/s, host {cpu['samples_per_s']:.0f} "
-      f"({gpu['samples_per_s'] / cpu['samples_per_s']:.1f}x); loss {gpu['final_loss']:.4f} / "
-      f"{cpu['final_loss']:.4f}")
+print(f"wide net, batch 64, plan {gpu['plan']}: GPU {gpu['samples_per_s']:.0f} samples/s, host "
+      f"{cpu['samples_per_s']:.0f} ({gpu['samples_per_s'] / cpu['samples_per_s']:.1f}x); loss "
+      f"{gpu['final_loss']:.4f} / {cpu['final_loss']:.4f}; GPU cache {gpu['cache_misses']} misses, "
+      f"{gpu['cache_writeback_bytes'] / 2**20:.0f} MiB written home")
 PY
-); then
-  record "cnn: --device gpu against cpu" PASS "$cnn_figures"
-else
-  sed 's/^/    /' "$tmp/cnn-gpu.err" | tail -5
-  record "cnn: --device gpu against cpu" FAIL "$cnn_figures"
-fi
+  ); then
+    record "cnn: gpu against cpu, $name" PASS "$cnn_figures"
+  else
+    sed 's/^/    /' "$tmp/cnn-$tag-gpu.err" | tail -5
+    record "cnn: gpu against cpu, $name" FAIL "$cnn_figures"
+  fi
+done
 
 echo "== 4. the GPU benchmarks"
 gpu_bench "bench-queue: CUDA streams" bench-queue '^4\. CUDA-stream backend$' \

@@ -472,11 +472,6 @@ int main(int argc, char **argv) {
                          .mode = !strcmp(r.c.plan, "auto")       ? CNN_PLAN_AUTO
                                  : !strcmp(r.c.plan, "resident") ? CNN_PLAN_RESIDENT
                                                                  : CNN_PLAN_STREAMED};
-  if (po.mode == CNN_PLAN_AUTO && gpu) {
-    fprintf(stderr, "cnn: --plan auto runs on a CPU (the GPU's kernels read the tiles where "
-                    "the hand plans put them)\n");
-    return finish(&r, 2);
-  }
   if (cnn_plan_create(&po, &r.plan, err, sizeof err) != MMB_OK) status = 1;
   else r.have_plan = true;
   if (!status && !r.plan.gpu && !cnn_blas_measure(&r.blas)) {   /* on the threads the plan set */

@@ -57,6 +57,12 @@ static mmbError acquire(cnn_offload *o, size_t c, mmbAccessType access, mmbArray
   return e == MMB_OK ? mmb_tile_acquire(tile, o->plan->params_space, access, local) : e;
 }
 
+/* A chunk's tile back to the cache, once the kernels that wrote or read it
+   are done (on a GPU: the cache may write it home as soon as it is back). */
+static mmbError release(cnn_offload *o, mmbArrayTile *local) {
+  return first_of(cnn_plan_kernels_done(o->plan), mmb_tile_release(local));
+}
+
 static mmbError advise(cnn_offload *o, size_t c, size_t chunks) {
   mmbArrayTile *tile;
   if (c >= chunks || !o->plan->hints) return MMB_OK;
@@ -99,7 +105,7 @@ mmbError cnn_offload_forward(cnn_offload *o, cnn_model *m, cnn_pass *p, const fl
       q.y_into = i + 1 == o->split ? block + r0 * out : NULL;
       if ((e = cnn_layer_forward(&m->layers[i], &q, y, &next)) == MMB_OK) y = next;
     }
-    e = first_of(e, local ? mmb_tile_release(local) : mmb_region_destroy(region));
+    e = first_of(e, local ? release(o, local) : mmb_region_destroy(region));
   }
   float *y = block;
   for (size_t i = o->split; i < m->n_layers && e == MMB_OK; i++) {
@@ -136,7 +142,7 @@ mmbError cnn_offload_backward(cnn_offload *o, cnn_model *m, cnn_pass *p, float *
         e = cnn_layer_backward(&m->layers[i], &q, dq, i > 0 ? &dq : NULL);
       e = first_of(e, mmb_region_destroy(region));
     }
-    e = first_of(e, mmb_tile_release(local));
+    e = first_of(e, release(o, local));
   }
   return e;
 }

@@ -112,7 +112,7 @@ static mmbError make_queues(const cnn_plan_options *o, cnn_plan *plan, char *err
 
 mmbError cnn_plan_create(const cnn_plan_options *o, cnn_plan *plan, char *err, size_t err_len) {
   *plan = (cnn_plan){.mode = o->mode, .gpu = o->gpu, .hints = !o->no_hints,
-                     .depth = o->depth ? o->depth : 1};
+                     .release_late = o->gpu, .depth = o->depth ? o->depth : 1};
   mmbError e = find_tiers(o, plan, err, err_len);
   if (e == MMB_OK) e = make_spaces(plan, err, err_len);
   if (e == MMB_OK) e = make_queues(o, plan, err, err_len);
@@ -356,6 +356,13 @@ mmbError cnn_plan_handoff(cnn_plan *plan) {
   return e;
 }
 
+mmbError cnn_plan_kernels_done(cnn_plan *plan) {
+  if (!plan->compute_q) return MMB_OK;
+  mmbRequest done = {0};
+  mmbError e = mmb_queue_marker(plan->compute_q, &done);
+  return e == MMB_OK ? mmb_wait(&done) : e;
+}
+
 /* ---- tile walks ------------------------------------------------------------ */
 
 static void refresh(cnn_tiles *t) {
@@ -401,6 +408,35 @@ static mmbError tile_of(const cnn_tiles *t, mmbArray *a, size_t pos, mmbArrayTil
    evicts what is pinned. */
 #define AUTO_AHEAD 2
 #define AUTO_REACH 8
+
+static mmbError release_each(mmbArrayTile **tiles) {
+  mmbError first = MMB_OK;
+  for (size_t i = 0; i < 3; i++) {
+    if (!tiles[i]) continue;
+    mmbError e = mmb_tile_release(tiles[i]);
+    if (e != MMB_OK && first == MMB_OK) first = e;
+    tiles[i] = NULL;
+  }
+  return first;
+}
+
+/* The step before's tiles (release_late), once its kernels are done. */
+static mmbError release_held(cnn_tiles *t) {
+  mmbError e = mmb_wait(&t->held_done), e2 = release_each(t->held);
+  return e != MMB_OK ? e : e2;
+}
+
+/* A tile acquired; when the cache has no room beside the step before's
+   tiles, still pinned (release_late), those go first. */
+static mmbError acquire_one(cnn_tiles *t, mmbArrayTile *tile, mmbAccessType access,
+                            mmbArrayTile **out) {
+  mmbMemSpace *fast = t->plan->params_space;
+  mmbError e = mmb_tile_acquire(tile, fast, access, out);
+  if (e != MMB_OUT_OF_MEMORY || !(t->held[0] || t->held[1] || t->held[2])) return e;
+  e = release_held(t);
+  return e == MMB_OK ? mmb_tile_acquire(tile, fast, access, out) : e;
+}
+
 static mmbError auto_acquire(cnn_tiles *t) {
   mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
   mmbMemSpace *fast = t->plan->params_space;
@@ -408,7 +444,7 @@ static mmbError auto_acquire(cnn_tiles *t) {
   for (size_t i = 0; i < t->n && i < 3 && e == MMB_OK; i++) {
     mmbArrayTile *tile, *next;
     e = tile_of(t, t->arrays[i], t->index, &tile);
-    if (e == MMB_OK) e = mmb_tile_acquire(tile, fast, t->access[i], cur[i]);
+    if (e == MMB_OK) e = acquire_one(t, tile, t->access[i], cur[i]);
     if (!t->plan->hints || !(t->access[i] & MMB_READ)) continue;
     t->fetching[i] &= ~(1ull << (t->index % 64));   /* (here now) */
     if (t->advised[i] < t->index) t->advised[i] = t->index;
@@ -433,16 +469,24 @@ static mmbError auto_acquire(cnn_tiles *t) {
   return e;
 }
 
+/* Every tile the walk holds released, once the kernels are done with them. */
 static mmbError auto_release(cnn_tiles *t) {
-  mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
-  mmbError first = MMB_OK;
-  for (size_t i = 0; i < t->n && i < 3; i++) {
-    if (!*cur[i]) continue;
-    mmbError e = mmb_tile_release(*cur[i]);
-    if (e != MMB_OK && first == MMB_OK) first = e;
-    *cur[i] = NULL;
-  }
-  return first;
+  mmbArrayTile *cur[3] = {t->value, t->grad, t->velocity};
+  mmbError e = cnn_plan_kernels_done(t->plan), e2 = release_held(t), e3 = release_each(cur);
+  t->value = t->grad = t->velocity = NULL;
+  return e != MMB_OK ? e : e2 != MMB_OK ? e2 : e3;
+}
+
+/* From one step to the next: its tiles released now, or (release_late)
+   held until the next step's kernels are issued, and the step before's
+   released once its kernels are done, while this step's run. */
+static mmbError auto_step(cnn_tiles *t) {
+  if (!t->plan->release_late) return auto_release(t);
+  mmbError e = release_held(t);
+  t->held[0] = t->value, t->held[1] = t->grad, t->held[2] = t->velocity;
+  t->value = t->grad = t->velocity = NULL;
+  mmbError e2 = t->plan->compute_q ? mmb_queue_marker(t->plan->compute_q, &t->held_done) : MMB_OK;
+  return e != MMB_OK ? e : e2;
 }
 
 static void auto_rows(cnn_tiles *t) {
@@ -492,7 +536,7 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
 
 mmbError cnn_tiles_next(cnn_tiles *t) {
   if (t->plan->mode == CNN_PLAN_AUTO) {
-    mmbError e = auto_release(t);
+    mmbError e = auto_step(t);
     if (e == MMB_OK && ++t->index < t->count) e = auto_acquire(t);
     auto_rows(t);
     return e != MMB_OK ? e : check_current(t);

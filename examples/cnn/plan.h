@@ -11,7 +11,11 @@
      and a walk acquires each tile in the parameters' space from mmb's tile
      cache, with the next two it lacks advised WILLNEED, and releases it after: the
      cache, with the budget as its budget, decides what stays and writes
-     dirty tiles home when they go.
+     dirty tiles home when they go. On a GPU a tile is released only once
+     the kernels that used it are done (the cache may write it home or
+     reuse its memory as soon as it is released), one step late: the host
+     acquires the next step's tiles and issues its kernels first, so the
+     compute stream does not wait for the host.
    - When every parameter array fits the budget, each is migrated to the
      fast tier once and stays ("resident"). Otherwise the largest ones stay
      home and their tiles stream through the budget with prefetching tile
@@ -69,6 +73,11 @@ typedef struct cnn_plan {
   const cnn_ops *ops;
   cnn_plan_mode mode;
   bool gpu, hints;
+  /* auto: a walk releases a step's tiles after the next step's are
+     acquired, once the kernels issued on them are done (set on a GPU,
+     where they may still run when the host moves on; a test sets it on
+     the host too) */
+  bool release_late;
   size_t budget;                       /* the parameters' space limit */
   size_t depth;
   mmbMemSpace *capacity, *fast;        /* the tiers (discovered spaces) */
@@ -111,6 +120,11 @@ void cnn_plan_print(const cnn_plan *plan, const cnn_param *params, size_t n_para
    Nothing to do on the host, where kernels are done when they return. */
 mmbError cnn_plan_handoff(cnn_plan *plan);
 
+/* Waits on the host for the kernels issued so far (on a GPU; on the host
+   they are done when they return): before a tile they used goes back to
+   mmb's tile cache, which may then write it home or reuse its memory. */
+mmbError cnn_plan_kernels_done(cnn_plan *plan);
+
 /* A walk over a parameter's tiles: its values alone (forward), or values,
    gradients and velocities in step (backward; the update). Streamed
    parameters prefetch on the copy queue; written tiles merge home. A walk's
@@ -129,6 +143,8 @@ typedef struct cnn_tiles {
   size_t advised[3];              /* the furthest position advised WILLNEED, per array */
   uint64_t fetching[3];           /* those ahead whose hint started a fetch (bit pos % 64) */
   bool reverse;                   /* last to first (every walk but forward) */
+  mmbArrayTile *held[3];          /* auto, release_late: the step before's tiles, */
+  mmbRequest held_done;           /* released once this marker of their kernels passes */
   mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
   size_t r0, r1;                  /* their rows */
   size_t ld;                      /* their row stride, in floats */

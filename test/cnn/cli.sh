@@ -64,7 +64,6 @@ expect 2 "raise --fast-limit" -- --net wide --plan streamed --fast-limit 64K "${
 expect 2 "bad value" -- --plan best "${data[@]}"
 expect 2 "bad value" -- --offload 0 "${data[@]}"
 expect 2 "needs --plan auto" -- --net wide --offload 4 --plan streamed "${data[@]}"
-expect 2 "runs on a CPU" -- --device gpu --plan auto "${data[@]}"
 expect 2 "1 to --batch" -- --net wide --offload 11 --batch 10 "${data[@]}"
 expect 2 "do not fit" -- --net wide --plan resident --fast-limit 25% "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
@@ -102,6 +101,7 @@ bad shape t10k-images-idx3-ubyte "import struct; n=60; b[:] = struct.pack('>IIII
 if ! "$cnn" --help | grep -q -- --fast-limit; then echo "FAIL: --help does not list --fast-limit"; fails=$((fails + 1)); fi
 if [ -z "$(ls /dev/nvidia0 2>/dev/null)" ]; then
   expect 1 "needs a CUDA device" -- --device gpu "${data[@]}"
+  expect 1 "needs a CUDA device" -- --device gpu --plan auto --net wide --offload 4 "${data[@]}"
 fi
 
 # A short run, traced: exit 0, the JSON summary last, a trace mmb-plot draws.

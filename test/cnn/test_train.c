@@ -17,11 +17,12 @@ typedef struct run_ {
   bool offloaded;
 } run_;
 
-/* The plan `train` makes on the host (a test may set another), whether
-   the auto plan gives the cache hints, and the samples per offloaded chunk
-   (0: no offload). */
+/* The plan `train` makes (a test may set another), whether the auto plan
+   gives the cache hints and (on the host) releases a step's tiles a step
+   late as it does on a GPU, and the samples per offloaded chunk (0: no
+   offload). */
 static cnn_plan_mode plan_mode = CNN_PLAN_STREAMED;
-static bool no_hints;
+static bool no_hints, release_late;
 static size_t offload_chunk;
 
 /* Trains `net` on the separable set with the plan's budget. */
@@ -30,14 +31,16 @@ static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t 
                   size_t max_batches) {
   char err[256] = "";
   if (gpu) {
-    mmbError e = cnn_plan_create(&(cnn_plan_options){.mode = CNN_PLAN_STREAMED, .gpu = true,
-                                                      .fast_limit = fast_limit},
+    mmbError e = cnn_plan_create(&(cnn_plan_options){.mode = plan_mode, .gpu = true,
+                                                      .fast_limit = fast_limit,
+                                                      .no_hints = no_hints},
                                  &r->plan, err, sizeof err);
     if (e == MMB_UNAVAILABLE) cr_skip_test("no CUDA device on this node: %s", err);
     cr_assert_eq(e, MMB_OK, "%s", err);
   } else {
     r->plan = test_plan_mode(fast_limit, plan_mode);
     r->plan.hints = !no_hints;
+    r->plan.release_late = release_late;
   }
   r->train = separable_set(n_train, 1, r->plan.capacity_iface);
   r->test = separable_set(500, 2, r->plan.capacity_iface);
@@ -136,6 +139,13 @@ static void auto_equals_resident(float momentum) {
 MMB_TEST(train, auto_and_resident_weights_are_identical) { auto_equals_resident(0.0f); }
 
 MMB_TEST(train, auto_and_resident_agree_with_momentum) { auto_equals_resident(0.9f); }
+
+/* Tiles released a step late, as on a GPU: the same weights, bit for bit. */
+MMB_TEST(train, auto_releasing_late_gives_the_resident_weights) {
+  release_late = true;
+  auto_equals_resident(0.9f);
+  release_late = false;
+}
 
 typedef struct moved {
   unsigned long long written, fetched;   /* by the parameters' cache */
@@ -317,6 +327,62 @@ MMB_TEST(train, a_walk_fetches_the_first_tile_the_cache_lacks) {
   OK(cnn_plan_destroy(&plan));
 }
 
+static uint64_t pinned(const cnn_plan *plan) {
+  mmbCacheStats cs;
+  OK(mmb_space_get_cache_stats(plan->params_space, &cs));
+  return cs.pinned_bytes;
+}
+
+/* One backward walk writing 1 + its step into each gradient tile, checked
+   at home after: every tile released once, written home once. */
+static void walk_writing_steps(cnn_plan *plan, cnn_param *p, size_t tile, uint64_t most) {
+  cnn_tiles t;
+  size_t step = 0;
+  mmbError e = cnn_tiles_begin(plan, p, CNN_WALK_BACKWARD, &t);
+  for (; e == MMB_OK && t.value; e = cnn_tiles_next(&t), step++) {
+    for (size_t r = 0; r < t.r1 - t.r0; r++)
+      for (size_t c = 0; c < p->cols; c++) ((float *)t.grad->ptr)[r * t.ld + c] = 1.0f + step;
+    cr_assert_leq(pinned(plan), most, "step %zu pins %llu bytes", step,
+                  (unsigned long long)pinned(plan));
+    if (step > 0 && most >= 4 * tile)
+      cr_assert_eq(pinned(plan), 4 * tile, "step %zu: the step before's tiles are not held", step);
+  }
+  OK(cnn_tiles_end(&t));
+  OK(e);
+  cr_assert_eq(pinned(plan), 0, "the walk's end left tiles pinned");
+  size_t count = (p->rows + p->tile_rows - 1) / p->tile_rows;
+  cr_assert_eq(step, count);
+  OK(mmb_array_flush(p->grad));
+  const float *g = mmb_array_ptr(p->grad);
+  for (size_t r = 0; r < p->rows; r++)
+    cr_assert_eq(g[r * p->cols + 7], 1.0f + (count - 1 - r / p->tile_rows), "row %zu", r);
+}
+
+/* release_late: a walk holds the step before's tiles beside the current
+   ones, and when the cache has no room for both, it lets them go first
+   rather than fail. A thread queue stands in for the GPU's compute stream:
+   each step's marker on it is waited for once, before its tiles go. */
+MMB_TEST(train, a_late_release_holds_one_step_and_gives_way_when_full) {
+  char err[256] = "";
+  cnn_plan plan = test_plan_mode((size_t)1 << 20, CNN_PLAN_AUTO);
+  plan.release_late = true;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &plan.compute_q));
+  cnn_param p;
+  unsigned long long state = 3;
+  size_t tile = 64 * 288 * sizeof(float);
+  OK(cnn_param_create(&p, "w", 1024, 288, 0.1f, tile, false, &state, plan.capacity_iface));
+  cr_assert_eq(cnn_plan_place(&plan, &p, 1, err, sizeof err), MMB_OK, "%s", err);
+  OK(mmb_space_set_cache(plan.params_space,
+                         &(mmbCacheConfig){.budget_bytes = 8 * tile, .clean_share = 0.5}));
+  walk_writing_steps(&plan, &p, tile, 4 * tile);   /* room: two steps of two tiles */
+  OK(mmb_space_set_cache(plan.params_space,
+                         &(mmbCacheConfig){.budget_bytes = 3 * tile, .clean_share = 0.5}));
+  walk_writing_steps(&plan, &p, tile, 3 * tile);   /* room for one step alone */
+  OK(cnn_plan_unplace(&plan, &p, 1));
+  cnn_param_destroy(&p);
+  OK(cnn_plan_destroy(&plan));
+}
+
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
    the margin is for the C library's own bookkeeping). */
@@ -342,19 +408,48 @@ MMB_TEST(train, streamed_plan_is_flat_after_the_first_batch) {
   flat_after_the_first_batch("wide", (size_t)5 << 19);
 }
 
-/* On a device: the same steps as on the host, to rounding (the sums run in
-   another order there). */
+/* The GPU's run g ended where the host's run h did, to rounding (the sums
+   run in another order there): the loss, and every weight. */
+static void same_to_rounding(const run_ *g, const run_ *h) {
+  cr_assert_leq(fabs(g->result.final_loss - h->result.final_loss), 1e-3,
+                "loss %f on the GPU, %f on the host", g->result.final_loss, h->result.final_loss);
+  for (size_t i = 0; i < h->model.n_params; i++) {
+    const float *a = mmb_array_ptr(g->model.params[i].value), *b = mmb_array_ptr(h->model.params[i].value);
+    for (size_t j = 0; j < h->model.params[i].rows * h->model.params[i].cols; j++)
+      cr_assert_leq(fabs(a[j] - b[j]), 1e-3, "%s[%zu]", h->model.params[i].name, j);
+  }
+}
+
+/* On a device: the same steps as on the host. */
 MMB_TEST(train_gpu, matches_the_host) {
   run_ g, h;
   train(&g, "seed", 0, true, 1, 10, 200, 0.1f, 0.0f, 0, 0);
   train(&h, "seed", 0, false, 1, 10, 200, 0.1f, 0.0f, 0, 0);
-  cr_assert_leq(fabs(g.result.final_loss - h.result.final_loss), 1e-3, "loss %f on the GPU, %f on the host",
-                g.result.final_loss, h.result.final_loss);
-  for (size_t i = 0; i < h.model.n_params; i++) {
-    const float *a = mmb_array_ptr(g.model.params[i].value), *b = mmb_array_ptr(h.model.params[i].value);
-    for (size_t j = 0; j < h.model.params[i].rows * h.model.params[i].cols; j++)
-      cr_assert_leq(fabs(a[j] - b[j]), 1e-3, "%s[%zu]", h.model.params[i].name, j);
-  }
+  same_to_rounding(&g, &h);
   finish(&g);
   finish(&h);
 }
+
+/* On a device, mmb's tile cache as the plan (a budget the wide net's
+   weights do not fit), with and without the activations offloaded: the
+   host's run with the same plan, to rounding. */
+static void gpu_auto_matches_the_host(size_t chunk) {
+  run_ g, h;
+  size_t tile = 64 * 288 * sizeof(float);
+  plan_mode = CNN_PLAN_AUTO;
+  offload_chunk = chunk;
+  train(&g, "wide", (size_t)5 << 19, true, 1, 8, 96, 0.05f, 0.9f, tile, 0);
+  train(&h, "wide", (size_t)5 << 19, false, 1, 8, 96, 0.05f, 0.9f, tile, 0);
+  plan_mode = CNN_PLAN_STREAMED;
+  offload_chunk = 0;
+  mmbCacheStats cs;
+  OK(mmb_space_get_cache_stats(g.plan.params_space, &cs));
+  cr_assert(cs.writebacks > 0, "the device's cache wrote nothing home");
+  same_to_rounding(&g, &h);
+  finish(&g);
+  finish(&h);
+}
+
+MMB_TEST(train_gpu, the_auto_plan_matches_the_host) { gpu_auto_matches_the_host(0); }
+
+MMB_TEST(train_gpu, offloaded_activations_match_the_host) { gpu_auto_matches_the_host(3); }
