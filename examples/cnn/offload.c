@@ -27,6 +27,22 @@ mmbError cnn_offload_create(cnn_offload *o, cnn_plan *plan, const cnn_model *m, 
   o->split = split;
   for (size_t i = 0; i < split; i++)
     o->chunk_bytes += cnn_layer_kept_bytes(&m->layers[i], chunk, i == split - 1);
+  /* backward pins a chunk's tile beside a tile of each of a parameter's arrays */
+  size_t step = 0;
+  for (size_t i = 0; i < m->n_params; i++) {
+    const cnn_param *p = &m->params[i];
+    size_t pinned = (p->velocity ? 3 : 2) * p->tile_rows * p->cols * sizeof(float);
+    if (pinned > step) step = pinned;
+  }
+  mmbCacheStats cs;
+  if (plan->params_space && mmb_space_get_cache_stats(plan->params_space, &cs) == MMB_OK &&
+      cs.budget_bytes && o->chunk_bytes + step > cs.budget_bytes) {
+    snprintf(err, err_len, "a chunk of %zu samples keeps %zu bytes of activations, which beside "
+             "the %zu bytes of weight tiles a step pins pass the parameters' cache of %llu "
+             "bytes: lower --offload or raise --fast-limit", chunk, o->chunk_bytes, step,
+             (unsigned long long)cs.budget_bytes);
+    return MMB_INVALID_ARG;
+  }
   o->chunks = (batch + chunk - 1) / chunk;
   size_t cols = o->chunk_bytes / sizeof(float);   /* a multiple of 64 bytes */
   mmbError e = cnn_float_array(o->chunks, cols, plan->capacity_iface, &o->kept);

@@ -30,8 +30,9 @@ typedef struct cnn_offload {
 } cnn_offload;
 
 /* Sets up offload of batches of up to `batch` samples in chunks of `chunk`
-   (1 <= chunk <= batch). MMB_INVALID_ARG (err says why): not the auto plan,
-   or a net with no layer to chunk. */
+   (1 <= chunk <= batch), after cnn_plan_place. MMB_INVALID_ARG (err says
+   why): not the auto plan, a net with no layer to chunk, or a chunk whose
+   tile, beside the weight tiles a step pins, passes the cache's budget. */
 mmbError cnn_offload_create(cnn_offload *o, cnn_plan *plan, const cnn_model *m, size_t batch,
                             size_t chunk, char *err, size_t err_len);
 mmbError cnn_offload_destroy(cnn_offload *o);

@@ -65,6 +65,7 @@ expect 2 "bad value" -- --plan best "${data[@]}"
 expect 2 "bad value" -- --offload 0 "${data[@]}"
 expect 2 "needs --plan auto" -- --net wide --offload 4 --plan streamed "${data[@]}"
 expect 2 "1 to --batch" -- --net wide --offload 11 --batch 10 "${data[@]}"
+expect 2 "lower --offload or raise --fast-limit" -- --net wide --offload 64 --batch 64 "${data[@]}"
 expect 2 "do not fit" -- --net wide --plan resident --fast-limit 25% "${data[@]}"
 expect 2 "No such file" -- --data "$tmp/none"
 # OpenBLAS's kernel: a value the user set is kept; with CNN_BLAS_TRY=1 a

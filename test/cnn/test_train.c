@@ -219,6 +219,26 @@ MMB_TEST(train, offload_refuses_what_it_cannot_do) {
   OK(cnn_plan_destroy(&plan));
 }
 
+/* A chunk whose tile the cache cannot hold beside a step's weight tiles is
+   refused when offload is set up, not found out of memory in training. */
+MMB_TEST(train, offload_refuses_a_chunk_the_cache_cannot_hold) {
+  char err[256] = "";
+  cnn_plan plan = test_plan_mode(5 << 19, CNN_PLAN_AUTO);
+  cnn_model m;
+  cnn_model_options mo = {.net = "wide", .input = {8, 8, 1}, .classes = 10, .seed = 5,
+                          .tile_bytes = 64 * 288 * sizeof(float)};
+  OK(cnn_model_create(&mo, plan.capacity_iface, &m, err, sizeof err));
+  cr_assert_eq(cnn_plan_place(&plan, m.params, m.n_params, err, sizeof err), MMB_OK, "%s", err);
+  cnn_offload off;
+  cr_assert_eq(cnn_offload_create(&off, &plan, &m, 256, 256, err, sizeof err), MMB_INVALID_ARG);
+  cr_assert(strstr(err, "lower --offload or raise --fast-limit"), "%s", err);
+  OK(cnn_offload_create(&off, &plan, &m, 256, 8, err, sizeof err));
+  OK(cnn_offload_destroy(&off));
+  OK(cnn_plan_unplace(&plan, m.params, m.n_params));
+  OK(cnn_model_destroy(&m));
+  OK(cnn_plan_destroy(&plan));
+}
+
 /* Zeros into the current gradient tile of a walk (if it has one). */
 static void zero_grad(const cnn_tiles *t, const cnn_param *p) {
   for (size_t r = 0; t->grad && r < t->r1 - t->r0; r++)
