@@ -29,11 +29,8 @@ mmbError cnn_offload_create(cnn_offload *o, cnn_plan *plan, const cnn_model *m, 
     o->chunk_bytes += cnn_layer_kept_bytes(&m->layers[i], chunk, i == split - 1);
   /* backward pins a chunk's tile beside a tile of each of a parameter's arrays */
   size_t step = 0;
-  for (size_t i = 0; i < m->n_params; i++) {
-    const cnn_param *p = &m->params[i];
-    size_t pinned = (p->velocity ? 3 : 2) * p->tile_rows * p->cols * sizeof(float);
-    if (pinned > step) step = pinned;
-  }
+  for (size_t i = 0; i < m->n_params; i++)
+    if (cnn_param_step_bytes(&m->params[i]) > step) step = cnn_param_step_bytes(&m->params[i]);
   mmbCacheStats cs;
   if (plan->params_space && mmb_space_get_cache_stats(plan->params_space, &cs) == MMB_OK &&
       cs.budget_bytes && o->chunk_bytes + step > cs.budget_bytes) {

@@ -262,7 +262,7 @@ mmbError cnn_plan_place(cnn_plan *plan, cnn_param *params, size_t n, char *err, 
     if (e == MMB_OK && plan->budget && n &&
         mmb_tile_iterator_footprint(params[largest].value, &o, &sixteen) == MMB_OK && sixteen) {
       double payload = 16.0 * (double)tile_bytes / (double)sixteen;
-      size_t cache = (size_t)(plan->budget * payload), pinned = n_arrays(&params[largest]) * tile_bytes;
+      size_t cache = (size_t)(plan->budget * payload), pinned = cnn_param_step_bytes(&params[largest]);
       if (pinned > cache) {   /* a backward step pins a tile of each of its arrays */
         snprintf(err, err_len, "a fast tier of %zu bytes for parameters caches %zu bytes of tiles, "
                  "less than the %zu a step pins (one-row tiles of %s): raise --fast-limit",

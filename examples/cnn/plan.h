@@ -163,6 +163,12 @@ typedef enum cnn_walk {
   CNN_WALKS
 } cnn_walk;
 
+/* What a backward step over p pins in the fast tier: a tile of each of its
+   arrays (values, gradients, velocities). */
+static inline size_t cnn_param_step_bytes(const cnn_param *p) {
+  return (p->velocity ? 3 : 2) * p->tile_rows * p->cols * sizeof(float);
+}
+
 /* Whether p's walks compute on its own storage (a resident parameter of the
    hand plans), not on copies that go home behind them (streamed; auto). */
 static inline bool cnn_param_in_place(const cnn_plan *plan, const cnn_param *p) {
