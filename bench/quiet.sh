@@ -20,29 +20,28 @@ if not 0 < secs < 3600:
     sys.exit(2)
 tick = os.sysconf("SC_CLK_TCK")
 
+def stat(pid):
+    """A process's name, parent and CPU ticks (user + system); None once gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            head, rest = f.read().rsplit(")", 1)
+        fields = rest.split()
+        return head.split("(", 1)[1], int(fields[1]), int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
 def ancestors(pid):
     out = set()
-    while pid > 1:
+    while pid > 1 and (s := stat(pid)):
         out.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
+        pid = s[1]
     return out
 
 def cpu_ticks():
     ticks = {}
     for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                head, rest = f.read().rsplit(")", 1)
-            fields = rest.split()
-            ticks[int(d)] = (head.split("(", 1)[1], int(fields[11]) + int(fields[12]))
-        except (OSError, ValueError, IndexError):
-            pass   # gone meanwhile
+        if d.isdigit() and (s := stat(int(d))):
+            ticks[int(d)] = (s[0], s[2])
     return ticks
 
 mine = ancestors(me) | {os.getpid()}
