@@ -367,7 +367,7 @@ mmbError cnn_plan_kernels_done(cnn_plan *plan) {
 
 static void refresh(cnn_tiles *t) {
   mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
-  for (size_t i = 0; i < 3; i++) *cur[i] = i < t->n ? mmb_tile_iterator_tile(t->it[i]) : NULL;
+  for (size_t i = 0; i < 3; i++) *cur[i] = t->it[i] ? mmb_tile_iterator_tile(t->it[i]) : NULL;
   if (t->value) {
     t->r0 = t->value->lower[0];
     t->r1 = t->value->upper[0];
@@ -378,8 +378,9 @@ static void refresh(cnn_tiles *t) {
 /* The tiles handed out must share one row stride (one ld for the kernels). */
 static mmbError check_current(const cnn_tiles *t) {
   if (!t->value) return MMB_OK;
-  for (size_t i = 1; i < t->n; i++) {
+  for (size_t i = 1; i < 3; i++) {
     mmbArrayTile *x = i == 1 ? t->grad : t->velocity;
+    if (!t->arrays[i]) continue;
     if (!x || x->stride[0] != t->ld || x->lower[0] != t->r0) return MMB_INVALID_STATE;
   }
   return MMB_OK;
@@ -441,8 +442,9 @@ static mmbError auto_acquire(cnn_tiles *t) {
   mmbArrayTile **cur[3] = {&t->value, &t->grad, &t->velocity};
   mmbMemSpace *fast = t->plan->params_space;
   mmbError e = MMB_OK;
-  for (size_t i = 0; i < t->n && i < 3 && e == MMB_OK; i++) {
+  for (size_t i = 0; i < 3 && e == MMB_OK; i++) {
     mmbArrayTile *tile, *next;
+    if (!t->arrays[i]) continue;
     e = tile_of(t, t->arrays[i], t->index, &tile);
     if (e == MMB_OK) e = acquire_one(t, tile, t->access[i], cur[i]);
     if (!t->plan->hints || !(t->access[i] & MMB_READ)) continue;
@@ -502,23 +504,23 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
   *t = (cnn_tiles){.plan = plan, .p = p};
   bool update = walk != CNN_WALK_VALUES;
   t->reverse = update;
-  mmbArray *arrays[3] = {p->value, update ? p->grad : NULL, update ? p->velocity : NULL};
+  mmbArray *arrays[3] = {p->value, update && walk != CNN_WALK_STEP ? p->grad : NULL,
+                         update ? p->velocity : NULL};
   mmbAccessType grad = walk == CNN_WALK_APPLY        ? MMB_READ
                        : walk == CNN_WALK_ACCUMULATE ? MMB_READ_WRITE
                                                      : MMB_WRITE;
   mmbAccessType access[3] = {update ? MMB_READ_WRITE : MMB_READ, grad, MMB_READ_WRITE};
+  memcpy(t->arrays, arrays, sizeof arrays);
   if (plan->mode == CNN_PLAN_AUTO) {
-    for (size_t i = 0; i < 3 && arrays[i]; i++, t->n++) {
-      t->arrays[i] = arrays[i];
-      t->access[i] = access[i];
-    }
+    memcpy(t->access, access, sizeof access);
     t->count = (p->rows + p->tile_rows - 1) / p->tile_rows;
     mmbError e = auto_acquire(t);
     auto_rows(t);
     return e != MMB_OK ? e : check_current(t);
   }
   mmbTileIterator **its = p->walks[walk];
-  for (size_t i = 0; i < 3 && arrays[i]; i++) {
+  for (size_t i = 0; i < 3; i++) {
+    if (!arrays[i]) continue;
     mmbTileIteratorOptions o = p->streamed ? stream_options(plan, access[i])
                                            : (mmbTileIteratorOptions){0};
     if (t->reverse) {
@@ -528,7 +530,7 @@ mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles 
     mmbError e = its[i] ? mmb_tile_iterator_first(its[i])
                         : mmb_tile_iterator_create(arrays[i], &o, &its[i]);
     if (e != MMB_OK) return e;
-    t->it[t->n++] = its[i];
+    t->it[i] = its[i];
   }
   refresh(t);
   return check_current(t);
@@ -542,7 +544,8 @@ mmbError cnn_tiles_next(cnn_tiles *t) {
     return e != MMB_OK ? e : check_current(t);
   }
   mmbError first = t->p->streamed ? cnn_plan_handoff(t->plan) : MMB_OK;
-  for (size_t i = 0; i < t->n; i++) {
+  for (size_t i = 0; i < 3; i++) {
+    if (!t->it[i]) continue;
     mmbError e = mmb_tile_iterator_next(t->it[i]);
     if (e != MMB_OK && first == MMB_OK) first = e;
   }

@@ -21,6 +21,10 @@
      home and their tiles stream through the budget with prefetching tile
      iterators on the copy queue ("streamed"): the next tiles move while the
      current one computes, and written tiles merge home behind.
+   - A backward walk of a whole batch in one process computes each tile's
+     gradient into a scratch tile of its own and updates the tile at once
+     (CNN_WALK_STEP): the gradient arrays are used where a gradient must
+     outlive its step (offloaded chunks, data-parallel, tests).
    - Activations live in a region of the fast tier that is reset every
      batch; backward allocates in a child region. With offload (offload.h,
      auto only) the convolution block's go home in chunks through the
@@ -42,6 +46,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a walk visits: values alone (forward); values and gradients, written
+   (backward); values and velocities written from the gradients read (the
+   update of data-parallel training, once the gradients are all-reduced);
+   values and gradients read and written (backward of a later chunk of a
+   batch's samples, whose gradients add to the earlier chunks'); values and
+   velocities written, each tile's gradient computed into the walk's scratch
+   (cnn_tiles.scratch) and used by the tile's update at once (backward of a
+   whole batch in one process: the gradient is needed by nothing after that
+   update, so it never goes to the fast tier's budget nor home). */
+typedef enum cnn_walk {
+  CNN_WALK_VALUES,
+  CNN_WALK_BACKWARD,
+  CNN_WALK_APPLY,
+  CNN_WALK_ACCUMULATE,   /* backward of a batch's later chunk: gradients read and added to */
+  CNN_WALK_STEP,         /* backward with the update at once: gradients in scratch */
+  CNN_WALKS
+} cnn_walk;
+
 typedef struct cnn_param {
   char name[32];
   size_t rows, cols, tile_rows;
@@ -49,7 +71,7 @@ typedef struct cnn_param {
   bool streamed;                       /* set by cnn_plan_place */
   /* The iterators of its walks (cnn_tiles), made on the first walk and
      restarted by the next ones, by cnn_walk: values, gradients, velocities. */
-  mmbTileIterator *walks[4][3];   /* [cnn_walk][array] */
+  mmbTileIterator *walks[CNN_WALKS][3];   /* [cnn_walk][array] */
   /* Data-parallel (dist.h): the all-reduce of its gradient, and the copy
      queue's marker it waits for. */
   mmbRequest reduced, merged;
@@ -134,10 +156,9 @@ mmbError cnn_plan_kernels_done(cnn_plan *plan);
 typedef struct cnn_tiles {
   cnn_plan *plan;
   cnn_param *p;
-  size_t n;                       /* iterators (or, auto, arrays): 1, 2 or 3 */
-  mmbTileIterator *it[3];
-  /* auto: the arrays walked, how, the current tile's index, the count */
-  mmbArray *arrays[3];
+  mmbArray *arrays[3];            /* walked: values, gradients, velocities (NULL: not) */
+  mmbTileIterator *it[3];         /* hand plans: an iterator for each array walked */
+  /* auto: how each array is walked, the current tile's index, the count */
   mmbAccessType access[3];
   size_t index, count;
   size_t advised[3];              /* the furthest position advised WILLNEED, per array */
@@ -146,22 +167,10 @@ typedef struct cnn_tiles {
   mmbArrayTile *held[3];          /* auto, release_late: the step before's tiles, */
   mmbRequest held_done;           /* released once this marker of their kernels passes */
   mmbArrayTile *value, *grad, *velocity;   /* the current tiles; value NULL past the end */
+  float *scratch;                 /* CNN_WALK_STEP: the gradient (rows x ld, the caller's) */
   size_t r0, r1;                  /* their rows */
   size_t ld;                      /* their row stride, in floats */
 } cnn_tiles;
-
-/* What a walk visits: values alone (forward); values and gradients, written
-   (backward); values and velocities written from the gradients read (the
-   update of data-parallel training, once the gradients are all-reduced);
-   values and gradients read and written (backward of a later chunk of a
-   batch's samples, whose gradients add to the earlier chunks'). */
-typedef enum cnn_walk {
-  CNN_WALK_VALUES,
-  CNN_WALK_BACKWARD,
-  CNN_WALK_APPLY,
-  CNN_WALK_ACCUMULATE,   /* backward of a batch's later chunk: gradients read and added to */
-  CNN_WALKS
-} cnn_walk;
 
 /* What a backward step over p pins in the fast tier: a tile of each of its
    arrays (values, gradients, velocities). */
@@ -176,6 +185,10 @@ static inline bool cnn_param_in_place(const cnn_plan *plan, const cnn_param *p) 
 }
 
 mmbError cnn_tiles_begin(cnn_plan *plan, cnn_param *p, cnn_walk walk, cnn_tiles *t);
+/* Where the current tile's gradient is: its tile, or the walk's scratch. */
+static inline float *cnn_tiles_gradient(const cnn_tiles *t) {
+  return t->grad ? (float *)t->grad->ptr : t->scratch;
+}
 mmbError cnn_tiles_next(cnn_tiles *t);
 /* Ends a walk (also one stopped early). */
 mmbError cnn_tiles_end(cnn_tiles *t);

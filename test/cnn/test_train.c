@@ -24,6 +24,26 @@ typedef struct run_ {
 static cnn_plan_mode plan_mode = CNN_PLAN_STREAMED;
 static bool no_hints, release_late;
 static size_t offload_chunk;
+/* Set: each gradient array's home holds GRAD_MARK before training. */
+static bool mark_gradients;
+#define GRAD_MARK 0x7fc0beefu   /* a NaN no gradient computes */
+
+static void set_marks(const cnn_model *m) {
+  for (size_t i = 0; i < m->n_params; i++) {
+    uint32_t *g = mmb_array_ptr(m->params[i].grad);
+    for (size_t j = 0; j < m->params[i].rows * m->params[i].cols; j++) g[j] = GRAD_MARK;
+  }
+}
+
+/* How many of the model's gradient values at home are not the mark. */
+static size_t marks_lost(const cnn_model *m) {
+  size_t lost = 0;
+  for (size_t i = 0; i < m->n_params; i++) {
+    const uint32_t *g = mmb_array_ptr(m->params[i].grad);
+    for (size_t j = 0; j < m->params[i].rows * m->params[i].cols; j++) lost += g[j] != GRAD_MARK;
+  }
+  return lost;
+}
 
 /* Trains `net` on the separable set with the plan's budget. */
 static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t epochs,
@@ -47,6 +67,7 @@ static void train(run_ *r, const char *net, size_t fast_limit, bool gpu, size_t 
   cnn_model_options mo = {.net = net, .input = {8, 8, 1}, .classes = 10, .seed = 5,
                           .momentum = momentum > 0, .tile_bytes = tile_bytes};
   OK(cnn_model_create(&mo, r->plan.capacity_iface, &r->model, err, sizeof err));
+  if (mark_gradients) set_marks(&r->model);
   cr_assert_eq(cnn_plan_place(&r->plan, r->model.params, r->model.n_params, err, sizeof err),
                MMB_OK, "%s", err);
   r->offloaded = offload_chunk > 0;
@@ -197,6 +218,37 @@ static void offload_equals_resident(float momentum) {
 MMB_TEST(train, offloaded_activations_give_the_resident_weights) { offload_equals_resident(0.0f); }
 
 MMB_TEST(train, offloaded_activations_agree_with_momentum) { offload_equals_resident(0.9f); }
+
+/* A whole batch's gradients in one process are used only by the update
+   right after each tile's: in every plan they stay out of the gradient
+   arrays, whose homes keep what they held (nothing wrote them, through
+   the cache or otherwise), while the weights are those of offloaded
+   chunks, whose gradients go through the arrays (checked above). */
+static void gradients_stay_out(cnn_plan_mode mode, size_t fast_limit, float momentum) {
+  run_ r;
+  size_t tile = 64 * 288 * sizeof(float);
+  plan_mode = mode;
+  mark_gradients = true;
+  train(&r, "wide", fast_limit, false, 2, 8, 100, 0.05f, momentum, tile, 0);
+  mark_gradients = false;
+  plan_mode = CNN_PLAN_STREAMED;
+  cr_assert_eq(marks_lost(&r.model), 0, "%zu gradient values went to the arrays",
+               marks_lost(&r.model));
+  cr_assert_lt(r.result.final_loss, 2.3, "it trained (final loss %.3f)", r.result.final_loss);
+  if (mode == CNN_PLAN_AUTO) {   /* (the cache wrote the updated weights home) */
+    mmbCacheStats cs;
+    OK(mmb_space_get_cache_stats(r.plan.params_space, &cs));
+    cr_assert(cs.writebacks > 0, "the cache wrote nothing home");
+  }
+  finish(&r);
+}
+
+MMB_TEST(train, a_batchs_gradients_stay_out_of_the_arrays) {
+  gradients_stay_out(CNN_PLAN_AUTO, (size_t)5 << 19, 0.0f);
+  gradients_stay_out(CNN_PLAN_AUTO, (size_t)5 << 19, 0.9f);
+  gradients_stay_out(CNN_PLAN_STREAMED, (size_t)5 << 19, 0.0f);
+  gradients_stay_out(CNN_PLAN_STREAMED, (size_t)64 << 20, 0.9f);   /* resident */
+}
 
 /* Offload needs the cache (the auto plan) and a chunk within the batch. */
 MMB_TEST(train, offload_refuses_what_it_cannot_do) {
