@@ -9,7 +9,7 @@
      the activations and each batch's input.
    - auto (the default on a CPU): every parameter stays home
      and a walk acquires each tile in the parameters' space from mmb's tile
-     cache, with the next two it lacks advised WILLNEED, and releases it after: the
+     cache, with the next three it lacks advised WILLNEED, and releases it after: the
      cache, with the budget as its budget, decides what stays and writes
      dirty tiles home when they go. On a GPU a tile is released only once
      the kernels that used it are done (the cache may write it home or
