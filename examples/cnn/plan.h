@@ -172,8 +172,10 @@ typedef struct cnn_tiles {
   size_t ld;                      /* their row stride, in floats */
 } cnn_tiles;
 
-/* What a backward step over p pins in the fast tier: a tile of each of its
-   arrays (values, gradients, velocities). */
+/* The most a backward step over p pins in the fast tier: a tile of each of
+   its arrays (values, gradients, velocities) when its gradient goes through
+   the array (offloaded chunks, data-parallel); a CNN_WALK_STEP pins one
+   tile fewer. The budget checks allow for the most. */
 static inline size_t cnn_param_step_bytes(const cnn_param *p) {
   return (p->velocity ? 3 : 2) * p->tile_rows * p->cols * sizeof(float);
 }
