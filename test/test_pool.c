@@ -308,6 +308,51 @@ MMB_TEST(pool, a_tight_limit_gets_exact_segments_then_a_clean_refusal) {
   OK(mmb_space_release(limited));
 }
 
+/* A tile cache under a limit holds copies of several sizes in turn (weight
+   tiles under 1 MiB, then activation chunks over it): the room one size
+   class freed serves the other, with no trip to the provider once the
+   segments are there, and no two live blocks overlap. */
+MMB_TEST(pool, a_limit_serves_both_size_classes_from_the_same_segments) {
+  mmbMemSpace *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 * MiB}, &limited));
+  mmbMemInterface *iface = pool_on(limited, MMB_PROVIDER_SYSTEM, MMB_INTERFACE_THREAD_SAFE, 0);
+  enum { SMALL = 9, LARGE = 3, ROUNDS = 6 };
+  const size_t small = 692224, large = 1860608;   /* the wide CNN's weight tile, chunk of 16 */
+  mmbAllocation *keep;
+  OK(mmb_allocate(small, iface, &keep));   /* one weight tile stays throughout */
+  memset(mmb_allocation_ptr(keep), 0x5a, small);
+  unsigned long long trips = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    mmbAllocation *a[SMALL];
+    for (int i = 0; i < SMALL; i++) {
+      OK(mmb_allocate(small, iface, &a[i]));
+      memset(mmb_allocation_ptr(a[i]), i, small);
+    }
+    for (int i = 0; i < SMALL; i++) {
+      cr_assert_eq(((unsigned char *)mmb_allocation_ptr(a[i]))[small - 1], i);
+      OK(mmb_free(a[i]));
+    }
+    mmbAllocation *b[LARGE];
+    for (int i = 0; i < LARGE; i++) {
+      OK(mmb_allocate(large, iface, &b[i]));
+      memset(mmb_allocation_ptr(b[i]), 0x10 + i, large);
+    }
+    for (int i = 0; i < LARGE; i++) {
+      cr_assert_eq(((unsigned char *)mmb_allocation_ptr(b[i]))[0], 0x10 + i);
+      OK(mmb_free(b[i]));
+    }
+    mmbStats st = stats_of(iface);
+    if (round == 0) trips = st.n_provider_allocs + st.n_provider_frees;
+    else cr_assert_eq(st.n_provider_allocs + st.n_provider_frees, trips,
+                      "round %d went to the provider", round);
+    cr_assert_leq(st.reserved_current, 8 * MiB);
+  }
+  cr_assert_eq(((unsigned char *)mmb_allocation_ptr(keep))[small - 1], 0x5a);
+  OK(mmb_free(keep));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(limited));
+}
+
 MMB_TEST(pool, pinned_provider_is_pooled_too) {
   mmbMemSpace *dram;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));

@@ -5,7 +5,9 @@
    the best fitting free block (two-level bins, see pool.h), which is split
    when the rest is worth keeping; a freed block coalesces with its free
    neighbours. A wholly free segment stays cached until the interface holds
-   more than its release_threshold, or until mmb_interface_trim.
+   more than its release_threshold, or until mmb_interface_trim. Under a
+   limit, segments change size class rather than go back to the provider
+   (segment_for).
 
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). mmb__pool_put is the one place where a
@@ -175,18 +177,37 @@ static size_t segment_align(const pool *p, size_t size) {
   return size % POOL_HUGE_ROUND == 0 ? POOL_HUGE_ROUND : 4096;
 }
 
-/* exact: under a tight limit, a segment of just `need` rather than none. */
+/* The smallest wholly free segment of the other class that holds `need`,
+   taken over by this class: under a limit, room one class freed serves the
+   other without a trip to the provider. */
+static pool_block *segment_adopted(pool *p, size_t need, bool large) {
+  pool_segment *best = NULL;
+  for (pool_segment *s = p->free_segments; s; s = s->fnext)
+    if (s->large != large && s->size >= need && (!best || s->size < best->size)) best = s;
+  if (!best) return NULL;
+  pool_block *b = best->first;
+  bins_remove(bins_of(p, best), b);
+  free_list_unlink(p, best);
+  best->large = large;
+  b->free = false;
+  return b;
+}
+
+/* A new segment for `need` bytes of a class; when the provider refuses
+   it, a free segment of the other class, then the free segments given back
+   for a segment that fits; with `exact`, a segment of just `need` rather
+   than none. */
 static pool_block *segment_for(pool *p, size_t need, bool large, bool exact) {
   size_t size = !large ? POOL_SMALL_SEGMENT
                 : need < POOL_HUGE_REQUEST ? POOL_LARGE_SEGMENT
                 : (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1);
   pool_block *b = segment_new(p, size, segment_align(p, size), large, false);
-  if (!b && p->free_segments) {   /* cached segments may be what stands in the way */
+  if (!b) b = segment_adopted(p, need, large);
+  if (!b && p->free_segments) {
     mmb__pool_release_free(p, 0);
     b = segment_new(p, size, segment_align(p, size), large, false);
   }
-  if (!b && exact && size > need)   /* a tight limit: exactly what was asked */
-    b = segment_new(p, need, segment_align(p, need), large, false);
+  if (!b && exact && size > need) b = segment_new(p, need, segment_align(p, need), large, false);
   return b;
 }
 
