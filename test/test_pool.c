@@ -308,6 +308,28 @@ MMB_TEST(pool, a_tight_limit_gets_exact_segments_then_a_clean_refusal) {
   OK(mmb_space_release(limited));
 }
 
+/* Where a 20 MiB segment would take more than an eighth of the space's
+   limit, a request over 1 MiB gets a segment of its own size; under a
+   larger limit, or none, it shares a 20 MiB one. */
+MMB_TEST(pool, a_crowded_limit_gives_a_large_block_a_segment_of_its_size) {
+  size_t limits[] = {32 * MiB, 159 * MiB, 160 * MiB, 0};
+  size_t want[] = {3 * MiB / 2, 3 * MiB / 2, 20 * MiB, 20 * MiB};
+  for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+    mmbMemSpace *space;
+    OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = limits[i]}, &space));
+    mmbMemInterface *iface = pool_on(space, MMB_PROVIDER_SYSTEM, 0, 0);
+    mmbAllocation *a, *b;
+    OK(mmb_allocate(3 * MiB / 2, iface, &a));
+    cr_assert_eq(stats_of(iface).reserved_current, want[i], "limit %zu", limits[i]);
+    OK(mmb_free(a));
+    OK(mmb_allocate(3 * MiB / 2, iface, &b));   /* the freed segment serves its size again */
+    cr_assert_eq(stats_of(iface).n_provider_allocs, 1, "limit %zu", limits[i]);
+    OK(mmb_free(b));
+    OK(mmb_interface_destroy(iface));
+    OK(mmb_space_release(space));
+  }
+}
+
 /* A tile cache under a limit holds copies of several sizes in turn (weight
    tiles under 1 MiB, then activation chunks over it): the room one size
    class freed serves the other, with no trip to the provider once the

@@ -6,8 +6,9 @@
    when the rest is worth keeping; a freed block coalesces with its free
    neighbours. A wholly free segment stays cached until the interface holds
    more than its release_threshold, or until mmb_interface_trim. Under a
-   limit, segments change size class rather than go back to the provider
-   (segment_for).
+   limit, segments change size class rather than go back to the provider,
+   and large blocks get segments of their own size where 20 MiB would
+   crowd the limit (segment_for).
 
    Everything here runs under the interface lock (or on the one thread that
    owns a non-thread-safe interface). mmb__pool_put is the one place where a
@@ -196,11 +197,15 @@ static pool_block *segment_adopted(pool *p, size_t need, bool large) {
 /* A new segment for `need` bytes of a class; when the provider refuses
    it, a free segment of the other class, then the free segments given back
    for a segment that fits; with `exact`, a segment of just `need` rather
-   than none. */
+   than none. Where a 20 MiB segment would take more than an eighth of the
+   space's limit, a large request gets a segment of its own size: blocks of
+   different sizes sharing one would leave holes none of them fits, while
+   a freed segment serves the next block of its size (a tile cache's). */
 static pool_block *segment_for(pool *p, size_t need, bool large, bool exact) {
   size_t size = !large ? POOL_SMALL_SEGMENT
-                : need < POOL_HUGE_REQUEST ? POOL_LARGE_SEGMENT
-                : (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1);
+                : need >= POOL_HUGE_REQUEST ? (need + POOL_HUGE_ROUND - 1) & ~(POOL_HUGE_ROUND - 1)
+                : mmb__space_limit(p->iface->space) / 8 < POOL_LARGE_SEGMENT ? need
+                : POOL_LARGE_SEGMENT;
   pool_block *b = segment_new(p, size, segment_align(p, size), large, false);
   if (!b) b = segment_adopted(p, need, large);
   if (!b && p->free_segments) {
