@@ -308,6 +308,37 @@ MMB_TEST(pool, a_tight_limit_gets_exact_segments_then_a_clean_refusal) {
   OK(mmb_space_release(limited));
 }
 
+/* Under a limit, wholly free segments go back to the provider only when
+   they and the room left hold the request: then they make way for one
+   segment that does; otherwise they stay, and the request is refused. */
+MMB_TEST(pool, a_limit_gives_free_segments_back_only_when_that_makes_room) {
+  mmbMemSpace *limited;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 4 * MiB}, &limited));
+  mmbMemInterface *iface = pool_on(limited, MMB_PROVIDER_SYSTEM, 0, 0);
+  mmbAllocation *s[3], *big = NULL;
+  for (int i = 0; i < 3; i++) OK(mmb_allocate(MiB, iface, &s[i]));   /* two 2 MiB segments */
+  mmbStats st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 4 * MiB);
+  cr_assert_eq(st.n_provider_allocs, 2);
+  OK(mmb_free(s[0]));
+  OK(mmb_free(s[1]));   /* one segment wholly free: 2 MiB, and no room left */
+  FAILS(mmb_allocate(3 * MiB, iface, &big), MMB_OUT_OF_MEMORY);
+  cr_assert_null(big);
+  st = stats_of(iface);
+  cr_assert_eq(st.reserved_current, 4 * MiB, "the free segment stays: it could not make room");
+  cr_assert_eq(st.n_provider_frees, 0);
+  OK(mmb_free(s[2]));   /* both free: 4 MiB */
+  OK(mmb_allocate(3 * MiB, iface, &big));
+  st = stats_of(iface);
+  cr_assert_eq(st.n_provider_frees, 2, "both made way");
+  cr_assert_eq(st.n_provider_allocs, 3);
+  cr_assert_eq(st.reserved_current, 3 * MiB, "in their place, a segment of its size");
+  memset(mmb_allocation_ptr(big), 1, 3 * MiB);
+  OK(mmb_free(big));
+  OK(mmb_interface_destroy(iface));
+  OK(mmb_space_release(limited));
+}
+
 /* Where a 20 MiB segment would take more than an eighth of the space's
    limit, a request over 1 MiB gets a segment of its own size; under a
    larger limit, or none, it shares a 20 MiB one. */

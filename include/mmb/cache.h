@@ -177,8 +177,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_space_get_cache_stats(const mmbMemSpace *s
 /* ---- the out-of-memory chain ---------------------------------------------
    When an allocation in a space is refused (its provider, or a limit), mmb
    does not give up at once. In order, trying the allocation again after
-   each step: it trims the allocating interface's cached memory, and that
-   of every thread-safe interface drawing on the same budgets; drops the
+   each step: it trims the cached memory of every thread-safe interface
+   drawing on the same budgets, and the allocating interface's (whose
+   pool gives its free segments back itself when that makes room); drops the
    clean unpinned tile copies cached in the space (and in spaces drawing on
    it), WONTNEED first, KEEP never, and gives their bytes back to the
    provider; writes home and drops the dirty ones; calls the

@@ -85,6 +85,10 @@ size_t mmb__space_limit(const mmbMemSpace *space);
 /* Reserve/unreserve provider bytes along the chain; false = a limit refused. */
 bool mmb__space_reserve(mmbMemSpace *space, size_t n);
 void mmb__space_unreserve(mmbMemSpace *space, size_t n);
+/* Bytes the limits along the chain still leave: the least of each level's
+   limit (or capacity) less what it has reserved. A hint, since other
+   threads reserve too. */
+size_t mmb__space_room(const mmbMemSpace *space);
 /* Counts a completed trip to the provider (and the reserved high watermark). */
 void mmb__space_count_trip(mmbMemSpace *space, bool alloc);
 void mmb__space_count_failure(mmbMemSpace *space);

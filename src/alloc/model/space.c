@@ -225,6 +225,15 @@ void mmb__space_unreserve(mmbMemSpace *space, size_t n) {
     atomic_fetch_sub_explicit(&s->c.reserved, n, memory_order_relaxed);
 }
 
+size_t mmb__space_room(const mmbMemSpace *space) {
+  size_t room = SIZE_MAX;
+  for (const mmbMemSpace *s = space; s; s = s->parent) {
+    size_t cap = own_cap(s), cur = atomic_load_explicit(&s->c.reserved, memory_order_relaxed);
+    room = mmb__min(room, cur < cap ? cap - cur : 0);
+  }
+  return room;
+}
+
 void mmb__space_count_trip(mmbMemSpace *space, bool alloc) {
   for (mmbMemSpace *s = space; s; s = s->parent) {
     if (alloc) {

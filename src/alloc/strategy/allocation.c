@@ -92,17 +92,22 @@ static bool shares_budget(const mmbMemInterface *i, const void *refused) {
   return i != r && mmb__iface_ts(i) && root_of(i->space) == root_of(r->space);
 }
 
-/* Step 1: what the refused interface caches, and the other thread-safe
-   interfaces drawing on the same budgets (up to 64 of them a round). */
+/* Step 1: what the other thread-safe interfaces drawing on the same
+   budgets cache (up to 64 of them a round), and the refused interface's
+   frees and region blocks. Its own free segments stay: its allocation
+   gives them back itself when they and the room the limits leave hold
+   what it asks (pool.c), and a segment given back for nothing would be
+   asked for again by the next allocation that fits it. */
 #define TRIM_AT_ONCE 64
 static void trim_for(mmbMemInterface *iface) {
-  mmb__interface_give_back(iface, 0);
   mmbMemInterface *others[TRIM_AT_ONCE];
   size_t n = mmb__interfaces_hold(shares_budget, iface, others, TRIM_AT_ONCE);
   for (size_t k = 0; k < n; k++) {
     mmb__interface_give_back(others[k], 0);
     mmb__interface_drop(others[k]);
   }
+  mmb__deferred_sweep(iface, false);
+  mmb__region_cache_trim(iface);
 }
 
 static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,

@@ -194,6 +194,16 @@ static pool_block *segment_adopted(pool *p, size_t need, bool large) {
   return b;
 }
 
+/* Whether giving the wholly free segments back makes room for `need`
+   bytes under the space's limits: otherwise they would only be asked for
+   again by the next request they fit. */
+static bool release_makes_room(const pool *p, size_t need) {
+  size_t room = mmb__space_room(p->iface->space), held = 0;
+  for (const pool_segment *s = p->free_segments; s && room < need && held < need - room; s = s->fnext)
+    held += s->size;
+  return room >= need || held >= need - room;
+}
+
 /* A new segment for `need` bytes of a class; when the provider refuses
    it, a free segment of the other class, then the free segments given back
    for a segment that fits; with `exact`, a segment of just `need` rather
@@ -208,7 +218,7 @@ static pool_block *segment_for(pool *p, size_t need, bool large, bool exact) {
                 : POOL_LARGE_SEGMENT;
   pool_block *b = segment_new(p, size, segment_align(p, size), large, false);
   if (!b) b = segment_adopted(p, need, large);
-  if (!b && p->free_segments) {
+  if (!b && p->free_segments && release_makes_room(p, need)) {
     mmb__pool_release_free(p, 0);
     b = segment_new(p, size, segment_align(p, size), large, false);
   }
