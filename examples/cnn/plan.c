@@ -563,8 +563,14 @@ mmbError cnn_tiles_end(cnn_tiles *t) {
   mmbError e = MMB_OK;
   if (!t->plan) return MMB_OK;   /* (never begun, or ended) */
   if (t->plan->mode == CNN_PLAN_AUTO) e = auto_release(t);
-  /* a walk stopped early hands its current tile back, on the GPU after the kernels */
-  else if (t->value && t->p->streamed) e = cnn_plan_handoff(t->plan);
+  else if (t->p->streamed) {
+    /* a walk stopped early hands its current tile back, on the GPU after the kernels */
+    if (t->value) e = cnn_plan_handoff(t->plan);
+    /* and its last merges are done before another walk of the parameter
+       starts: that walk's duplicates then reuse their storage, where a
+       copy queue behind (a busy machine) made it take a segment more */
+    if (e == MMB_OK) e = mmb_queue_synchronize(t->plan->copy_q);
+  }
   *t = (cnn_tiles){0};
   return e;
 }
