@@ -182,5 +182,25 @@ else
   fails=$((fails + 1))
 fi
 
+# Chunks of 16 (1.8 MB tiles, of the pool's other size class than the
+# 692 KB weight tiles) in the default 8 MiB fast tier: the weights of the
+# same batches without offload, bit for bit, and no provider trip after
+# the first batch (the pool hands the segments one size freed to the other).
+big=(--net wide --batch 32 --max-batches 6 --test-limit 32 --json)
+if "$cnn" "${data[@]}" "${big[@]}" --offload 16 > "$tmp/chunks" 2> "$tmp/err" &&
+   "$cnn" "${data[@]}" "${big[@]}" > "$tmp/whole" 2>> "$tmp/err" &&
+   python3 -c '
+import json, sys
+o, w = (json.loads(open(p).read().splitlines()[-1]) for p in sys.argv[1:])
+assert o["offload_chunk"] == 16 and w["offload_chunk"] == 0, (o, w)
+assert o["weights_fnv1a"] == w["weights_fnv1a"], (o["weights_fnv1a"], w["weights_fnv1a"])
+assert o["provider_trips_after_first_batch"] == 0, o' "$tmp/chunks" "$tmp/whole"; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: the wide net, chunks larger than its weight tiles:"; sed 's/^/    /' "$tmp/err"
+  tail -1 "$tmp/chunks"
+  fails=$((fails + 1))
+fi
+
 echo "cnn-check: $passed passed, $fails failed"
 [ "$fails" -eq 0 ]
