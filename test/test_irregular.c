@@ -108,7 +108,7 @@ MMB_TEST(irregular, copies_duplicates_merges_and_migrations) {
           OK(mmb_tile_merge(d, MMB_MERGE_OVERWRITE));
           break;
         case 2: {   /* the same on a queue */
-          mmbRequest r1, r2;
+          mmbRequest r1 = {0}, r2 = {0};
           OK(mmb_tile_duplicate_async(t, fast, MMB_READ_WRITE, NULL, q, &r1, &d));
           OK(mmb_wait(&r1));
           scale_tile(d, 3);
