@@ -5,6 +5,7 @@
    host cannot reach: a blocked SIMD transpose for 2-D views of 4- or 8-byte
    elements, element by element otherwise. */
 #include "tile/internal.h"
+#include "tile/transpose8.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -56,26 +57,12 @@ static void step_run(char *dst, size_t dstep, const char *src, size_t sstep, siz
 /* One 8 x 8 block of 4-byte elements, in AVX2 registers. */
 __attribute__((target("avx2"))) static void transpose8x8(uint32_t *dst, size_t dp,
                                                          const uint32_t *src, size_t sp) {
-  __m256 r0 = _mm256_loadu_ps((const float *)(src + 0 * sp)), r1 = _mm256_loadu_ps((const float *)(src + 1 * sp));
-  __m256 r2 = _mm256_loadu_ps((const float *)(src + 2 * sp)), r3 = _mm256_loadu_ps((const float *)(src + 3 * sp));
-  __m256 r4 = _mm256_loadu_ps((const float *)(src + 4 * sp)), r5 = _mm256_loadu_ps((const float *)(src + 5 * sp));
-  __m256 r6 = _mm256_loadu_ps((const float *)(src + 6 * sp)), r7 = _mm256_loadu_ps((const float *)(src + 7 * sp));
-  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps((float *)(dst + 0 * dp), _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps((float *)(dst + 1 * dp), _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps((float *)(dst + 2 * dp), _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps((float *)(dst + 3 * dp), _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps((float *)(dst + 4 * dp), _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps((float *)(dst + 5 * dp), _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps((float *)(dst + 6 * dp), _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps((float *)(dst + 7 * dp), _mm256_permute2f128_ps(u3, u7, 0x31));
+  __m256 r[8];
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+    r[i] = _mm256_loadu_ps((const float *)(src + i * sp));
+  mmb__transpose8x8(r);
+  _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+    _mm256_storeu_ps((float *)(dst + j * dp), r[j]);
 }
 
 /* One 4 x 4 block of 8-byte elements. */
