@@ -768,6 +768,63 @@ MMB_TEST(record, word_records_convert_streamed) {
   word_records_round_trip(true);
 }
 
+/* Without AVX-512 (or with it turned off), records of whole words up to
+   64 bytes go 8 at a time through AVX2 registers, each 32-byte half of a
+   record one vector: the same shapes, both ways, in place and streamed.
+   On a CPU with AVX2 only the tests above take this path already. */
+MMB_TEST(record, word_records_convert_by_avx2) {
+  if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
+  mmb__record_use_avx512(false);
+  word_records_round_trip(false);
+  OK(mmb_finalize());
+  setenv("MMB_COPY_NT_BYTES", "1", 1);
+  OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+  word_records_round_trip(true);
+  mmb__record_use_avx512(true);
+}
+
+/* A half's load or store reaches past a record of 16 bytes into the next:
+   never past the run. Rows of 24 records padded to 512 bytes keep the
+   bytes after each row as they were, both in place and streamed (into a
+   staged block, whose end the last row's records reach). */
+MMB_TEST(record, avx2_blocks_stay_inside_the_run) {
+  static const mmbRecordField f[] = {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"id", 4, 12}};
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmb__record_use_avx512(false);
+  for (int streamed = 0; streamed < 2; streamed++) {
+    if (streamed) {
+      OK(mmb_finalize());
+      setenv("MMB_COPY_NT_BYTES", "1", 1);
+      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+      iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+    }
+    mmbLayout *la, *ls;
+    OK(mmb_layout_create_record(f, 4, 16, MMB_RECORD_AOS, 2, MMB_ROWMAJOR,
+                                (mmbLayoutPadding){512}, &la));
+    OK(mmb_layout_create_record(f, 4, 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR, (mmbLayoutPadding){0},
+                                &ls));
+    mmbDimensions d = dims2(9, 24);
+    mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
+    unsigned char *p = mmb_array_ptr(a);
+    for (size_t row = 0; row < 9; row++) memset(p + row * 512 + 24 * 16, 0xab, 512 - 24 * 16);
+    walk_array(s, 3, true);
+    OK(mmb_array_copy(a, s));
+    walk_array(a, 3, false);
+    for (size_t row = 0; row < 9; row++)
+      for (size_t b = 24 * 16; b < 512; b++)
+        cr_assert_eq(p[row * 512 + b], 0xab, "streamed %d: row %zu, padding byte %zu", streamed,
+                     row, b);
+    walk_array(a, 5, true);
+    OK(mmb_array_copy(s, a));
+    walk_array(s, 5, false);
+    OK(mmb_array_destroy(a));
+    OK(mmb_array_destroy(s));
+    OK(mmb_layout_destroy(la));
+    OK(mmb_layout_destroy(ls));
+  }
+  mmb__record_use_avx512(true);
+}
+
 /* The tables a record converts by are made on its first conversion and
    kept with it: threads converting the same records for the first time at
    once (one table each way kept, the others dropped) and again and again

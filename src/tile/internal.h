@@ -203,6 +203,10 @@ mmb__view mmb__view_plane(const mmb__view *v, size_t f);
 /* Converts the records of host view src into host view dst (same records,
    stored otherwise), element by element in dst's order. */
 void mmb__record_convert(const mmb__view *dst, const mmb__view *src);
+/* Whether conversions may use AVX-512 where the CPU has it (true by
+   default); false makes them take the AVX2 path, for its tests on CPUs
+   with both. Not for use while conversions run. */
+void mmb__record_use_avx512(bool on);
 /* The same conversion as plain data, for a device's kernel
    (os/record_move.h); the pointers are the views' own, wherever they are,
    and a dimension contiguous on both sides with the one inside it is

@@ -4,6 +4,7 @@
    each field of a block is gathered or scattered in its turn, with a load
    and a store of the field's own width. transfer.c decides when it runs. */
 #include "tile/internal.h"
+#include "tile/transpose8.h"
 
 #include <immintrin.h>
 #include <stdatomic.h>
@@ -840,20 +841,200 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
   else (sh->n_steps <= SMALL_STEPS ? small_kernels[sh->n_steps] : shuffle_wide)(sh, &bl, n / 16);
 }
 
+/* ---- AVX2: blocks of 8 records transposed in registers -----------------------
+   Where the CPU has AVX2 but not AVX-512 (AMD Zen 2 and 3, Intel Haswell
+   to the client cores of today), records of whole words up to 64 bytes
+   whose moved fields are one or two words, or a byte or two alone in
+   their word (word_field, lone_field), convert 8 records at a time, each
+   record in vectors of `vw` words: records of up to 4 words in 16-byte
+   halves of a vector (records i and i + 4 in one), of up to 8 in one
+   vector, of up to 16 in two. The words of 8 records are transposed in
+   registers (tile/transpose8.h) so that vector w holds word w of the 8
+   records: a one-word field's plane vector; a two-word field's two
+   interleave into two plane vectors; a lone field's is narrowed to its
+   bytes. Into AoS the same backwards, the words of no moved field zero.
+   A record's loads and stores reach past it into the next records (stored
+   in order, each overwriting what the one before spilled), so the blocks
+   stop where the last record's would pass the run (lanes8_count). */
+typedef struct lanes8 {
+  unsigned fields;   /* the fields it moves (bit f); the others go field by field */
+  size_t vw;         /* the words a record's loads and stores take: 4, 8 or 16 */
+  int field[16];     /* per word of the record, the moved field that starts there (-1: none) */
+} lanes8;
+
+static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
+  size_t words = r->record_size / 4;
+  if (r->record_size % 4 || words > 16 || !__builtin_cpu_supports("avx2")) return false;
+  *l = (lanes8){.vw = words <= 4 ? 4 : words <= 8 ? 8 : 16};
+  for (int w = 0; w < 16; w++) l->field[w] = -1;
+  size_t moved = 0;
+  for (size_t f = 0; f < r->n; f++)
+    if ((word_field(r, f) && r->size[f] <= 8) || lone_field(r, f)) {
+      l->fields |= 1u << f;
+      l->field[r->offset[f] / 4] = (int)f;
+      moved++;
+    }
+  /* the transposition (8 to 24 shuffles for each 8 words of a record, and
+     its loads or stores) against a scalar load and store per moved field
+     of each of the 8 records */
+  return 16 * moved > 4 * l->vw;
+}
+
+/* Of m records rs bytes apart, how many (a multiple of 8) go through the
+   registers without the last one's loads or stores reaching past the run. */
+static size_t lanes8_count(const lanes8 *l, size_t rs, size_t m) {
+  size_t reach = 4 * l->vw - rs;   /* bytes the last record's vectors pass it by */
+  if (m * rs < reach) return 0;
+  return (m * rs - reach) / rs / 8 * 8;
+}
+
+/* The bytes of a lone field (lone_field: 1 or 2 at bit `shift` of its word)
+   out of a plane vector of words, into its plane; and back, the word's
+   other bytes zero. */
+__attribute__((target("avx2"), always_inline)) static inline void lone_out(char *p, __m256 v,
+                                                                          size_t size,
+                                                                          int shift) {
+  __m256i w = _mm256_srl_epi32(_mm256_castps_si256(v), _mm_cvtsi32_si128(shift));
+  if (size == 1) {   /* byte 0 of each word to the low 4 of each 128-bit half, then together */
+    w = _mm256_shuffle_epi8(w, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1,
+                                                -1, -1, -1, -1, -1, -1));
+    w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+    _mm_storel_epi64((__m128i *)p, _mm256_castsi256_si128(w));
+    return;
+  }
+  w = _mm256_shuffle_epi8(w, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                              -1, -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1,
+                                              -1, -1, -1, -1));
+  w = _mm256_permute4x64_epi64(w, 0x08);   /* qwords 0 and 2 */
+  _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(w));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256 lone_in(const char *p,
+                                                                           size_t size,
+                                                                           int shift) {
+  __m256i w = size == 1 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))
+                        : _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_sll_epi32(w, _mm_cvtsi32_si128(shift)));
+}
+
+/* The 8 records of a block at `rec`, rs bytes apart, into v (vw / 8
+   vectors each, transposed: v[w] holds word w of them), and back. */
+__attribute__((target("avx2"), always_inline)) static inline void
+records_in(__m256 *v, const char *rec, size_t rs, const size_t vw) {
+  if (vw == 4) {   /* records i and i + 4 in the halves of v[i] */
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+      __m128 lo = _mm_loadu_ps((const float *)(rec + i * rs));
+      v[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo),
+                                  _mm_loadu_ps((const float *)(rec + (4 + i) * rs)), 1);
+    }
+    mmb__transpose4x4_halves(v);
+    return;
+  }
+  _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+      v[8 * h + i] = _mm256_loadu_ps((const float *)(rec + i * rs + 32 * h));
+    mmb__transpose8x8(v + 8 * h);
+  }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+records_out(char *rec, size_t rs, __m256 *v, const size_t vw) {
+  if (vw == 4) {
+    mmb__transpose4x4_halves(v);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+      _mm_storeu_ps((float *)(rec + i * rs), _mm256_castps256_ps128(v[i]));
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+      _mm_storeu_ps((float *)(rec + (4 + i) * rs), _mm256_extractf128_ps(v[i], 1));
+    return;
+  }
+  _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) mmb__transpose8x8(v + 8 * h);
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
+      _mm256_storeu_ps((float *)(rec + i * rs + 32 * h), v[8 * h + i]);
+}
+
+/* n_blocks blocks of 8 records between AoS at `aos` and the moved fields'
+   plane runs, field f's at run[f]; vw a constant, so that the loops
+   unroll and the block stays in registers. */
+__attribute__((target("avx2"), always_inline)) static inline void
+lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
+           size_t n_blocks, const size_t vw) {
+  size_t rs = r->record_size, words = rs / 4;
+  char *plane[16];    /* per word: its field's plane run, where one starts there */
+  size_t size[16];    /* and its size (0: none) */
+  int shift[16];      /* a lone field's bits in its word */
+  for (size_t w = 0; w < 16; w++) {
+    int f = w < words ? l->field[w] : -1;
+    size[w] = f < 0 ? 0 : r->size[f];
+    plane[w] = f < 0 ? NULL : run[f];
+    shift[w] = f < 0 ? 0 : (int)(8 * (r->offset[f] % 4));
+  }
+  for (size_t b = 0; b < n_blocks; b++) {
+    char *rec = aos + 8 * b * rs;
+    __m256 v[16];
+    if (to_soa) {
+      records_in(v, rec, rs, vw);
+      _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++) {
+        if (!size[w]) continue;
+        char *p = plane[w] + 8 * b * size[w];
+        if (size[w] == 4) {
+          _mm256_storeu_ps((float *)p, v[w]);
+        } else if (size[w] == 8 && w + 1 < vw) {   /* words w, w + 1 of records 0-3, 4-7 */
+          __m256 lo = _mm256_unpacklo_ps(v[w], v[w + 1]), hi = _mm256_unpackhi_ps(v[w], v[w + 1]);
+          _mm256_storeu_ps((float *)p, _mm256_permute2f128_ps(lo, hi, 0x20));
+          _mm256_storeu_ps((float *)(p + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+        } else if (size[w] < 4) {
+          lone_out(p, v[w], size[w], shift[w]);
+        }
+      }
+      continue;
+    }
+    _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++) v[w] = _mm256_setzero_ps();
+    _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++) {
+      if (!size[w]) continue;
+      const char *p = plane[w] + 8 * b * size[w];
+      if (size[w] == 4) {
+        v[w] = _mm256_loadu_ps((const float *)p);
+      } else if (size[w] == 8 && w + 1 < vw) {   /* records 0, 1, 4, 5 and 2, 3, 6, 7 */
+        __m256 a = _mm256_loadu_ps((const float *)p), c = _mm256_loadu_ps((const float *)(p + 32));
+        __m256 lo = _mm256_permute2f128_ps(a, c, 0x20), hi = _mm256_permute2f128_ps(a, c, 0x31);
+        v[w] = _mm256_shuffle_ps(lo, hi, 0x88);   /* their low words */
+        v[w + 1] = _mm256_shuffle_ps(lo, hi, 0xDD);
+      } else if (size[w] < 4) {
+        v[w] = lone_in(p, size[w], shift[w]);
+      }
+    }
+    records_out(rec, rs, v, vw);
+  }
+}
+
+__attribute__((target("avx2"))) static void lanes8_blocks(const lanes8 *l,
+                                                          const mmb__fieldset *r, bool to_soa,
+                                                          char *aos, char *const *run,
+                                                          size_t n_blocks) {
+  if (l->vw == 4) lanes8_run(l, r, to_soa, aos, run, n_blocks, 4);
+  else if (l->vw == 8) lanes8_run(l, r, to_soa, aos, run, n_blocks, 8);
+  else lanes8_run(l, r, to_soa, aos, run, n_blocks, 16);
+}
+
 /* A host conversion: both views' field pointers, and per field the bytes
    from one element to the next. Runs contiguous on both sides between AoS
-   and SoA go 16 records at a time through registers where the records
-   allow (shuffle). Large conversions (the copy engine's streaming size)
-   write with streaming stores, so no destination line is read for
-   ownership: from the registers where they fill whole lines, else staging
-   each block in L1 first. Bytes between the fields of AoS records written
-   by either are zero. */
+   and SoA go through registers where the records allow: 16 records at a
+   time with AVX-512 (shuffle), else 8 with AVX2 (lanes8). Large
+   conversions (the copy engine's streaming size) write with streaming
+   stores, so no destination line is read for ownership: from AVX-512's
+   registers where they fill whole lines, else staging each block in L1
+   first (AVX2's 32-byte stores into several planes at once, streamed,
+   took 1.2-1.9x as long as staging on an AMD Zen 3). Bytes between the
+   fields of AoS records written by either are zero. */
 typedef struct convert {
   const mmb__fieldset *r;     /* the destination's records */
-  const mmb__fieldset *aos;   /* with a shuffle: the AoS side's (its offsets and size) */
+  const mmb__fieldset *aos;   /* between AoS and SoA: the AoS side's (its offsets and size) */
   mmb__record_moves m;        /* each field's first element and steps, both sides */
   bool d_soa, s_soa, stream;
-  const shuffle *sh;   /* NULL: field by field */
+  const shuffle *sh;   /* AVX-512's table (NULL: none) */
+  lanes8 l8;           /* AVX2's blocks (where sh is NULL and l8.fields is not 0) */
   size_t block;        /* elements per block of a run */
   char *buf;           /* stream: a block of the destination, in its storage */
 } convert;
@@ -862,13 +1043,21 @@ enum { BLOCK_BYTES = 16384 };
 
 /* Whether field f goes through the registers (where the run allows). */
 static bool in_registers(const convert *c, size_t f) {
-  return c->sh && (c->sh->fields >> f & 1);
+  return (c->sh ? c->sh->fields : c->l8.fields) >> f & 1;
 }
 
 /* Into SoA, whether the registers fill whole lines of field f's plane (a
    lone field's fill a quarter or half of one: see put_out). */
 static bool in_whole_lines(const convert *c, size_t f) {
-  return in_registers(c, f) && c->r->size[f] >= 4;
+  return c->sh && in_registers(c, f) && c->r->size[f] >= 4;
+}
+
+/* n records (a multiple of 16 with AVX-512's table, of 8 with AVX2's
+   blocks) between AoS at `aos` and the moved fields' runs. */
+static void registers(const convert *c, bool to_soa, char *aos, char *const *run, size_t n,
+                      bool nt) {
+  if (c->sh) shuffle_blocks(c->sh, c->aos, to_soa, aos, run, n, nt);
+  else lanes8_blocks(&c->l8, c->aos, to_soa, aos, run, n / 8);
 }
 
 /* m elements of one run, dst and src steps in elements (plan dim 0).
@@ -879,22 +1068,23 @@ static bool in_whole_lines(const convert *c, size_t f) {
 static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff, size_t sst,
                           size_t m) {
   const mmb__fieldset *r = c->r;
-  size_t fast = c->sh && dst == 1 && sst == 1 ? m / 16 * 16 : 0;   /* through registers */
+  size_t fast = 0;   /* elements through the registers */
+  if (dst == 1 && sst == 1)
+    fast = c->sh ? m / 16 * 16 : c->l8.fields ? lanes8_count(&c->l8, c->aos->record_size, m) : 0;
   char *to[MMB_MAX_FIELDS] = {0};   /* (r->n >= 1 fills them) */
   const char *from[MMB_MAX_FIELDS] = {0};
   for (size_t f = 0; f < r->n; f++) {
     to[f] = c->m.d[f] + doff * c->m.dstep[f];
     from[f] = c->m.s[f] + soff * c->m.sstep[f];
   }
-  bool direct = c->stream && fast;
+  bool direct = c->stream && fast && c->sh;   /* (AVX2's blocks are staged when streamed) */
   if (c->d_soa) {   /* into plane runs: staged field by field */
     for (size_t f = 0; f < r->n; f++)
       direct = direct && !(in_whole_lines(c, f) && (uintptr_t)to[f] % 64);
     char *run[MMB_MAX_FIELDS];
     for (size_t f = 0; f < r->n; f++)
       run[f] = c->stream && !(direct && in_whole_lines(c, f)) ? c->buf + m * r->before[f] : to[f];
-    if (fast)
-      shuffle_blocks(c->sh, c->aos, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
+    if (fast) registers(c, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
     for (size_t f = 0; f < r->n; f++) {
       size_t done = in_registers(c, f) ? fast : 0, step = run[f] == to[f] ? dst : 1;
       move_field(run[f] + done * step * r->size[f], step * r->size[f],
@@ -910,7 +1100,7 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   direct = direct && c->sh->fields == (1u << r->n) - 1 && (uintptr_t)home % 64 == 0;
   char *rec = c->stream && !direct ? c->buf : home;
   size_t step = rec == home ? dst : 1;
-  if (fast) shuffle_blocks(c->sh, c->aos, false, rec, (char *const *)from, fast, direct);
+  if (fast) registers(c, false, rec, (char *const *)from, fast, direct);
   if (direct) memset(home + fast * rs, 0, (m - fast) * rs);
   for (size_t f = 0; f < r->n; f++) {   /* after the registers: they zero the other words */
     size_t done = in_registers(c, f) ? fast : 0;
@@ -962,6 +1152,12 @@ void mmb__record_moves_make(const mmb__view *d, const mmb__view *s, mmb__record_
   }
 }
 
+static atomic_bool avx512_off;   /* mmb__record_use_avx512(false): tests of AVX2's blocks */
+
+void mmb__record_use_avx512(bool on) {
+  atomic_store_explicit(&avx512_off, !on, memory_order_relaxed);
+}
+
 void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   convert c = {.r = d->rec, .d_soa = mmb__record_soa(d->rec), .s_soa = mmb__record_soa(s->rec)};
   mmb__record_moves_make(d, s, &c.m);
@@ -971,9 +1167,11 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   const shuffle *sh = NULL;
   if (c.d_soa != c.s_soa) {   /* (two AoS shapes: field by field) */
     c.aos = c.d_soa ? s->rec : d->rec;
-    sh = record_shuffle_of(c.aos, c.d_soa);
+    if (!atomic_load_explicit(&avx512_off, memory_order_relaxed))
+      sh = record_shuffle_of(c.aos, c.d_soa);
   }
   if (shuffle_pays(sh)) c.sh = sh;
+  else if (c.aos && !lanes8_make(c.aos, &c.l8)) c.l8.fields = 0;
   /* streaming into AoS needs the records contiguous along the run */
   mmb__plan p;
   mmb__plan_make(d, s, &p);
