@@ -938,7 +938,9 @@ typedef struct outflow {
 
 /* Sends up to `bytes` of the segments (all of them: SIZE_MAX), streamed
    in 32-byte stores on 32-byte boundaries of the destination, a
-   segment's ragged head and tail by plain stores. */
+   segment's ragged head and tail by plain stores. (The copy engine's
+   streamed rows, called for each slice, took AoS to SoA back to
+   0.47-0.60x on the Zen 3, from 0.66-0.73x with this loop.) */
 __attribute__((target("avx2"))) static void outflow_send(outflow *o, size_t bytes) {
   while (o->at < o->n && bytes) {
     size_t k = o->at, n = o->left[k];
@@ -1143,9 +1145,9 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
                  from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
       if (run[f] != to[f] && !o) mmb__engine_run(to[f], run[f], m * r->size[f], true);
     }
-    if (o) {
+    if (o) {   /* the last block's rest, then this one's to send */
       outflow_send(o, SIZE_MAX);
-      *o = (outflow){.n = r->n, .stage = {o->stage[0], o->stage[1]}, .turn = !o->turn};
+      o->n = r->n, o->at = 0, o->turn = !o->turn;
       for (size_t f = 0; f < r->n; f++)
         o->dst[f] = to[f], o->src[f] = run[f], o->left[f] = m * r->size[f];
     }
