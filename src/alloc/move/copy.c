@@ -140,9 +140,7 @@ static void pace(mmbMemSpace *link, uint64_t start, size_t bytes) {
   }
 }
 
-/* The threads a copy between two interfaces may use: the larger ask (0: the
-   engine's default). */
-static unsigned copy_threads(const mmbMemInterface *di, const mmbMemInterface *si) {
+unsigned mmb__copy_threads(const mmbMemInterface *di, const mmbMemInterface *si) {
   unsigned d = di ? di->copy_threads : 0, s = si ? si->copy_threads : 0;
   return d > s ? d : s;
 }
@@ -152,7 +150,7 @@ static void copy_host(char *dst, const size_t *ds, const char *src, const size_t
                       const mmbMemInterface *si) {
   uint64_t start = link ? mmb__now_ns() : 0;
   int numa = di ? di->space->info.numa_node : -1;
-  mmb__engine_copy(dst, ds, src, ss, ndims, dims, copy_threads(di, si), numa);
+  mmb__engine_copy(dst, ds, src, ss, ndims, dims, mmb__copy_threads(di, si), numa);
   if (link) {
     size_t bytes = 1;
     for (size_t k = 0; k < ndims; k++) bytes *= dims[k];

@@ -16,7 +16,8 @@
      copy_threads, else MMB_COPY_THREADS, else 1): helper threads of the
      engine's, made on first use, bound near the destination's NUMA node.
      One split copy runs at a time; a copy that finds the helpers busy runs
-     on its caller's thread alone.
+     on its caller's thread alone. Record conversions split their work
+     over the same helpers (mmb__engine_split).
    bench/copy measures both against a non-temporal copy and a 2-thread copy
    of its own. */
 #include "alloc/move/move.h"
@@ -89,27 +90,34 @@ static void copy_rows(rows_fn f, char *dst, const size_t *ds, const char *src, c
   for (size_t i = 0; i < dims[k]; i++) copy_rows(f, dst + i * ds[k], ds, src + i * ss[k], ss, k, dims);
 }
 
-/* ---- the split copy -------------------------------------------------------- */
+/* ---- the split work ----------------------------------------------------------- */
 
 typedef struct job {
-  rows_fn f;
-  char *dst;
-  const char *src;
-  size_t ds[MMB_MAX_DIMS + 1], ss[MMB_MAX_DIMS + 1], dims[MMB_MAX_DIMS + 1], ndims;
+  void (*part)(void *arg, unsigned i, unsigned parts);
+  void *arg;
   unsigned parts;
   int numa;
 } job;
 
+/* A split copy. */
+typedef struct copy_job {
+  rows_fn f;
+  char *dst;
+  const char *src;
+  size_t ds[MMB_MAX_DIMS + 1], ss[MMB_MAX_DIMS + 1], dims[MMB_MAX_DIMS + 1], ndims;
+} copy_job;
+
 /* Part `i` of `parts`: a range of the outermost index (of 64-byte blocks for one run). */
-static void run_part(const job *j, unsigned i) {
-  size_t k = j->ndims - 1, dims[MMB_MAX_DIMS + 1];
-  memcpy(dims, j->dims, j->ndims * sizeof *dims);
-  if (j->ndims == 1) {
-    size_t lines = (dims[0] + 63) / 64, lo = lines * i / j->parts * 64,
-           hi = mmb__min(lines * (i + 1) / j->parts * 64, dims[0]);
+static void copy_part(void *arg, unsigned i, unsigned parts) {
+  const copy_job *j = arg;
+  size_t dims[MMB_MAX_DIMS + 1];
+  memcpy(dims, j->dims, sizeof dims);
+  if (j->ndims < 2) {
+    size_t lines = (dims[0] + 63) / 64, lo = lines * i / parts * 64,
+           hi = mmb__min(lines * (i + 1) / parts * 64, dims[0]);
     if (lo < hi) j->f(j->dst + lo, 0, j->src + lo, 0, hi - lo, 1);
   } else {
-    size_t lo = dims[k] * i / j->parts, hi = dims[k] * (i + 1) / j->parts;
+    size_t k = j->ndims - 1, lo = dims[k] * i / parts, hi = dims[k] * (i + 1) / parts;
     dims[k] = hi - lo;
     if (dims[k]) copy_rows(j->f, j->dst + lo * j->ds[k], j->ds, j->src + lo * j->ss[k], j->ss, j->ndims, dims);
   }
@@ -146,7 +154,7 @@ static void *helper(void *arg) {
         mmb__os_bind_thread(pthread_self(), j.numa);
         bound = j.numa;
       }
-      run_part(&j, id);
+      j.part(j.arg, id, j.parts);
     }
     pthread_mutex_lock(&pool.lock);
     if (--pool.pending == 0) pthread_cond_signal(&pool.done);
@@ -156,7 +164,7 @@ static void *helper(void *arg) {
 }
 
 /* Runs j over its parts with the helpers; false (nothing done) when another
-   split copy holds them or none could be started. */
+   split holds them or none could be started. */
 static bool run_split(job *j) {
   if (pthread_mutex_trylock(&pool.run) != 0) return false;
   pthread_mutex_lock(&pool.lock);
@@ -175,7 +183,7 @@ static bool run_split(job *j) {
   pool.generation++;
   pthread_cond_broadcast(&pool.go);
   pthread_mutex_unlock(&pool.lock);
-  run_part(j, 0);
+  j->part(j->arg, 0, j->parts);
   pthread_mutex_lock(&pool.lock);
   while (pool.pending) pthread_cond_wait(&pool.done, &pool.lock);
   pthread_mutex_unlock(&pool.lock);
@@ -185,23 +193,29 @@ static bool run_split(job *j) {
 
 /* ---- entry points ------------------------------------------------------------ */
 
+unsigned mmb__engine_threads(size_t bytes, unsigned threads) {
+  if (bytes < SPLIT_MIN) return 1;
+  return (unsigned)mmb__min(threads ? threads : config.threads, MAX_THREADS);
+}
+
+void mmb__engine_split(void (*part)(void *arg, unsigned i, unsigned parts), void *arg,
+                       unsigned parts, int numa) {
+  job j = {.part = part, .arg = arg, .parts = parts, .numa = numa};
+  if (parts < 2 || !run_split(&j)) part(arg, 0, 1);
+}
+
 void mmb__engine_copy(char *dst, const size_t *ds, const char *src, const size_t *ss,
                       size_t ndims, const size_t *dims, unsigned threads, int numa) {
   size_t bytes = 1;
   for (size_t k = 0; k < ndims; k++) bytes *= dims[k];
-  rows_fn f = config.nt_rows && bytes >= config.nt_bytes ? config.nt_rows : rows_memcpy;
-  if (!threads) threads = config.threads;
+  copy_job j = {.f = config.nt_rows && bytes >= config.nt_bytes ? config.nt_rows : rows_memcpy,
+                .dst = dst, .src = src, .ndims = ndims};
+  memcpy(j.ds, ds, ndims * sizeof *ds);
+  memcpy(j.ss, ss, ndims * sizeof *ss);
+  memcpy(j.dims, dims, ndims * sizeof *dims);
   size_t outer = ndims == 1 ? bytes / 64 : dims[ndims - 1];
-  if (threads > 1 && bytes >= SPLIT_MIN && outer >= 2) {
-    job j = {.f = f, .dst = dst, .src = src, .ndims = ndims, .numa = numa,
-             .parts = (unsigned)mmb__min(mmb__min(threads, MAX_THREADS), outer)};
-    memcpy(j.ds, ds, ndims * sizeof *ds);
-    memcpy(j.ss, ss, ndims * sizeof *ss);
-    memcpy(j.dims, dims, ndims * sizeof *dims);
-    if (run_split(&j)) return;
-  }
-  copy_rows(f, dst, ds, src, ss, ndims, dims);
-  if (f != rows_memcpy) _mm_sfence();
+  mmb__engine_split(copy_part, &j, (unsigned)mmb__min(mmb__engine_threads(bytes, threads), outer),
+                    numa);
 }
 
 bool mmb__engine_streams(size_t bytes) { return config.nt_rows && bytes >= config.nt_bytes; }

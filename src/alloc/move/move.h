@@ -19,6 +19,17 @@ void mmb__engine_copy(char *dst, const size_t *dstride, const char *src, const s
    or with memcpy. */
 bool mmb__engine_streams(size_t bytes);
 void mmb__engine_run(char *dst, const char *src, size_t bytes, bool stream);
+/* How many threads a copy of `bytes` between interfaces that ask for
+   `threads` (0: MMB_COPY_THREADS) runs on: 1 below the engine's split
+   size. And work of the caller's split over the engine's helpers, parts
+   of it at once (numa: as for mmb__engine_copy): part(arg, i, parts) for
+   each i below parts, the caller's thread taking part 0; part(arg, 0, 1)
+   on the caller's thread alone where parts is below 2 or the helpers are
+   busy with another split (or none can be started). Each part fences its
+   own streaming stores. */
+unsigned mmb__engine_threads(size_t bytes, unsigned threads);
+void mmb__engine_split(void (*part)(void *arg, unsigned i, unsigned parts), void *arg,
+                       unsigned parts, int numa);
 mmbError mmb__engine_init(void);      /* MMB_COPY_NT_BYTES, MMB_COPY_THREADS, the CPU's stores */
 void mmb__engine_finalize(void);      /* joins the helper threads */
 
@@ -68,6 +79,10 @@ typedef struct mmb__copy_engine {
    to do: both sides are host memory, a side is out of the stream's reach,
    or the ranges overlap. */
 mmbError mmb__copy_run(const char *func, mmb__copy_plan *p, const mmb__copy_engine *on);
+
+/* The threads a copy between two interfaces (either may be NULL) may use:
+   the larger ask (0: the engine's default). */
+unsigned mmb__copy_threads(const mmbMemInterface *di, const mmbMemInterface *si);
 
 /* A strided copy between two pieces of memory, each belonging to an
    interface (NULL: plain host memory, such as a staging buffer). Same units
