@@ -15,6 +15,9 @@
    per field (the hand-written way without a kernel); and pinned host AoS
    -> device SoA and back, against cudaMemcpy of the same bytes between
    them and a cudaMemcpy2D per field.
+   Where the machine has two CPUs or more, at 64 MiB, the same conversions
+   on an interface with copy_threads = 2 (split over two threads, as large
+   copies are) against the non-temporal copy split over two threads.
    With a size (4 KiB to 64 MiB: 192K for the data in L2), the host part
    converts that many bytes of records, each round repeating every
    operation to about 64 MiB and timing its mean (the device part stays at
@@ -25,6 +28,7 @@
 #include "bench.h"
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef BENCH_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -101,6 +106,29 @@ __attribute__((target("avx2"))) static void nt_copy(void *dst, const void *src, 
     _mm256_stream_si256(d + i + 3, e);
   }
   _mm_sfence();
+}
+
+/* The non-temporal copy split in two halves over two threads: the
+   baseline of conversions on an interface with copy_threads = 2. */
+typedef struct half {
+  char *d;
+  const char *s;
+  size_t bytes;
+} half;
+
+static void *nt_half(void *v) {
+  half *h = v;
+  nt_copy(h->d, h->s, h->bytes);
+  return NULL;
+}
+
+static void nt_copy2(char *d, const char *s, size_t bytes) {
+  size_t mid = bytes / 2 & ~(size_t)127;
+  half h = {d + mid, s + mid, bytes - mid};
+  pthread_t t;
+  if (pthread_create(&t, NULL, nt_half, &h) != 0) exit(1);
+  nt_copy(d, s, mid);
+  pthread_join(t, NULL);
 }
 
 typedef struct timing {
@@ -322,6 +350,9 @@ int main(int argc, char **argv) {
   mmbMemInterface *iface;
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
   CHECK(mmb_request_interface(dram, NULL, &iface));
+  mmbMemInterface *iface2 = NULL;   /* conversions split over two threads */
+  if (bytes == (size_t)BYTES && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+    CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 2}, &iface2));
   char *src = aligned_alloc(64, BYTES), *dst = aligned_alloc(64, BYTES);
   if (!src || !dst) return 1;
   memset(src, 1, BYTES);
@@ -345,8 +376,18 @@ int main(int argc, char **argv) {
     memset(mmb_array_ptr(soa), 0, n);   /* (touched by the warm-up below) */
     CHECK(mmb_array_copy(soa, aos));    /* warm-up: pages faulted in */
     CHECK(mmb_array_copy(aos, soa));
+    mmbArray *aos2 = NULL, *soa2 = NULL;
+    if (iface2) {
+      CHECK(mmb_array_create(&d, la, iface2, MMB_READ_WRITE, &aos2));
+      CHECK(mmb_array_create(&d, ls, iface2, MMB_READ_WRITE, &soa2));
+      memcpy(mmb_array_ptr(aos2), a, aos_bytes);
+      memset(mmb_array_ptr(soa2), 0, n);
+      CHECK(mmb_array_copy(soa2, aos2));
+      CHECK(mmb_array_copy(aos2, soa2));
+    }
     rc->out(a, planes, n);
     timing t_to = {0}, t_from = {0}, t_memcpy = {0}, t_nt = {0}, t_hand_out = {0}, t_hand_in = {0};
+    timing t_to2 = {0}, t_from2 = {0}, t_nt2 = {0};
     for (int r = 0; r < rounds; r++) {
       TIMED(t_to, reps, CHECK(mmb_array_copy(soa, aos)));
       TIMED(t_memcpy, reps, memcpy(dst, src, aos_bytes));
@@ -354,6 +395,10 @@ int main(int argc, char **argv) {
       TIMED(t_nt, reps, nt_copy(dst, src, aos_bytes & ~(size_t)127));
       TIMED(t_from, reps, CHECK(mmb_array_copy(aos, soa)));
       TIMED(t_hand_in, reps, rc->in(a, planes, n));
+      if (!iface2) continue;
+      TIMED(t_to2, reps, CHECK(mmb_array_copy(soa2, aos2)));
+      TIMED(t_nt2, reps, nt_copy2(dst, src, aos_bytes & ~(size_t)127));
+      TIMED(t_from2, reps, CHECK(mmb_array_copy(aos2, soa2)));
     }
     /* the conversion is exact: back and forth leaves the AoS fields as they were */
     CHECK(mmb_array_copy(soa, aos));
@@ -377,6 +422,21 @@ int main(int argc, char **argv) {
            bytes == (size_t)BYTES ? " (target >= 0.8)" : "");
     printf("  ratio vs the per-field loop:    AoS->SoA %.2fx, SoA->AoS %.2fx\n",
            median(&t_hand_out) / median(&t_to), median(&t_hand_in) / median(&t_from));
+    if (iface2) {
+      CHECK(mmb_array_copy(soa2, aos2));   /* (the same records: the same planes) */
+      CHECK(mmb_array_get_field(soa2, 0, &f));
+      if (memcmp(f.ptr, planes, n * rc->fields[0].size)) {
+        fprintf(stderr, "bench-records: field 0 split over two threads differs\n");
+        return 1;
+      }
+      row("mmb AoS -> SoA, 2 threads", &t_to2, (double)aos_bytes);
+      row("mmb SoA -> AoS, 2 threads", &t_from2, (double)aos_bytes);
+      row("non-temporal, 2 threads", &t_nt2, (double)aos_bytes);
+      printf("  ratio vs the 2-thread copy:     AoS->SoA %.2fx, SoA->AoS %.2fx (target >= 0.8)\n",
+             median(&t_nt2) / median(&t_to2), median(&t_nt2) / median(&t_from2));
+      CHECK(mmb_array_destroy(aos2));
+      CHECK(mmb_array_destroy(soa2));
+    }
     CHECK(mmb_array_destroy(aos));
     CHECK(mmb_array_destroy(soa));
     CHECK(mmb_layout_destroy(la));
@@ -385,6 +445,7 @@ int main(int argc, char **argv) {
   }
   free(src);
   free(dst);
+  if (iface2) CHECK(mmb_interface_destroy(iface2));
   device_section(rounds);
   CHECK(mmb_finalize());
   return 0;

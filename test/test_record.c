@@ -783,6 +783,53 @@ MMB_TEST(record, word_records_convert_by_avx2) {
   mmb__record_use_avx512(true);
 }
 
+/* Conversions of 4 MiB or more split over the threads their interfaces
+   ask for (copy_threads), as copies do: one run of particles in parts of 64
+   records (its length no multiple of 64), and rows (padded on the SoA
+   side) dealt among the parts; both ways, in place and streamed, with each kernel the CPU has. */
+static void split_round_trips(void) {
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbMemInterface *iface;
+  OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 3}, &iface));
+  mmbDimensions shapes[] = {{1, {300007}}, dims2(613, 509)};
+  for (size_t k = 0; k < 2; k++) {
+    size_t rank = shapes[k].size;
+    mmbLayout *la = particles(MMB_RECORD_AOS, rank, MMB_ROWMAJOR, 0);
+    mmbLayout *ls = particles(MMB_RECORD_SOA, rank, MMB_ROWMAJOR, rank == 2 ? 64 : 0);
+    mmbArray *a = make(iface, &shapes[k], la), *s = make(iface, &shapes[k], ls);
+    cr_assert_geq(shapes[k].d[0] * (rank == 2 ? shapes[k].d[1] : 1) * sizeof(particle),
+                  (size_t)4 << 20, "large enough to split");
+    walk_array(a, 31, true);
+    OK(mmb_array_copy(s, a));
+    walk_array(s, 31, false);
+    walk_array(s, 32, true);
+    OK(mmb_array_copy(a, s));
+    walk_array(a, 32, false);
+    OK(mmb_array_destroy(a));
+    OK(mmb_array_destroy(s));
+    OK(mmb_layout_destroy(la));
+    OK(mmb_layout_destroy(ls));
+  }
+  OK(mmb_interface_destroy(iface));
+}
+
+MMB_TEST(record, large_conversions_split_over_copy_threads) {
+  for (int streamed = 0; streamed < 2; streamed++) {
+    if (streamed) {
+      OK(mmb_finalize());
+      setenv("MMB_COPY_NT_BYTES", "1", 1);
+      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+    }
+    split_round_trips();
+    if (__builtin_cpu_supports("avx512f")) {   /* and AVX2's blocks */
+      mmb__record_use_avx512(false);
+      split_round_trips();
+      mmb__record_use_avx512(true);
+    }
+  }
+}
+
 /* A half's load or store reaches past a record of 16 bytes into the next:
    never past the run. Rows of 24 records padded to 512 bytes keep the
    bytes after each row as they were, both in place and streamed (into a

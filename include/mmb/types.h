@@ -162,10 +162,10 @@ typedef struct mmbMemInterfaceConfig {
   size_t release_threshold;    /**< pool: once it holds more than this many bytes
                                     from the provider, wholly free segments go back;
                                     0 = keep them until mmb_interface_trim */
-  unsigned copy_threads;       /**< host copies of 4 MiB or more to or from this
-                                    interface's memory are split over this many
-                                    threads (1..64; the larger of both sides' asks);
-                                    0 = MMB_COPY_THREADS, else 1 */
+  unsigned copy_threads;       /**< host copies (and record conversions) of 4 MiB
+                                    or more to or from this interface's memory are
+                                    split over this many threads (1..64; the larger
+                                    of both sides' asks); 0 = MMB_COPY_THREADS, else 1 */
   struct mmbMemSpace *fallback; /**< a preferred tier: when the space's out-of-memory
                                     chain (mmb/cache.h) cannot make room, an allocation
                                     is served from this space instead

@@ -1240,6 +1240,55 @@ void mmb__record_moves_make(const mmb__view *d, const mmb__view *s, mmb__record_
   }
 }
 
+/* A host conversion split over threads (mmb__engine_split): its plan, and
+   what each part needs to set up its own staging. */
+typedef struct convert_job {
+  const convert *c;   /* records, moves, tables and block, shared */
+  mmb__plan p;
+  size_t esize;       /* the destination's element */
+  size_t bytes;       /* the whole conversion's (whether it streams) */
+  bool runs;          /* records contiguous along the runs: it may stream */
+} convert_job;
+
+/* Part i of parts: a range of the plan's outermost index (of 64 elements
+   for one run, so that each part starts on cache lines where the run
+   does), with its own stages. */
+static void convert_part(void *arg, unsigned i, unsigned parts) {
+  const convert_job *j = arg;
+  convert c = *j->c;
+  mmb__plan p = j->p;
+  size_t doff = 0, soff = 0;
+  if (p.n) {
+    size_t k = p.n - 1, n = p.dim[k], units = k ? n : (n + 63) / 64, unit = k ? 1 : 64;
+    size_t lo = units * i / parts * unit, hi = mmb__min(units * (i + 1) / parts * unit, n);
+    if (lo >= hi) return;
+    p.dim[k] = hi - lo;
+    doff = lo * p.ds[k], soff = lo * p.ss[k];
+  }
+  size_t staged = c.block * j->esize;
+  outflow out;
+  bool two = !c.sh && c.l8.fields && c.d_soa;   /* into SoA by AVX2: outflow */
+  size_t stages = two ? 2 * staged : staged;
+  if (j->runs && mmb__engine_streams(j->bytes) &&
+      (c.buf = mmb__malloc(stages + 64 + 2 * PAIR_BYTES))) {
+    c.stream = true;
+    memset(c.buf, 0, stages);   /* (padding between AoS fields stays zero) */
+    c.pair = (char *)(((uintptr_t)c.buf + stages + 63) & ~(uintptr_t)63);   /* after the stages */
+    if ((uintptr_t)c.pair % 4096 + PAIR_BYTES > 4096)   /* (then less than PAIR_BYTES on) */
+      c.pair = (char *)(((uintptr_t)c.pair + 4095) & ~(uintptr_t)4095);
+    if (two) {
+      out = (outflow){.stage = {c.buf, c.buf + staged}};
+      c.out = &out;
+    }
+  }
+  convert_walk(&c, &p, p.n, doff, soff);
+  if (c.out) outflow_send(c.out, SIZE_MAX);
+  if (c.stream) {
+    _mm_sfence();
+    mmb__free(c.buf);
+  }
+}
+
 static atomic_bool avx512_off;   /* mmb__record_use_avx512(false): tests of AVX2's blocks */
 
 void mmb__record_use_avx512(bool on) {
@@ -1260,30 +1309,14 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   }
   if (shuffle_pays(sh)) c.sh = sh;
   else if (c.aos && !lanes8_make(c.aos, &c.l8)) c.l8.fields = 0;
+  convert_job j = {.c = &c, .esize = d->esize, .bytes = mmb__view_bytes(d)};
+  mmb__plan_make(d, s, &j.p);
   /* streaming into AoS needs the records contiguous along the run */
-  mmb__plan p;
-  mmb__plan_make(d, s, &p);
-  bool runs = c.d_soa || (p.n && p.ds[0] == 1);
-  size_t staged = c.block * d->esize;
-  outflow out;
-  bool two = !c.sh && c.l8.fields && c.d_soa;   /* into SoA by AVX2: outflow */
-  size_t stages = two ? 2 * staged : staged;
-  if (runs && mmb__engine_streams(mmb__view_bytes(d)) &&
-      (c.buf = mmb__malloc(stages + 64 + 2 * PAIR_BYTES))) {
-    c.stream = true;
-    memset(c.buf, 0, stages);   /* (padding between AoS fields stays zero) */
-    c.pair = (char *)(((uintptr_t)c.buf + stages + 63) & ~(uintptr_t)63);   /* after the stages */
-    if ((uintptr_t)c.pair % 4096 + PAIR_BYTES > 4096)   /* (then less than PAIR_BYTES on) */
-      c.pair = (char *)(((uintptr_t)c.pair + 4095) & ~(uintptr_t)4095);
-    if (two) {
-      out = (outflow){.stage = {c.buf, c.buf + staged}};
-      c.out = &out;
-    }
-  }
-  convert_walk(&c, &p, p.n, 0, 0);
-  if (c.out) outflow_send(c.out, SIZE_MAX);
-  if (c.stream) {
-    _mm_sfence();
-    mmb__free(c.buf);
-  }
+  j.runs = c.d_soa || (j.p.n && j.p.ds[0] == 1);
+  /* split as a copy of as many bytes between the same interfaces would be */
+  size_t outer = !j.p.n ? 1 : j.p.n == 1 ? j.p.dim[0] / 64 : j.p.dim[j.p.n - 1];
+  size_t parts = mmb__min(mmb__engine_threads(j.bytes, mmb__copy_threads(d->iface, s->iface)),
+                          outer);
+  mmb__engine_split(convert_part, &j, (unsigned)parts,
+                    d->iface ? d->iface->space->info.numa_node : -1);
 }
