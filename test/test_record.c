@@ -783,6 +783,56 @@ MMB_TEST(record, word_records_convert_by_avx2) {
   mmb__record_use_avx512(true);
 }
 
+/* AVX2's stores of a record reach past it into the next (records of 12,
+   24 and 56 bytes: by 4 and 8 bytes), which later blocks overwrite: never
+   past the end of a run. A tile of 24 columns of a 40-column array,
+   copied from SoA into AoS, leaves the columns after it as they were, in
+   place and streamed. */
+MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
+  static const mmbRecordField shapes[][8] = {
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},
+    {{"a", 4, 0}, {"b", 8, 8}, {"c", 4, 16}},
+    {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24}, {"vy", 8, 32}, {"vz", 8, 40},
+     {"m", 4, 48}, {"id", 4, 52}},
+  };
+  static const size_t n_fields[] = {3, 3, 8}, rs[] = {12, 24, 56};
+  if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
+  mmb__record_use_avx512(false);
+  for (int streamed = 0; streamed < 2; streamed++) {
+    if (streamed) {
+      OK(mmb_finalize());
+      setenv("MMB_COPY_NT_BYTES", "1", 1);
+      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+    }
+    mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+    for (size_t k = 0; k < 3; k++) {
+      mmbLayout *la, *ls;
+      OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, 2,
+                                  MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
+      OK(mmb_layout_create_record(shapes[k], n_fields[k], 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
+                                  (mmbLayoutPadding){0}, &ls));
+      mmbDimensions d = dims2(9, 40);
+      mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
+      walk_array(a, 1, true);
+      walk_array(s, 2, true);
+      OK(mmb_array_tile(a, &(mmbDimensions){2, {9, 24}}));
+      OK(mmb_array_tile(s, &(mmbDimensions){2, {9, 24}}));
+      mmbArrayTile *ta, *ts, *rest;
+      OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &ta));
+      OK(mmb_tile_at(s, &(mmbIndex){2, {0, 0}}, &ts));
+      OK(mmb_tile_at(a, &(mmbIndex){2, {0, 1}}, &rest));
+      OK(mmb_tile_copy(ta, ts));
+      check_tile(ta, d.d, 2);
+      check_tile(rest, d.d, 1);
+      OK(mmb_array_destroy(a));
+      OK(mmb_array_destroy(s));
+      OK(mmb_layout_destroy(la));
+      OK(mmb_layout_destroy(ls));
+    }
+  }
+  mmb__record_use_avx512(true);
+}
+
 /* Conversions of 4 MiB or more split over the threads their interfaces
    ask for (copy_threads), as copies do: one run of particles in parts of 64
    records (its length no multiple of 64), and rows (padded on the SoA
@@ -830,10 +880,10 @@ MMB_TEST(record, large_conversions_split_over_copy_threads) {
   }
 }
 
-/* A half's load or store reaches past a record of 16 bytes into the next:
-   never past the run. Rows of 24 records padded to 512 bytes keep the
-   bytes after each row as they were, both in place and streamed (into a
-   staged block, whose end the last row's records reach). */
+/* Rows of 24 records of 16 bytes, padded to 512 bytes, keep the bytes
+   after each row as they were, both in place and streamed (into a staged
+   block, whose end the last row's records reach). (Records whose AVX2
+   stores reach past them: avx2_stores_stay_inside_their_tile.) */
 MMB_TEST(record, avx2_blocks_stay_inside_the_run) {
   static const mmbRecordField f[] = {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"id", 4, 12}};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);

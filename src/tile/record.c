@@ -1138,11 +1138,14 @@ static void registers(const convert *c, bool to_soa, char *aos, char *const *run
    records, starting on one); the rest is staged in the buffer, packed,
    and streamed out from there. */
 static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff, size_t sst,
-                          size_t m) {
+                          size_t m, bool run_end) {
   const mmb__fieldset *r = c->r;
   size_t fast = 0;   /* elements through the registers */
   if (dst == 1 && sst == 1)
-    fast = c->sh ? m / 16 * 16 : c->l8.fields ? lanes8_count(&c->l8, c->aos->record_size, m) : 0;
+    fast = c->sh            ? m / 16 * 16
+           : !c->l8.fields  ? 0
+           : run_end        ? lanes8_count(&c->l8, c->aos->record_size, m)
+                            : m / 8 * 8;   /* (reaching into the next block, converted after) */
   outflow *o = c->out;
   char *buf = o ? o->stage[o->turn] : c->buf;
   if (o) {   /* the last block's write-out in slices, one per 4 register steps */
@@ -1208,7 +1211,8 @@ static void convert_walk(const convert *c, const mmb__plan *p, size_t k, size_t 
   /* one run along plan dim 0 (or one element when the plan is empty) */
   size_t n = p->n ? p->dim[0] : 1, dst = p->n ? p->ds[0] : 1, sst = p->n ? p->ss[0] : 1;
   for (size_t i0 = 0; i0 < n; i0 += c->block)
-    convert_block(c, doff + i0 * dst, dst, soff + i0 * sst, sst, mmb__min(c->block, n - i0));
+    convert_block(c, doff + i0 * dst, dst, soff + i0 * sst, sst, mmb__min(c->block, n - i0),
+                  i0 + c->block >= n);
 }
 
 _Static_assert(MMB__MOVE_FIELDS == MMB_MAX_FIELDS && MMB__MOVE_DIMS == MMB_MAX_DIMS,
