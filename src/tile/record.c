@@ -1182,13 +1182,15 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     return;
   }
   /* into records: staged whole, or direct where the registers write every
-     field (the last few records after them, their gaps zeroed first);
-     AVX2's blocks direct two at a time (lanes8_run) */
+     field (the last few records after them, their gaps zeroed first) */
   size_t rs = c->m.dstep[0];
-  if (direct && !c->sh) fast = fast / 16 * 16;
   char *home = to[0] - r->offset[0];
-  direct = direct && fast && (c->sh ? c->sh->fields : c->l8.fields) == (1u << r->n) - 1 &&
+  direct = direct && (c->sh ? c->sh->fields : c->l8.fields) == (1u << r->n) - 1 &&
            (uintptr_t)home % 64 == 0;
+  if (direct && !c->sh) {   /* AVX2's blocks go out two at a time (lanes8_run) */
+    fast = fast / 16 * 16;
+    direct = fast > 0;
+  }
   char *rec = c->stream && !direct ? buf : home;
   size_t step = rec == home ? dst : 1;
   if (fast) registers(c, false, rec, (char *const *)from, fast, direct);
