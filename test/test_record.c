@@ -725,11 +725,13 @@ static void word_records_round_trip(bool gaps_zero) {
      {"f", 4, 20}},                                           /* 24 B: of 6 */
     {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}, {"f", 4, 20},
      {"g", 4, 24}},                                           /* 28 B: 7 words, no grid */
+    {{"d", 8, 0}, {"f", 4, 8}},                               /* 12 B: 3 words, a double */
+    {{"x", 4, 0}, {"z", 4, 8}},                               /* 12 B: 3 words, a gap */
   };
   static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8, 5, 6, 8, 7, 6,
-                                    2, 4, 5, 6, 7};
+                                    2, 4, 5, 6, 7, 2, 2};
   static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44,
-                              40, 48, 64, 48, 40, 8, 16, 20, 24, 28};
+                              40, 48, 64, 48, 40, 8, 16, 20, 24, 28, 12, 12};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};
