@@ -1331,8 +1331,7 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
   mmb__plan p = j->p;
   size_t doff = 0, soff = 0;
   if (p.n) {
-    size_t k = p.n - 1, n = p.dim[k], units = k ? n : (n + 63) / 64, unit = k ? 1 : 64;
-    size_t lo = units * i / parts * unit, hi = mmb__min(units * (i + 1) / parts * unit, n);
+    size_t k = p.n - 1, lo, hi = mmb__engine_part(p.dim[k], k ? 1 : 64, i, parts, &lo);
     if (lo >= hi) return;
     p.dim[k] = hi - lo;
     doff = lo * p.ds[k], soff = lo * p.ss[k];

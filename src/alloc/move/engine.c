@@ -112,12 +112,13 @@ static void copy_part(void *arg, unsigned i, unsigned parts) {
   const copy_job *j = arg;
   size_t dims[MMB_MAX_DIMS + 1];
   memcpy(dims, j->dims, sizeof dims);
+  size_t lo, hi;
   if (j->ndims < 2) {
-    size_t lines = (dims[0] + 63) / 64, lo = lines * i / parts * 64,
-           hi = mmb__min(lines * (i + 1) / parts * 64, dims[0]);
+    hi = mmb__engine_part(dims[0], 64, i, parts, &lo);
     if (lo < hi) j->f(j->dst + lo, 0, j->src + lo, 0, hi - lo, 1);
   } else {
-    size_t k = j->ndims - 1, lo = dims[k] * i / parts, hi = dims[k] * (i + 1) / parts;
+    size_t k = j->ndims - 1;
+    hi = mmb__engine_part(dims[k], 1, i, parts, &lo);
     dims[k] = hi - lo;
     if (dims[k]) copy_rows(j->f, j->dst + lo * j->ds[k], j->ds, j->src + lo * j->ss[k], j->ss, j->ndims, dims);
   }

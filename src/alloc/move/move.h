@@ -30,6 +30,16 @@ void mmb__engine_run(char *dst, const char *src, size_t bytes, bool stream);
 unsigned mmb__engine_threads(size_t bytes, unsigned threads);
 void mmb__engine_split(void (*part)(void *arg, unsigned i, unsigned parts), void *arg,
                        unsigned parts, int numa);
+/* Part i of parts of an index 0..n-1, dealt in units of `unit` (64 along
+   one run of bytes or elements, so that each part starts on a cache line
+   where the run does; 1 along an outer index): [*lo, the return value),
+   empty where *lo is not below it. */
+static inline size_t mmb__engine_part(size_t n, size_t unit, unsigned i, unsigned parts,
+                                      size_t *lo) {
+  size_t units = (n + unit - 1) / unit;
+  *lo = units * i / parts * unit;
+  return mmb__min(units * (i + 1) / parts * unit, n);
+}
 mmbError mmb__engine_init(void);      /* MMB_COPY_NT_BYTES, MMB_COPY_THREADS, the CPU's stores */
 void mmb__engine_finalize(void);      /* joins the helper threads */
 
