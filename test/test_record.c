@@ -761,12 +761,18 @@ static void word_records_round_trip(bool gaps_zero) {
   }
 }
 
+/* mmb again, every copy and conversion from the first byte on streamed
+   (MMB_COPY_NT_BYTES=1): the interfaces made before are gone. */
+static void stream_every_conversion(void) {
+  OK(mmb_finalize());
+  setenv("MMB_COPY_NT_BYTES", "1", 1);
+  OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+}
+
 MMB_TEST(record, word_records_convert_in_registers) { word_records_round_trip(false); }
 
 MMB_TEST(record, word_records_convert_streamed) {
-  OK(mmb_finalize());
-  setenv("MMB_COPY_NT_BYTES", "1", 1);   /* every conversion streams */
-  OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+  stream_every_conversion();
   word_records_round_trip(true);
 }
 
@@ -778,9 +784,7 @@ MMB_TEST(record, word_records_convert_by_avx2) {
   if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
   mmb__record_use_avx512(false);
   word_records_round_trip(false);
-  OK(mmb_finalize());
-  setenv("MMB_COPY_NT_BYTES", "1", 1);
-  OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+  stream_every_conversion();
   word_records_round_trip(true);
   mmb__record_use_avx512(true);
 }
@@ -802,9 +806,7 @@ MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
   mmb__record_use_avx512(false);
   for (int streamed = 0; streamed < 2; streamed++) {
     if (streamed) {
-      OK(mmb_finalize());
-      setenv("MMB_COPY_NT_BYTES", "1", 1);
-      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+      stream_every_conversion();
     }
     mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
     for (size_t k = 0; k < 3; k++) {
@@ -869,9 +871,7 @@ static void split_round_trips(void) {
 MMB_TEST(record, large_conversions_split_over_copy_threads) {
   for (int streamed = 0; streamed < 2; streamed++) {
     if (streamed) {
-      OK(mmb_finalize());
-      setenv("MMB_COPY_NT_BYTES", "1", 1);
-      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+      stream_every_conversion();
     }
     split_round_trips();
     if (__builtin_cpu_supports("avx512f")) {   /* and AVX2's blocks */
@@ -892,9 +892,7 @@ MMB_TEST(record, avx2_blocks_stay_inside_the_run) {
   mmb__record_use_avx512(false);
   for (int streamed = 0; streamed < 2; streamed++) {
     if (streamed) {
-      OK(mmb_finalize());
-      setenv("MMB_COPY_NT_BYTES", "1", 1);
-      OK(mmb_init(&(mmbOptions){.log_level = MMB_LOG_OFF}));
+      stream_every_conversion();
       iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
     }
     mmbLayout *la, *ls;
