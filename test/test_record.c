@@ -325,13 +325,14 @@ MMB_TEST(record, duplicates_convert_on_a_cuda_device) {
 }
 
 /* What a CUDA device's conversion kernel runs (os/record_move.h), run here
-   on the host: blocks of 5 threads, chunks of 13 elements. */
-static void kernel_copy(mmbArray *dst, mmbArray *src) {
+   on the host: blocks of T threads, chunks of `chunk` elements. */
+static void kernel_copy_by(mmbArray *dst, mmbArray *src, size_t T, size_t chunk) {
   mmb__view d = mmb__array_view(dst), s = mmb__array_view(src);
   mmb__record_moves m;
   mmb__record_moves_make(&d, &s, &m);
-  run_kernel(&m, 5, 13);
+  run_kernel(&m, T, chunk);
 }
+static void kernel_copy(mmbArray *dst, mmbArray *src) { kernel_copy_by(dst, src, 5, 13); }
 
 /* A kernel's moves: a packed array of any rank moves as one dimension, a
    padded one keeps its rows; each field by the widest word both sides
@@ -404,7 +405,8 @@ MMB_TEST(record, kernel_moves_merge_packed_dimensions_and_move_by_words) {
 /* Random records (fixed seed): 3 to 8 fields of odd sizes at shuffled
    offsets with padding, rank 1 to 3, either order, padded rows; copied
    AoS -> SoA -> AoS' (another AoS shape) and checked against the model,
-   by mmb_array_copy and by a device kernel's element moves. */
+   by mmb_array_copy and by a device kernel's moves (blocks of 1 to 9
+   threads, chunks of 1 to 64 elements). */
 MMB_TEST(record, random_records_copy_between_any_two_storages) {
   uint64_t seed = 0x5eed;
   static const size_t sizes[] = {1, 2, 3, 4, 5, 8, 12, 16, 7};
@@ -445,12 +447,13 @@ MMB_TEST(record, random_records_copy_between_any_two_storages) {
     OK(mmb_array_copy(xb, xa));   /* AoS -> AoS of another shape */
     walk_array(xb, round + 1, false);
     walk_array(xa, round + 2, true);   /* the same three, as a kernel moves them */
-    kernel_copy(xs, xa);
+    size_t T = 1 + test_rand(&seed) % 9, chunk = 1 + test_rand(&seed) % 64;
+    kernel_copy_by(xs, xa, T, chunk);
     walk_array(xs, round + 2, false);
-    kernel_copy(xb, xs);
+    kernel_copy_by(xb, xs, T, chunk);
     walk_array(xb, round + 2, false);
     walk_array(xa, round + 3, true);
-    kernel_copy(xb, xa);
+    kernel_copy_by(xb, xa, T, chunk);
     walk_array(xb, round + 3, false);
     OK(mmb_array_destroy(xa));
     OK(mmb_array_destroy(xs));
