@@ -14,6 +14,7 @@
 #ifndef MMB_OS_RECORD_MOVE_H
 #define MMB_OS_RECORD_MOVE_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +68,9 @@ static inline MMB__HOST_DEVICE size_t mmb__field_unit(const mmb__record_moves *m
                       (uintptr_t)m->sstep[f] | (uintptr_t)m->size[f]);
 }
 
-/* A word of `unit` bytes at an address aligned to it, and back. */
+/* A word of `unit` bytes at an address aligned to it, and back. A device
+   faults where the address is not; where tests run the moves on the host,
+   they assert it. */
 static inline MMB__HOST_DEVICE uint64_t mmb__load_word(const char *p, size_t unit) {
 #ifdef __CUDA_ARCH__
   switch (unit) {   /* (a cast: nvcc's memcpy of unknown alignment moves bytes) */
@@ -77,6 +80,7 @@ static inline MMB__HOST_DEVICE uint64_t mmb__load_word(const char *p, size_t uni
   default: return *(const uint8_t *)p;
   }
 #else
+  assert((uintptr_t)p % unit == 0);
   uint64_t v = 0;
   memcpy(&v, p, unit);
   return v;
@@ -91,6 +95,7 @@ static inline MMB__HOST_DEVICE void mmb__store_word(char *p, uint64_t v, size_t 
   default: *(uint8_t *)p = (uint8_t)v; break;
   }
 #else
+  assert((uintptr_t)p % unit == 0);
   memcpy(p, &v, unit);
 #endif
 }
