@@ -5,6 +5,8 @@
 #                     $(MPICC), mpicc, is found)
 #   make SANITIZE=1   AddressSanitizer + UBSan (in build/sanitize); SANITIZE=thread: TSan (build/tsan)
 #   make DEBUG=1      -O0 -DMMB_DEBUG=1 (in build/debug)
+#   make MARCH=x86-64-v3  the CPU the CNN, ooc-gemm and the benchmarks are built for (default:
+#                     native, this machine's); the library picks its kernels at run time
 #   make install PREFIX=/opt/mmb
 
 PREFIX    ?= /usr/local
@@ -35,6 +37,11 @@ ifeq ($(DEBUG),1)
   OPT   := -O0 -DMMB_DEBUG=1
 endif
 
+# The CPU the CNN, ooc-gemm and the benchmarks are built for (the library
+# is built for any x86-64 and picks its kernels at run time): another than
+# this machine's where they are carried to run elsewhere (a GPU node, a
+# cluster's compute nodes), e.g. MARCH=x86-64-v3.
+MARCH    ?= native
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS   ?=
 BASE     := -std=gnu11 -D_GNU_SOURCE $(OPT) -g $(WARN) $(SAN) -Iinclude -MMD -MP $(CFLAGS)
@@ -118,7 +125,7 @@ APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 # Objects depend on the flags they were built with: `make CUDA=0` after a
 # CUDA build rebuilds instead of mixing the two.
 FLAGS_FILE := $(BUILD)/.flags
-FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
+FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS) -march=$(MARCH)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-cache-threads bench-ooc install clean deps install-check plot-check cnn-check ooc-check bench-check gpu-check \
@@ -188,7 +195,7 @@ $(shell mkdir -p $(BUILD) && (echo '$(CNN_CC) $(CNN_MPI)' | cmp -s - $(CNN_FLAGS
 # when a recipe runs, after install-deps.sh)
 OPENBLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
 OPENBLAS_LIBS   = $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
-CNN_FLAGS  = $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) $(CNN_MPI)
+CNN_FLAGS  = $(BASE) -O3 -march=$(MARCH) $(OPENBLAS_CFLAGS) $(CNN_MPI)
 CNN_LIBS   = $(OPENBLAS_LIBS) -lm
 NVCC      := $(CUDA_HOME)/bin/nvcc
 ifeq ($(CUDA),1)
@@ -223,7 +230,7 @@ $(BUILD)/bin/cnn: $(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(SHARED) $(if $(C
 # its kernel chosen and measured as the CNN's (examples/cnn/blas.c).
 $(BUILD)/bin/ooc-gemm: examples/ooc_gemm/main.c examples/cnn/blas.c $(SHARED) | $(DEPS_EXAMPLES)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) \
+	$(CC) $(BASE) -O3 -march=$(MARCH) $(OPENBLAS_CFLAGS) \
 	  -Iexamples/cnn $< examples/cnn/blas.c -o $@ $(APP_LINK) \
 	  $(OPENBLAS_LIBS) -lm
 
@@ -244,12 +251,12 @@ $(CNN_TESTS): $(CNN_TEST_OBJ) $(CNN_OBJ) $(SHARED) $(if $(CNN_MPI),$(MPI_LIBS))
 $(BENCHES): | $(DEPS_BENCH)
 $(BUILD)/bin/bench-copy: bench/copy.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK)
+	$(CC) $(BASE) -O3 -march=$(MARCH) $< -o $@ $(APP_LINK)
 
 # With CUDA, its device section times the kernel against cudaMemcpy itself.
 $(BUILD)/bin/bench-records: bench/records.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(BENCH_CUDA) $< -o $@ $(APP_LINK) $(BENCH_CUDA_LIBS)
+	$(CC) $(BASE) -O3 -march=$(MARCH) $(BENCH_CUDA) $< -o $@ $(APP_LINK) $(BENCH_CUDA_LIBS)
 
 $(BUILD)/bin/bench-cache-threads: bench/cache_threads.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
@@ -259,7 +266,7 @@ $(BUILD)/bin/bench-cache-threads: bench/cache_threads.c bench/bench.h $(SHARED)
 # mimalloc's or jemalloc's library preloaded, one process per baseline.
 $(BUILD)/bin/bench-alloc: bench/alloc.c bench/bench.h $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
+	$(CC) $(BASE) -O3 -march=$(MARCH) $< -o $@ $(APP_LINK) -lpthread -lm
 
 # The same program for valgrind (no AVX-512), counting instructions per
 # operation: make bench-alloc-instructions (bench/alloc-instructions.sh).
@@ -271,13 +278,13 @@ $(BUILD)/bin/bench-alloc-count: bench/alloc.c bench/bench.h $(SHARED) | $(DEPS_C
 # on the best OpenBLAS kernel the CPU allows (examples/cnn/blas.c).
 $(BUILD)/bin/bench-tiles: bench/tiles.c examples/tiled_transpose.c examples/cnn/blas.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $(OPENBLAS_CFLAGS) $< \
+	$(CC) $(BASE) -O3 -march=$(MARCH) $(OPENBLAS_CFLAGS) $< \
 	  examples/cnn/blas.c -o $@ \
 	  $(APP_LINK) $(OPENBLAS_LIBS)
 
 $(BUILD)/bin/bench-queue: bench/queue.c examples/stream_sum.c $(SHARED)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) -O3 -march=native $< -o $@ $(APP_LINK) -lpthread -lm
+	$(CC) $(BASE) -O3 -march=$(MARCH) $< -o $@ $(APP_LINK) -lpthread -lm
 
 # Module mamba (docs/fortran.md): fortran/mamba_c.F90 (the C level) and
 # fortran/mamba.F90 (the procedures), with their constants written from the
@@ -375,7 +382,7 @@ $(BUILD)/test/scalapack-mapping: test/scalapack/mapping.c include/mmb/cyclic.h |
 	$(MPICC) $(BASE) $< -o $@ $(SAN) $(SCALAPACK_LIB)
 $(BUILD)/bin/bench-mpi: bench/mpi.c bench/bench.h $(MPI_LIBS) | $(DEPS_BENCH)
 	@mkdir -p $(@D)
-	$(MPICC) $(BASE) -O3 -march=native $< -o $@ $(MPI_LINK) -lm
+	$(MPICC) $(BASE) -O3 -march=$(MARCH) $< -o $@ $(MPI_LINK) -lm
 
 ifeq ($(MPI),1)
 mpi: $(MPI_LIBS)

@@ -19,7 +19,8 @@
 # Without a CUDA device it says so and exits 0. It runs binaries already
 # built (make gpu-check builds them first), each under a time limit (a hang
 # fails its step, the others still run), so that on a machine without the
-# build's dependencies the binaries and their libraries can be carried over:
+# build's dependencies the binaries and their libraries can be carried over
+# (built with MARCH=x86-64-v3, or that machine's CPU, where its CPU differs):
 #   BUILD=build scripts/gpu-check.sh
 # GPU_CHECK_LOGS=FILE.tar.gz keeps every step's full log there (the
 # assertions of a failed test, the benchmarks' every row).
