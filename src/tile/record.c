@@ -1177,7 +1177,16 @@ typedef struct convert {
   outflow *out;        /* AVX2's blocks into SoA, streamed: the last block's write-out */
 } convert;
 
-enum { BLOCK_BYTES = 16384, PAIR_BYTES = 16 * 64 + 64 };
+/* A block of the wider side's elements fills about BLOCK_BYTES of L1;
+   AVX2's blocks into SoA, whose staged planes go out during the next
+   block, OUTFLOW_BYTES. On an AMD Zen 3 (bench-records, 15 rounds, 8
+   runs interleaved) blocks of 32 KiB rather than 16 took AoS to SoA from
+   0.71-0.79x a non-temporal copy to 0.76-0.79x (medians by record) at 64
+   MiB, and from 19-23 to 20-25 GB/s in L2; 6 more runs: 0.68-0.75x to
+   0.73-0.77x, and at 48 MiB (2^22 of the 12-byte records) 0.65-0.75x to
+   0.69-0.76x. Blocks of 4 and 8 KiB did worse, 64 KiB about the same
+   with twice the stages. */
+enum { BLOCK_BYTES = 16384, OUTFLOW_BYTES = 32768, PAIR_BYTES = 16 * 64 + 64 };
 
 /* Whether field f goes through the registers (where the run allows). */
 static bool in_registers(const convert *c, size_t f) {
@@ -1369,9 +1378,6 @@ void mmb__record_use_avx512(bool on) {
 void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   convert c = {.r = d->rec, .d_soa = mmb__record_soa(d->rec), .s_soa = mmb__record_soa(s->rec)};
   mmb__record_moves_make(d, s, &c.m);
-  /* a block of the wider side's elements fills about 16 KiB of L1 */
-  c.block = BLOCK_BYTES / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
-  if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
   const shuffle *sh = NULL;
   if (c.d_soa != c.s_soa) {   /* (two AoS shapes: field by field) */
     c.aos = c.d_soa ? s->rec : d->rec;
@@ -1380,6 +1386,9 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   }
   if (shuffle_pays(sh)) c.sh = sh;
   else if (c.aos && !lanes8_make(c.aos, &c.l8)) c.l8.fields = 0;
+  size_t bytes = !c.sh && c.l8.fields && c.d_soa ? OUTFLOW_BYTES : BLOCK_BYTES;
+  c.block = bytes / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
+  if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
   convert_job j = {.c = &c, .esize = d->esize, .bytes = mmb__view_bytes(d)};
   mmb__plan_make(d, s, &j.p);
   /* streaming into AoS needs the records contiguous along the run */
