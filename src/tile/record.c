@@ -1193,6 +1193,12 @@ static bool in_registers(const convert *c, size_t f) {
   return (c->sh ? c->sh->fields : c->l8.fields) >> f & 1;
 }
 
+/* Whether AVX2's blocks go into SoA: their staged planes then go out
+   during the next block (outflow), in blocks of OUTFLOW_BYTES. */
+static bool outflows(const convert *c) {
+  return !c->sh && c->l8.fields && c->d_soa;
+}
+
 /* Into SoA, whether the registers fill whole lines of field f's plane (a
    lone field's fill a quarter or half of one: see put_out). */
 static bool in_whole_lines(const convert *c, size_t f) {
@@ -1347,7 +1353,7 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
   }
   size_t staged = c.block * j->esize;
   outflow out;
-  bool two = !c.sh && c.l8.fields && c.d_soa;   /* into SoA by AVX2: outflow */
+  bool two = outflows(&c);
   size_t stages = two ? 2 * staged : staged;
   if (j->runs && mmb__engine_streams(j->bytes) &&
       (c.buf = mmb__malloc(stages + 64 + 2 * PAIR_BYTES))) {
@@ -1386,8 +1392,8 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   }
   if (shuffle_pays(sh)) c.sh = sh;
   else if (c.aos && !lanes8_make(c.aos, &c.l8)) c.l8.fields = 0;
-  size_t bytes = !c.sh && c.l8.fields && c.d_soa ? OUTFLOW_BYTES : BLOCK_BYTES;
-  c.block = bytes / (d->esize > s->esize ? d->esize : s->esize) / 64 * 64;
+  size_t esize = d->esize > s->esize ? d->esize : s->esize;
+  c.block = (outflows(&c) ? OUTFLOW_BYTES : BLOCK_BYTES) / esize / 64 * 64;
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
   convert_job j = {.c = &c, .esize = d->esize, .bytes = mmb__view_bytes(d)};
   mmb__plan_make(d, s, &j.p);
