@@ -125,7 +125,7 @@ APP_LINK := -L$(BUILD)/lib -lmmb -Wl,-rpath,'$$ORIGIN/../lib' $(SAN)
 # Objects depend on the flags they were built with: `make CUDA=0` after a
 # CUDA build rebuilds instead of mixing the two.
 FLAGS_FILE := $(BUILD)/.flags
-FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS) -march=$(MARCH)
+FLAGS_NOW  := $(CC) $(LIBFLAGS) $(LIBS)
 $(shell mkdir -p $(BUILD) && (echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_FILE) || echo '$(FLAGS_NOW)' > $(FLAGS_FILE)))
 
 .PHONY: all examples uninstall docs test run demo data bench bench-alloc-instructions bench-cnn bench-cache bench-cache-threads bench-ooc install clean deps install-check plot-check cnn-check ooc-check bench-check gpu-check \
@@ -191,6 +191,9 @@ endif
 CNN_FLAGS_FILE := $(BUILD)/.cnn-flags
 $(shell mkdir -p $(BUILD) && (echo '$(CNN_CC) $(CNN_MPI)' | cmp -s - $(CNN_FLAGS_FILE) || \
   echo '$(CNN_CC) $(CNN_MPI)' > $(CNN_FLAGS_FILE)))
+# The programs built for MARCH depend on it (the library does not).
+MARCH_FILE := $(BUILD)/.march
+$(shell mkdir -p $(BUILD) && (echo '$(MARCH)' | cmp -s - $(MARCH_FILE) || echo '$(MARCH)' > $(MARCH_FILE)))
 # OpenBLAS, for every program that calls it (= not :=: pkg-config is asked
 # when a recipe runs, after install-deps.sh)
 OPENBLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -238,6 +241,9 @@ $(BUILD)/bin/ooc-gemm: examples/ooc_gemm/main.c examples/cnn/blas.c $(SHARED) | 
 CNN_TEST_SRC := $(wildcard test/cnn/*.c)
 CNN_TEST_OBJ := $(CNN_TEST_SRC:%.c=$(BUILD)/obj/%.o)
 CNN_TESTS    := $(BUILD)/test/cnn-tests
+# (here, after CNN_TEST_OBJ: a rule's targets expand where it is read)
+$(BUILD)/obj/examples/cnn/main.o $(CNN_OBJ) $(CNN_TEST_OBJ) $(BUILD)/bin/ooc-gemm $(BENCHES) \
+  $(BUILD)/bin/bench-mpi: $(MARCH_FILE)
 
 $(BUILD)/obj/test/cnn/%.o: test/cnn/%.c $(FLAGS_FILE) $(CNN_FLAGS_FILE) | $(DEPS_TEST)
 	@mkdir -p $(@D)
