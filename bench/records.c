@@ -50,10 +50,15 @@ typedef struct r16 { float x, y, z; int32_t id; } r16;
 typedef struct r32 { float x, y, z; char flag; double mass; } r32;
 typedef struct r56 { double x, y, z, vx, vy, vz; float m; int32_t id; } r56;
 
-/* One loop per field, from the AoS array into planes packed one after the
-   other (n elements each), and back. */
-#define FIELD_OUT(T, f) { T *o = (T *)plane; for (size_t i = 0; i < n; i++) o[i] = a[i].f; plane += n * sizeof(T); }
-#define FIELD_IN(T, f)  { const T *o = (const T *)plane; for (size_t i = 0; i < n; i++) a[i].f = o[i]; plane += n * sizeof(T); }
+/* The bytes from one plane of n fields of `size` to the next: planes one
+   after the other, each on a cache line (so that each is aligned for its
+   type, whatever n). */
+static size_t plane_step(size_t n, size_t size) { return (n * size + 63) / 64 * 64; }
+
+/* One loop per field, from the AoS array into planes one after the other
+   (n elements each, plane_step apart), and back. */
+#define FIELD_OUT(T, f) { T *o = (T *)plane; for (size_t i = 0; i < n; i++) o[i] = a[i].f; plane += plane_step(n, sizeof(T)); }
+#define FIELD_IN(T, f)  { const T *o = (const T *)plane; for (size_t i = 0; i < n; i++) a[i].f = o[i]; plane += plane_step(n, sizeof(T)); }
 
 static void r12_out(const r12 *a, char *plane, size_t n) { FIELD_OUT(float, x) FIELD_OUT(float, y) FIELD_OUT(float, z) }
 static void r12_in(r12 *a, const char *plane, size_t n) { FIELD_IN(float, x) FIELD_IN(float, y) FIELD_IN(float, z) }
@@ -77,6 +82,13 @@ typedef struct record_case {
   void (*out)(const void *aos, char *planes, size_t n);
   void (*in)(void *aos, const char *planes, size_t n);
 } record_case;
+
+/* The bytes of the planes of n records of rc (plane_step apart). */
+static size_t planes_bytes(const record_case *rc, size_t n) {
+  size_t bytes = 0;
+  for (size_t f = 0; f < rc->n_fields; f++) bytes += plane_step(n, rc->fields[f].size);
+  return bytes;
+}
 
 #define F(T, f) {#f, sizeof(((T *)0)->f), offsetof(T, f)}
 static const record_case cases[] = {
@@ -167,7 +179,7 @@ static void row(const char *what, timing *t, double bytes) {
   } while (0)
 
 /* The hand-written way without a kernel: one strided copy per field, AoS
-   into planes packed one after the other (n elements each), or back. */
+   into planes one after the other (plane_step apart), or back. */
 static void memcpy2d_fields(const record_case *rc, char *aos, char *planes, size_t n, bool out,
                             enum cudaMemcpyKind kind) {
   for (size_t f = 0; f < rc->n_fields; f++) {
@@ -175,7 +187,7 @@ static void memcpy2d_fields(const record_case *rc, char *aos, char *planes, size
     char *rec = aos + rc->fields[f].offset;
     if (out) CUDA(cudaMemcpy2D(planes, sz, rec, rc->size, sz, n, kind));
     else CUDA(cudaMemcpy2D(rec, rc->size, planes, sz, sz, n, kind));
-    planes += n * sz;
+    planes += plane_step(n, sz);
   }
 }
 
@@ -187,7 +199,7 @@ static mmbArrayTile *whole(mmbArray *a) {
   return t;
 }
 
-/* The device's planes of soa, each against the host's (packed). */
+/* The device's planes of soa, each against the host's (plane_step apart). */
 static bool planes_agree(const record_case *rc, mmbArray *soa, const char *planes, size_t n) {
   char *got = malloc(n * rc->size);   /* (room for the widest field: a record holds it) */
   bool same = got != NULL;
@@ -197,7 +209,7 @@ static bool planes_agree(const record_case *rc, mmbArray *soa, const char *plane
     size_t sz = rc->fields[f].size;
     CUDA(cudaMemcpy2D(got, sz, fl.ptr, fl.byte_stride[0], sz, n, cudaMemcpyDeviceToHost));
     same = !memcmp(got, planes, n * sz);
-    planes += n * sz;
+    planes += plane_step(n, sz);
   }
   free(got);
   return same;
@@ -219,8 +231,7 @@ static void device_section(int rounds) {
          "medians (worst)\n", prop.name, rounds);
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     const record_case *rc = &cases[c];
-    size_t n = BYTES / rc->size, aos_bytes = n * rc->size, packed = 0;
-    for (size_t f = 0; f < rc->n_fields; f++) packed += n * rc->fields[f].size;
+    size_t n = BYTES / rc->size, aos_bytes = n * rc->size, packed = planes_bytes(rc, n);
     mmbLayout *la, *ls;
     CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 1,
                                    MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
@@ -235,7 +246,7 @@ static void device_section(int rounds) {
     mmbAllocation *raw_a, *raw_b;   /* the plain copies' bytes on the device */
     CHECK(mmb_allocate(aos_bytes, dev, &raw_a));
     CHECK(mmb_allocate(aos_bytes, dev, &raw_b));
-    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = malloc(packed);
+    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = calloc(1, packed);   /* (the gaps between planes compared too) */
     char *da = mmb_allocation_ptr(raw_a), *db = mmb_allocation_ptr(raw_b);
     char *d_aos_ptr = whole(d_aos)->ptr;
     if (!planes || !a || !back || !da || !db || !d_aos_ptr) exit(1);
@@ -279,7 +290,7 @@ static void device_section(int rounds) {
     ok = ok && planes_agree(rc, d_soa, planes, n);
     memset(back, 0, aos_bytes);
     CHECK(mmb_array_copy(h_back, d_soa));
-    char *planes2 = malloc(packed);
+    char *planes2 = calloc(1, packed);
     if (!planes2) exit(1);
     rc->out(back, planes2, n);
     ok = ok && !memcmp(planes, planes2, packed);
@@ -382,7 +393,7 @@ int main(int argc, char **argv) {
     mmbDimensions d = {1, {n}};
     CHECK(mmb_array_create(&d, la, iface, MMB_READ_WRITE, &aos));
     CHECK(mmb_array_create(&d, ls, iface, MMB_READ_WRITE, &soa));
-    char *a = mmb_array_ptr(aos), *planes = malloc(n * 64);
+    char *a = mmb_array_ptr(aos), *planes = malloc(planes_bytes(rc, n));
     for (size_t i = 0; i < aos_bytes; i++) a[i] = (char)(i * 7);
     memset(mmb_array_ptr(soa), 0, n);   /* (touched by the warm-up below) */
     CHECK(mmb_array_copy(soa, aos));    /* warm-up: pages faulted in */
