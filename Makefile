@@ -472,9 +472,11 @@ cnn-check: $(CNN_TESTS) $(BUILD)/bin/cnn
 	$(CNN_TESTS) --jobs 2
 	test/cnn/cli.sh $(BUILD)/bin/cnn
 
-# bench/quiet.sh, which every benchmark runs first, names a busy process.
-bench-check:
+# bench/quiet.sh, which every benchmark runs first, names a busy process;
+# bench/records-ab.sh compares two builds' record conversions.
+bench-check: $(BUILD)/bin/bench-records
 	test/bench/quiet.sh
+	test/bench/records-ab.sh $(BUILD)
 
 # The out-of-core GEMM as a user runs it, on both capacity tiers (test/ooc/cli.sh).
 ooc-check: $(BUILD)/bin/ooc-gemm

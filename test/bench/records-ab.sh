@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/records-ab.sh compares two builds' record conversions run by run,
+# and refuses bad arguments (make test). Usage: test/bench/records-ab.sh BUILD
+set -uo pipefail
+build=${1:?usage: test/bench/records-ab.sh BUILD}
+fails=0
+out=$(bench/records-ab.sh "$build" "$build" 2 1 64K 2>&1)
+rc=$?
+rows=$(grep -cE "^  .*AoS->SoA [0-9.]+ -> [0-9.]+ \([0-2]/2\), SoA->AoS [0-9.]+ -> [0-9.]+ \([0-2]/2\)$" <<<"$out")
+if [ $rc -ne 0 ] || [ "$rows" -ne 4 ]; then
+  echo "FAIL: a build against itself gave rc $rc and $rows rows of 4: $out"; fails=1
+fi
+# two fake builds whose runs print known ratios: the medians and the runs won
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+for which in before after; do
+  mkdir -p "$fake/$which/bin"
+  cat > "$fake/$which/bin/bench-records" <<SH
+#!/bin/sh
+n=\$(cat "$fake/$which.n" 2>/dev/null || echo 0); echo \$((n + 1)) > "$fake/$which.n"
+if [ $which = before ]; then a=0.50; b=1.0\$n; else a=0.9\$n; b=0.80; fi
+echo "3 floats: 100 records of 12 B (1 KiB)"
+echo "  ratio vs the faster plain copy: AoS->SoA \${a}x, SoA->AoS \${b}x"
+echo "particle (24 B, 5 fields): 50 records of 24 B (1 KiB)"
+echo "  ratio vs the faster plain copy: AoS->SoA 0.70x, SoA->AoS 0.70x"
+SH
+  chmod +x "$fake/$which/bin/bench-records"
+done
+out=$(bench/records-ab.sh "$fake/before" "$fake/after" 3 2>&1)
+for want in "3 floats \(12 B\) +AoS->SoA 0.50 -> 0.91 \(3/3\), SoA->AoS 1.01 -> 0.80 \(0/3\)" \
+            "particle \(24 B, 5 fields\) +AoS->SoA 0.70 -> 0.70 \(0/3\), SoA->AoS 0.70 -> 0.70 \(0/3\)"; do
+  if ! grep -qE "^  $want$" <<<"$out"; then echo "FAIL: no row '$want' in: $out"; fails=1; fi
+done
+for bad in "$build" "$build /nonexistent" "$build $build 0" "$build $build x" \
+           "$build $build 2 y" "$build $build 1 1 64K extra"; do
+  # shellcheck disable=SC2086
+  bench/records-ab.sh $bad > /dev/null 2>&1
+  if [ $? -ne 2 ]; then echo "FAIL: arguments '$bad' were not refused"; fails=1; fi
+done
+[ $fails -eq 0 ] && echo "bench/records-ab.sh: 9 passed"
+exit $fails
