@@ -1144,8 +1144,11 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
    elsewhere in the library do not move them against the CPU's fetch
    blocks: on the Zen 3 above, two builds of the same loops at different
    places ran 56-byte records into AoS 0.17x of a copy apart (medians of
-   16 runs). With the split, into AoS went from medians by record of
-   1.04-1.10x to 0.96-1.09x (the 56-byte records lost 0.09-0.13x). */
+   16 runs). With the split and the prefetch, into AoS went from medians
+   by record of 1.04-1.11x to 0.94-1.09x: the 56-byte records by 0.09 to
+   0.15x (in all 14 runs of one set), and by 0.06-0.09x without the split
+   or without the alignment. Not yet explained: those loops do not
+   prefetch. */
 __attribute__((target("avx2"), always_inline)) static inline void
 lanes8_split(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
              size_t n_blocks, outflow *out, bool nt, char *pair, const size_t vw) {
