@@ -246,7 +246,8 @@ static void device_section(int rounds) {
     mmbAllocation *raw_a, *raw_b;   /* the plain copies' bytes on the device */
     CHECK(mmb_allocate(aos_bytes, dev, &raw_a));
     CHECK(mmb_allocate(aos_bytes, dev, &raw_b));
-    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = calloc(1, packed);   /* (the gaps between planes compared too) */
+    /* (planes zeroed: their gaps are compared too) */
+    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = calloc(1, packed);
     char *da = mmb_allocation_ptr(raw_a), *db = mmb_allocation_ptr(raw_b);
     char *d_aos_ptr = whole(d_aos)->ptr;
     if (!planes || !a || !back || !da || !db || !d_aos_ptr) exit(1);

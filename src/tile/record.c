@@ -1060,9 +1060,10 @@ records_out(char *rec, size_t rs, __m256 *v, const size_t vw) {
    shuffles and the outflow's slices fill the out-of-order window, and
    fewer of the records' loads are in flight than a copy's. On an AMD Zen
    3 (bench-records, 64 MiB, two sets of 14 runs interleaved with the
-   library before) AoS to SoA went from medians by record of 0.75-0.83x a
-   non-temporal copy to 0.82-0.94x, faster in 10 to 13 runs of 14 for
-   each record; 512 bytes ahead gained less, 4 and 8 KiB no more.
+   library before, its loops aligned as below) AoS to SoA went from
+   medians by record of 0.75-0.83x a non-temporal copy to 0.82-0.94x,
+   faster in 10 to 13 runs of 14 for each record; 512 bytes ahead gained
+   less, 4 and 8 KiB no more.
    Conversions that do not stream (records in the cache) do without. */
 enum { RECORDS_AHEAD = 2048 };
 
@@ -1139,7 +1140,8 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
   }
 }
 
-/* lanes8_run with each direction a loop of its own (nt: into AoS only).
+/* lanes8_run with each direction a loop of its own (nt comes only into
+   AoS: into SoA, convert_block stages the planes).
    The functions that hold the loops start on 64 bytes, so that changes
    elsewhere in the library do not move them against the CPU's fetch
    blocks: on the Zen 3 above, two builds of the same loops at different
