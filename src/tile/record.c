@@ -1420,7 +1420,7 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   }
   if (shuffle_pays(sh)) c.sh = sh;
   else if (c.aos && !lanes8_make(c.aos, &c.l8)) c.l8.fields = 0;
-  size_t esize = d->esize > s->esize ? d->esize : s->esize;
+  size_t esize = mmb__max(d->esize, s->esize);
   c.block = (outflows(&c) ? OUTFLOW_BYTES : BLOCK_BYTES) / esize / 64 * 64;
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
   convert_job j = {.c = &c, .esize = d->esize, .bytes = mmb__view_bytes(d)};
