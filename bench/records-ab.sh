@@ -8,8 +8,9 @@
 # copies, so each ratio is against the copy of its own run; a run of one
 # build is compared with the run of the other beside it, which a VM's
 # bandwidth, swinging by a third from one minute to the next, leaves
-# alone. Prints per record and direction the medians over the runs and in
-# how many runs AFTER was the faster. Exit status 0; 2: a bad argument.
+# alone. Prints per record and direction the medians over the runs, each
+# build's lowest run (the tail), and in how many runs AFTER was the
+# faster. Exit status 0; 2: a bad argument.
 set -euo pipefail
 usage() { echo "usage: bench/records-ab.sh BEFORE AFTER [RUNS [ROUNDS [SIZE]]]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 5 ] || usage
@@ -59,7 +60,7 @@ a = [read("after", i) for i in range(1, runs + 1)]
 if not b[0] or any(len(r) != len(b[0]) for r in a + b):
     sys.exit("bench/records-ab.sh: the runs did not print the same records")
 print("ratios to the plain copy of the same run: medians over the runs, before -> after,"
-      " and the runs in which after was faster")
+      " the lowest run of each, and the runs in which after was faster")
 for k, (name, _, _) in enumerate(b[0]):
     cells = []
     for d, label in ((1, "AoS->SoA"), (2, "SoA->AoS")):
@@ -67,6 +68,6 @@ for k, (name, _, _) in enumerate(b[0]):
         y = [r[k][d] for r in a]
         wins = sum(q > p for p, q in zip(x, y))
         cells.append(f"{label} {statistics.median(x):.2f} -> {statistics.median(y):.2f}"
-                     f" ({wins}/{runs})")
+                     f" (lowest {min(x):.2f} -> {min(y):.2f}; {wins}/{runs})")
     print(f"  {name:36s} " + ", ".join(cells))
 PY

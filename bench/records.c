@@ -231,7 +231,7 @@ static void device_section(int rounds) {
          "medians (worst)\n", prop.name, rounds);
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     const record_case *rc = &cases[c];
-    size_t n = BYTES / rc->size, aos_bytes = n * rc->size, packed = planes_bytes(rc, n);
+    size_t n = BYTES / rc->size, aos_bytes = n * rc->size, soa_bytes = planes_bytes(rc, n);
     mmbLayout *la, *ls;
     CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 1,
                                    MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
@@ -247,7 +247,7 @@ static void device_section(int rounds) {
     CHECK(mmb_allocate(aos_bytes, dev, &raw_a));
     CHECK(mmb_allocate(aos_bytes, dev, &raw_b));
     /* (planes zeroed: their gaps are compared too) */
-    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = calloc(1, packed);
+    char *a = mmb_array_ptr(h_aos), *back = mmb_array_ptr(h_back), *planes = calloc(1, soa_bytes);
     char *da = mmb_allocation_ptr(raw_a), *db = mmb_allocation_ptr(raw_b);
     char *d_aos_ptr = whole(d_aos)->ptr;
     if (!planes || !a || !back || !da || !db || !d_aos_ptr) exit(1);
@@ -291,10 +291,10 @@ static void device_section(int rounds) {
     ok = ok && planes_agree(rc, d_soa, planes, n);
     memset(back, 0, aos_bytes);
     CHECK(mmb_array_copy(h_back, d_soa));
-    char *planes2 = calloc(1, packed);
+    char *planes2 = calloc(1, soa_bytes);
     if (!planes2) exit(1);
     rc->out(back, planes2, n);
-    ok = ok && !memcmp(planes, planes2, packed);
+    ok = ok && !memcmp(planes, planes2, soa_bytes);
     free(planes2);
     if (!ok) {
       fprintf(stderr, "bench-records: the device's conversion of %s differs from the host's\n",
