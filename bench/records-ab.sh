@@ -10,7 +10,9 @@
 # bandwidth, swinging by a third from one minute to the next, leaves
 # alone. Prints per record and direction the medians over the runs, each
 # build's lowest run (the tail), and in how many runs AFTER was the
-# faster. Exit status 0; 2: a bad argument.
+# faster; the same for the conversions split over two threads, against
+# the 2-thread copy, where the runs time them (64 MiB, two CPUs or more).
+# Exit status 0; 2: a bad argument.
 set -euo pipefail
 usage() { echo "usage: bench/records-ab.sh BEFORE AFTER [RUNS [ROUNDS [SIZE]]]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 5 ] || usage
@@ -41,7 +43,7 @@ import re, statistics, sys
 
 out, runs = sys.argv[1], int(sys.argv[2])
 head = re.compile(r"^(\S.*?): \d+ records of (\d+) B")
-ratio = re.compile(r"faster plain copy: AoS->SoA ([\d.]+)x, SoA->AoS ([\d.]+)x")
+ratio = re.compile(r"(faster plain|2-thread) copy: +AoS->SoA ([\d.]+)x, SoA->AoS ([\d.]+)x")
 
 def read(which, i):
     """[(record, to SoA, to AoS)] of one run, in the order printed."""
@@ -52,15 +54,17 @@ def read(which, i):
             name = m.group(1) if " B" in m.group(1) else f"{m.group(1)} ({m.group(2)} B)"
         m = ratio.search(line)
         if m and name:
-            rows.append((name, float(m.group(1)), float(m.group(2))))
+            two = ", 2 threads" if m.group(1) == "2-thread" else ""
+            rows.append((name + two, float(m.group(2)), float(m.group(3))))
     return rows
 
 b = [read("before", i) for i in range(1, runs + 1)]
 a = [read("after", i) for i in range(1, runs + 1)]
 if not b[0] or any(len(r) != len(b[0]) for r in a + b):
     sys.exit("bench/records-ab.sh: the runs did not print the same records")
-print("ratios to the plain copy of the same run: medians over the runs, before -> after,"
-      " the lowest run of each, and the runs in which after was faster")
+print("ratios to the plain copy of the same run (on 2 threads: to the 2-thread copy):"
+      " medians over the runs, before -> after, the lowest run of each, and the runs in"
+      " which after was faster")
 for k, (name, _, _) in enumerate(b[0]):
     cells = []
     for d, label in ((1, "AoS->SoA"), (2, "SoA->AoS")):
