@@ -1063,7 +1063,7 @@ records_out(char *rec, size_t rs, __m256 *v, const size_t vw) {
    library before, its loops aligned as below) AoS to SoA went from
    medians by record of 0.75-0.83x a non-temporal copy to 0.82-0.94x,
    faster in 10 to 13 runs of 14 for each record; 512 bytes ahead gained
-   less, 4 and 8 KiB no more.
+   less, 4 and 8 KiB no more (4 KiB neither on two threads).
    Conversions that do not stream (records in the cache) do without. */
 enum { RECORDS_AHEAD = 2048 };
 
@@ -1076,7 +1076,9 @@ enum { RECORDS_AHEAD = 2048 };
    non-temporal copy (staging 16 KiB, then streaming it out) to 0.80-1.08x.
    `pair` must not cross a page: a record's store split across two pages,
    once every two blocks, made the same conversions 2.5 to 14 times as
-   long as with `pair` inside one. */
+   long as with `pair` inside one. The planes are not prefetched: 8 or 16
+   blocks ahead made 16- to 56-byte records into AoS 0.09-0.17x slower
+   there (docs/design.md). */
 __attribute__((target("avx2"), always_inline)) static inline void
 lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
            size_t n_blocks, outflow *out, bool nt, char *pair, const size_t vw) {
