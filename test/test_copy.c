@@ -1,6 +1,10 @@
 /* Copies: every out-of-bounds shape is refused; copy_nd matches a reference
    loop on random shapes. */
 #include "common.h"
+#include "alloc/move/move.h"
+
+#include <stdatomic.h>
+#include <unistd.h>
 
 static mmbAllocation *alloc_pattern(mmbMemInterface *iface, size_t n, uint64_t seed) {
   mmbAllocation *a;
@@ -307,7 +311,10 @@ Test(copy_engine, streamed_and_split_copies_land_exactly) {
   ASSERT_NO_LEAKS();
 }
 
-/* An interface's copy_threads: checked, and used for its copies. */
+/* An interface's copy_threads: checked, and used for its copies: one run
+   and rows, neither a whole number of the chunks the threads are dealt,
+   land where they belong (random bytes: a chunk copied to the wrong
+   place, or twice, or not at all, shows). */
 MMB_TEST(copy, copy_threads_of_an_interface) {
   mmbMemSpace *dram;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
@@ -315,17 +322,83 @@ MMB_TEST(copy, copy_threads_of_an_interface) {
   FAILS(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 65}, &iface),
         MMB_INVALID_ARG);
   OK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.copy_threads = 2}, &iface));
-  size_t n = (size_t)9 << 20;
+  size_t n = ((size_t)9 << 20) + 100;
   mmbAllocation *a, *b;
   OK(mmb_allocate(n, iface, &a));
   OK(mmb_allocate(n, iface, &b));
-  memset(mmb_allocation_ptr(a), 0x5A, n);
-  memset(mmb_allocation_ptr(b), 0, n);
+  char *pa = mmb_allocation_ptr(a), *pb = mmb_allocation_ptr(b);
+  fill_pattern(pa, n, 11);
+  memset(pb, 0, n);
   OK(mmb_copy(b, a));
-  cr_assert(memcmp(mmb_allocation_ptr(a), mmb_allocation_ptr(b), n) == 0);
+  cr_assert(memcmp(pa, pb, n) == 0);
+  /* rows of 3000 bytes, 4100 apart: the gaps stay as they were */
+  size_t width = 3000, pitch = 4100, rows = n / pitch;
+  memset(pb, 0, n);
+  OK(mmb_copy_2d(b, 0, 0, pitch, a, 0, 0, pitch, width, rows));
+  for (size_t r = 0; r < rows; r++) {
+    cr_assert(memcmp(pb + r * pitch, pa + r * pitch, width) == 0, "row %zu", r);
+    for (size_t k = width; k < pitch; k++) cr_assert_eq(pb[r * pitch + k], 0, "row %zu gap", r);
+  }
   OK(mmb_free(a));
   OK(mmb_free(b));
   OK(mmb_interface_destroy(iface));
+}
+
+/* The engine deals an index in order, in whole units of about DEAL_BYTES,
+   each once; a part alone takes all that is left. */
+MMB_TEST(copy, engine_deals_each_chunk_once) {
+  mmb__engine_deal d;
+  size_t n = 1000003, lo, hi, at = 0, chunks = 0;
+  mmb__engine_deal_init(&d, n, 64, 24);   /* 24 bytes an index */
+  cr_assert_eq(d.chunk % 64, 0);
+  cr_assert(d.chunk * 24 <= DEAL_BYTES && (d.chunk + 64) * 24 > DEAL_BYTES, "chunk %zu", d.chunk);
+  while (mmb__engine_deal_next(&d, 2, &lo, &hi)) {
+    cr_assert_eq(lo, at);
+    cr_assert_eq(hi, mmb__min(lo + d.chunk, n));
+    at = hi, chunks++;
+  }
+  cr_assert_eq(at, n);
+  cr_assert_eq(chunks, (n + d.chunk - 1) / d.chunk);
+  cr_assert(!mmb__engine_deal_next(&d, 2, &lo, &hi));
+  mmb__engine_deal_init(&d, n, 64, 24);
+  cr_assert(mmb__engine_deal_next(&d, 2, &lo, &hi) && lo == 0 && hi == d.chunk);
+  cr_assert(mmb__engine_deal_next(&d, 1, &lo, &hi) && lo == d.chunk && hi == n);
+  cr_assert(!mmb__engine_deal_next(&d, 1, &lo, &hi));
+  mmb__engine_deal_init(&d, 10, 1, (size_t)4 << 20);   /* an index wider than a chunk: one each */
+  cr_assert_eq(d.chunk, 1);
+  mmb__engine_deal_init(&d, 0, 64, 1);
+  cr_assert(!mmb__engine_deal_next(&d, 2, &lo, &hi));
+}
+
+/* Work split over the engine's helpers is dealt as each part asks: a
+   part that runs slower takes fewer chunks, and every chunk is taken
+   once. (Halves fixed in advance would give each part 16.) */
+typedef struct slow_split {
+  mmb__engine_deal deal;
+  atomic_uint taken[2], parts;
+  unsigned char seen[32];
+} slow_split;
+
+static void slow_first_part(void *arg, unsigned i, unsigned parts) {
+  slow_split *s = arg;
+  size_t lo, hi;
+  atomic_store(&s->parts, parts);
+  while (mmb__engine_deal_next(&s->deal, parts, &lo, &hi)) {
+    for (size_t k = lo; k < hi; k++) s->seen[k]++;   /* (chunks are disjoint) */
+    atomic_fetch_add(&s->taken[i], 1);
+    if (i == 0) usleep(20000);
+  }
+}
+
+MMB_TEST(copy, split_work_goes_to_the_faster_part) {
+  slow_split s = {0};
+  mmb__engine_deal_init(&s.deal, 32, 1, DEAL_BYTES);   /* 32 chunks of one index */
+  mmb__engine_split(slow_first_part, &s, 2, -1);
+  cr_assert_eq(atomic_load(&s.parts), 2, "the split had a helper");
+  for (size_t k = 0; k < 32; k++) cr_assert_eq(s.seen[k], 1, "index %zu", k);
+  unsigned slow = atomic_load(&s.taken[0]), fast = atomic_load(&s.taken[1]);
+  cr_assert_eq(slow + fast, 32);
+  cr_assert_gt(fast, slow, "the slow part took %u of 32", slow);
 }
 
 Test(copy_engine, malformed_environment_fails_init) {

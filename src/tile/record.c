@@ -1365,22 +1365,18 @@ typedef struct convert_job {
   size_t esize;       /* the destination's element */
   size_t bytes;       /* the whole conversion's (whether it streams) */
   bool runs;          /* records contiguous along the runs: it may stream */
+  mmb__engine_deal deal;   /* of the plan's outermost index (an empty plan: one chunk) */
 } convert_job;
 
-/* Part i of parts: a range of the plan's outermost index (of 64 elements
-   for one run, so that each part starts on cache lines where the run
-   does), with its own stages. */
+/* A part: with its own stages, chunks of the plan's outermost index as
+   they are dealt (of 64 elements for one run, so that each starts on
+   cache lines where the run does). */
 static void convert_part(void *arg, unsigned i, unsigned parts) {
-  const convert_job *j = arg;
+  convert_job *j = arg;
   convert c = *j->c;
   mmb__plan p = j->p;
-  size_t doff = 0, soff = 0;
-  if (p.n) {
-    size_t k = p.n - 1, lo, hi = mmb__engine_part(p.dim[k], k ? 1 : 64, i, parts, &lo);
-    if (lo >= hi) return;
-    p.dim[k] = hi - lo;
-    doff = lo * p.ds[k], soff = lo * p.ss[k];
-  }
+  size_t lo, hi, k = p.n ? p.n - 1 : 0;
+  if (!mmb__engine_deal_next(&j->deal, parts, &lo, &hi)) return;
   size_t staged = c.block * j->esize;
   outflow out;
   bool two = outflows(&c);
@@ -1397,7 +1393,10 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
       c.out = &out;
     }
   }
-  convert_walk(&c, &p, p.n, doff, soff);
+  do {
+    if (p.n) p.dim[k] = hi - lo;
+    convert_walk(&c, &p, p.n, p.n ? lo * p.ds[k] : 0, p.n ? lo * p.ss[k] : 0);
+  } while (mmb__engine_deal_next(&j->deal, parts, &lo, &hi));
   if (c.out) outflow_send(c.out, SIZE_MAX);
   if (c.stream) {
     _mm_sfence();
@@ -1431,6 +1430,8 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   j.runs = c.d_soa || (j.p.n && j.p.ds[0] == 1);
   /* split as a copy of as many bytes between the same interfaces would be */
   size_t outer = !j.p.n ? 1 : j.p.n == 1 ? j.p.dim[0] / 64 : j.p.dim[j.p.n - 1];
+  size_t n = j.p.n ? j.p.dim[j.p.n - 1] : 1;
+  mmb__engine_deal_init(&j.deal, n, j.p.n == 1 ? 64 : 1, n ? j.bytes / n : 1);
   size_t parts = mmb__min(mmb__engine_threads(j.bytes, mmb__copy_threads(d->iface, s->iface)),
                           outer);
   mmb__engine_split(convert_part, &j, (unsigned)parts,

@@ -14,7 +14,9 @@
    - Threads. A copy of at least 4 MiB is split along its outermost dimension
      over the threads its interfaces ask for (mmbMemInterfaceConfig.
      copy_threads, else MMB_COPY_THREADS, else 1): helper threads of the
-     engine's, made on first use, bound near the destination's NUMA node.
+     engine's, made on first use, bound near the destination's NUMA node,
+     and the caller, each taking the next chunk of about 1 MiB as it is
+     done with its last (mmb__engine_deal).
      One split copy runs at a time; a copy that finds the helpers busy runs
      on its caller's thread alone. Record conversions split their work
      over the same helpers (mmb__engine_split).
@@ -105,22 +107,21 @@ typedef struct copy_job {
   char *dst;
   const char *src;
   size_t ds[MMB_MAX_DIMS + 1], ss[MMB_MAX_DIMS + 1], dims[MMB_MAX_DIMS + 1], ndims;
+  mmb__engine_deal deal;   /* of the outermost index (of bytes for one run) */
 } copy_job;
 
-/* Part `i` of `parts`: a range of the outermost index (of 64-byte blocks for one run). */
+/* A part: chunks of the outermost index as they are dealt. */
 static void copy_part(void *arg, unsigned i, unsigned parts) {
-  const copy_job *j = arg;
-  size_t dims[MMB_MAX_DIMS + 1];
+  copy_job *j = arg;
+  size_t dims[MMB_MAX_DIMS + 1], k = j->ndims - 1, lo, hi;
   memcpy(dims, j->dims, sizeof dims);
-  size_t lo, hi;
-  if (j->ndims < 2) {
-    hi = mmb__engine_part(dims[0], 64, i, parts, &lo);
-    if (lo < hi) j->f(j->dst + lo, 0, j->src + lo, 0, hi - lo, 1);
-  } else {
-    size_t k = j->ndims - 1;
-    hi = mmb__engine_part(dims[k], 1, i, parts, &lo);
+  while (mmb__engine_deal_next(&j->deal, parts, &lo, &hi)) {
+    if (j->ndims < 2) {
+      j->f(j->dst + lo, 0, j->src + lo, 0, hi - lo, 1);
+      continue;
+    }
     dims[k] = hi - lo;
-    if (dims[k]) copy_rows(j->f, j->dst + lo * j->ds[k], j->ds, j->src + lo * j->ss[k], j->ss, j->ndims, dims);
+    copy_rows(j->f, j->dst + lo * j->ds[k], j->ds, j->src + lo * j->ss[k], j->ss, j->ndims, dims);
   }
   if (j->f != rows_memcpy) _mm_sfence();
 }
@@ -215,6 +216,8 @@ void mmb__engine_copy(char *dst, const size_t *ds, const char *src, const size_t
   memcpy(j.ss, ss, ndims * sizeof *ss);
   memcpy(j.dims, dims, ndims * sizeof *dims);
   size_t outer = ndims == 1 ? bytes / 64 : dims[ndims - 1];
+  if (ndims == 1) mmb__engine_deal_init(&j.deal, bytes, 64, 1);
+  else mmb__engine_deal_init(&j.deal, outer, 1, outer ? bytes / outer : 1);
   mmb__engine_split(copy_part, &j, (unsigned)mmb__min(mmb__engine_threads(bytes, threads), outer),
                     numa);
 }

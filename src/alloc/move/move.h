@@ -6,6 +6,8 @@
 
 #include "alloc/strategy/strategy.h"
 
+#include <stdatomic.h>
+
 /* ---- the copy engine (engine.c) ----------------------------------------- */
 /* Host-to-host strided copies. ndims >= 1, dims[0] in bytes; stride[k] is the
    byte distance between consecutive indices of dim k (stride[0] unused).
@@ -26,19 +28,40 @@ void mmb__engine_run(char *dst, const char *src, size_t bytes, bool stream);
    each i below parts, the caller's thread taking part 0; part(arg, 0, 1)
    on the caller's thread alone where parts is below 2 or the helpers are
    busy with another split (or none can be started). Each part fences its
-   own streaming stores. */
+   own streaming stores, and takes its work from an mmb__engine_deal. */
 unsigned mmb__engine_threads(size_t bytes, unsigned threads);
 void mmb__engine_split(void (*part)(void *arg, unsigned i, unsigned parts), void *arg,
                        unsigned parts, int numa);
-/* Part i of parts of an index 0..n-1, dealt in units of `unit` (64 along
-   one run of bytes or elements, so that each part starts on a cache line
-   where the run does; 1 along an outer index): [*lo, the return value),
-   empty where *lo is not below it. */
-static inline size_t mmb__engine_part(size_t n, size_t unit, unsigned i, unsigned parts,
-                                      size_t *lo) {
-  size_t units = (n + unit - 1) / unit;
-  *lo = units * i / parts * unit;
-  return mmb__min(units * (i + 1) / parts * unit, n);
+/* An index 0..n-1 dealt to a split's parts in chunks, each part taking
+   the next chunk when it is done with its last, so that a part whose
+   thread runs slower takes fewer (its CPU woken from idle for the split,
+   or busy with other work). Chunks are about DEAL_BYTES of the work
+   (`unit_bytes` an index) in whole units of `unit` (64 along one run of
+   bytes or elements, so that each chunk starts on a cache line where the
+   run does; 1 along an outer index). Halves fixed in advance left a
+   conversion split over two threads of a VM waiting on the thread woken
+   for it, which ran its half up to 1.7x as long as the caller's
+   (docs/design.md). */
+enum { DEAL_BYTES = 1 << 20 };
+typedef struct mmb__engine_deal {
+  _Atomic size_t next;   /* the first index not yet dealt */
+  size_t n, chunk;
+} mmb__engine_deal;
+static inline void mmb__engine_deal_init(mmb__engine_deal *d, size_t n, size_t unit,
+                                         size_t unit_bytes) {
+  size_t chunk = DEAL_BYTES / mmb__max(unit_bytes, (size_t)1) / unit * unit;
+  d->n = n, d->chunk = mmb__max(chunk, unit);
+  atomic_init(&d->next, 0);
+}
+/* Part of `parts`' next chunk, [*lo, *hi) (a part alone: all that is
+   left); false when all are dealt. */
+static inline bool mmb__engine_deal_next(mmb__engine_deal *d, unsigned parts, size_t *lo,
+                                         size_t *hi) {
+  size_t take = parts < 2 ? d->n : d->chunk;
+  size_t at = atomic_fetch_add_explicit(&d->next, take, memory_order_relaxed);
+  if (at >= d->n) return false;
+  *lo = at, *hi = d->n - at > take ? at + take : d->n;
+  return true;
 }
 mmbError mmb__engine_init(void);      /* MMB_COPY_NT_BYTES, MMB_COPY_THREADS, the CPU's stores */
 void mmb__engine_finalize(void);      /* joins the helper threads */
