@@ -5,8 +5,9 @@
      own);
    - a non-temporal copy: the same rows, written with AVX-512 (or AVX2)
      streaming stores, one thread;
-   - the same split over 2 threads (the machine's bandwidth), against mmb
-     with copy_threads = 2.
+   - the same split over 2 threads (the machine's bandwidth), in chunks
+     dealt as each thread asks (as mmb deals its own), against mmb with
+     copy_threads = 2.
    Prints GB/s as the median round (and the worst), and the ratio of mmb's
    median to the best single-thread baseline's (to the 2-thread baseline's
    for the 2-thread cases). Targets: >= 0.9 for contiguous copies
@@ -64,34 +65,35 @@ static void nt_rows(char *d, const char *s, size_t width, size_t pitch, size_t r
   _mm_sfence();
 }
 
-typedef struct half {
+/* The 2-thread copy: chunks of about 1 MiB (of one run's bytes, or of
+   whole rows) dealt to the two threads as each asks, as mmb deals a split
+   copy's. */
+typedef struct nt_job {
   char *d;
   const char *s;
-  size_t width, pitch, rows;
-} half;
+  size_t width, pitch;   /* one run: pitch 0, chunks of bytes */
+  bench_deal deal;
+} nt_job;
 
-static void *nt_half(void *v) {
-  half *h = v;
-  nt_rows(h->d, h->s, h->width, h->pitch, h->rows);
+static void *nt_chunks(void *v) {
+  nt_job *t = v;
+  size_t lo, hi;
+  while (bench_deal_next(&t->deal, &lo, &hi)) {
+    if (!t->pitch) nt_rows(t->d + lo, t->s + lo, hi - lo, hi - lo, 1);
+    else nt_rows(t->d + lo * t->pitch, t->s + lo * t->pitch, t->width, t->pitch, hi - lo);
+  }
   return NULL;
 }
 
 static void nt_two_threads(char *d, const char *s, const copy_case *c, size_t rows) {
-  if (c->pitch == c->width) {   /* one run: two halves of it */
-    size_t mid = payload / 2 & ~(size_t)63;
-    half h = {d + mid, s + mid, payload - mid, payload - mid, 1};
-    pthread_t t;
-    pthread_create(&t, NULL, nt_half, &h);
-    nt_rows(d, s, mid, mid, 1);
-    pthread_join(t, NULL);
-    return;
-  }
-  size_t mid = rows / 2;
-  half h = {d + mid * c->pitch, s + mid * c->pitch, c->width, c->pitch, rows - mid};
-  pthread_t t;
-  pthread_create(&t, NULL, nt_half, &h);
-  nt_rows(d, s, c->width, c->pitch, mid);
-  pthread_join(t, NULL);
+  bool run = c->pitch == c->width;
+  nt_job t = {.d = d, .s = s, .width = c->width, .pitch = run ? 0 : c->pitch};
+  if (run) bench_deal_start(&t.deal, payload, (size_t)1 << 20);
+  else bench_deal_start(&t.deal, rows, ((size_t)1 << 20) / c->pitch);
+  pthread_t helper;
+  pthread_create(&helper, NULL, nt_chunks, &t);
+  nt_chunks(&t);
+  pthread_join(helper, NULL);
 }
 
 /* ---- one round of each ------------------------------------------------------------ */
