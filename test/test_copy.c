@@ -344,14 +344,15 @@ MMB_TEST(copy, copy_threads_of_an_interface) {
   OK(mmb_interface_destroy(iface));
 }
 
-/* The engine deals an index in order, in whole units of about DEAL_BYTES,
-   each once; a part alone takes all that is left. */
+/* The engine deals an index in order, in whole units of about
+   MMB__DEAL_BYTES, each once; a part alone takes all that is left. */
 MMB_TEST(copy, engine_deals_each_chunk_once) {
   mmb__engine_deal d;
   size_t n = 1000003, lo, hi, at = 0, chunks = 0;
   mmb__engine_deal_init(&d, n, 64, 24);   /* 24 bytes an index */
   cr_assert_eq(d.chunk % 64, 0);
-  cr_assert(d.chunk * 24 <= DEAL_BYTES && (d.chunk + 64) * 24 > DEAL_BYTES, "chunk %zu", d.chunk);
+  cr_assert(d.chunk * 24 <= MMB__DEAL_BYTES && (d.chunk + 64) * 24 > MMB__DEAL_BYTES,
+            "chunk %zu", d.chunk);
   while (mmb__engine_deal_next(&d, 2, &lo, &hi)) {
     cr_assert_eq(lo, at);
     cr_assert_eq(hi, mmb__min(lo + d.chunk, n));
@@ -392,7 +393,7 @@ static void slow_first_part(void *arg, unsigned i, unsigned parts) {
 
 MMB_TEST(copy, split_work_goes_to_the_faster_part) {
   slow_split s = {0};
-  mmb__engine_deal_init(&s.deal, 32, 1, DEAL_BYTES);   /* 32 chunks of one index */
+  mmb__engine_deal_init(&s.deal, 32, 1, MMB__DEAL_BYTES);   /* 32 chunks of one index */
   mmb__engine_split(slow_first_part, &s, 2, -1);
   cr_assert_eq(atomic_load(&s.parts), 2, "the split had a helper");
   for (size_t k = 0; k < 32; k++) cr_assert_eq(s.seen[k], 1, "index %zu", k);

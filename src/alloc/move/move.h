@@ -35,21 +35,21 @@ void mmb__engine_split(void (*part)(void *arg, unsigned i, unsigned parts), void
 /* An index 0..n-1 dealt to a split's parts in chunks, each part taking
    the next chunk when it is done with its last, so that a part whose
    thread runs slower takes fewer (its CPU woken from idle for the split,
-   or busy with other work). Chunks are about DEAL_BYTES of the work
+   or busy with other work). Chunks are about MMB__DEAL_BYTES of the work
    (`unit_bytes` an index) in whole units of `unit` (64 along one run of
    bytes or elements, so that each chunk starts on a cache line where the
    run does; 1 along an outer index). Halves fixed in advance left a
    conversion split over two threads of a VM waiting on the thread woken
    for it, which ran its half up to 1.7x as long as the caller's
    (docs/design.md). */
-enum { DEAL_BYTES = 1 << 20 };
+enum { MMB__DEAL_BYTES = 1 << 20 };
 typedef struct mmb__engine_deal {
   _Atomic size_t next;   /* the first index not yet dealt */
   size_t n, chunk;
 } mmb__engine_deal;
 static inline void mmb__engine_deal_init(mmb__engine_deal *d, size_t n, size_t unit,
                                          size_t unit_bytes) {
-  size_t chunk = DEAL_BYTES / mmb__max(unit_bytes, (size_t)1) / unit * unit;
+  size_t chunk = MMB__DEAL_BYTES / mmb__max(unit_bytes, (size_t)1) / unit * unit;
   d->n = n, d->chunk = mmb__max(chunk, unit);
   atomic_init(&d->next, 0);
 }
