@@ -869,6 +869,7 @@ typedef struct lanes8 {
   unsigned fields;   /* the fields it moves (bit f); the others go field by field */
   size_t vw;         /* the words a record's loads and stores take: 3, 4, 8 or 16 */
   int field[16];     /* per word of the record, the moved field that starts there (-1: none) */
+  bool word_planes;  /* into SoA, streamed: every word to its word plane (outseg) */
 } lanes8;
 
 static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
@@ -876,13 +877,16 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
   if (r->record_size % 4 || words > 16 || !__builtin_cpu_supports("avx2")) return false;
   *l = (lanes8){.vw = words == 3 ? 3 : words <= 4 ? 4 : words <= 8 ? 8 : 16};
   for (int w = 0; w < 16; w++) l->field[w] = -1;
-  size_t moved = 0;
+  size_t moved = 0, words_moved = 0, pair_words = 0;
   for (size_t f = 0; f < r->n; f++)
     if ((word_field(r, f) && r->size[f] <= 8) || lone_field(r, f)) {
       l->fields |= 1u << f;
       l->field[r->offset[f] / 4] = (int)f;
       moved++;
+      words_moved += r->size[f] == 8 ? 2 : 1;
+      pair_words += r->size[f] == 8 ? 2 : 0;
     }
+  l->word_planes = 2 * pair_words <= words_moved;   /* (see outseg) */
   /* the transposition (8 to 24 shuffles for each 8 words of a record, and
      its loads or stores) against a scalar load and store per moved field
      of each of the 8 records */
@@ -934,41 +938,132 @@ __attribute__((target("avx2"), always_inline)) static inline __m256 lone_in(cons
    stages, in turn. On an AMD Zen 3 that took AoS to SoA from 0.58-0.65x
    a non-temporal copy to 0.62-0.73x. Into AoS it did not pay (records of
    12 and 24 bytes, whose stores overlap, went from 0.58-0.62x to
-   0.52-0.56x), and a slice every 1, 2, 8 or 16 steps did worse. */
+   0.52-0.56x), and a slice every 1, 2, 8 or 16 steps did worse.
+   A segment of the outflow is the bytes of one plane still to send. Where
+   the records' moved words are mostly not doubles (lanes8's word_planes),
+   the blocks store each of their vectors, whatever it holds, in the word
+   plane of its word (word w of the block's records, 4 bytes a record),
+   and the registers' part of a field comes from there: a 4-byte field's
+   word plane is its plane (OUT_COPY), an 8-byte field's two interleave
+   (OUT_PAIR), a lone field's is narrowed to its bytes (OUT_LONE). The
+   rest comes packed (OUT_COPY). Without a test of each word's field in
+   the blocks, AoS to SoA went on an AMD Zen 3 (bench-records, 64 MiB, 10
+   runs interleaved with the blocks that test) from 0.87 to 0.92x a
+   non-temporal copy for 16-byte records and from 0.81 to 0.87x for the
+   24-byte particle, and in L3 (4 MiB) from 18-24 to 21-30 GB/s; the
+   6-double record, whose pairs then interleave in the outflow rather than
+   in the blocks, went from 0.81 to 0.77x (faster in 0 of 10 runs), so
+   records mostly of doubles keep the tests. */
+enum { OUT_COPY, OUT_PAIR, OUT_LONE };
+
+typedef struct outseg {
+  char *dst;
+  const char *src;    /* OUT_PAIR: the low words; the high ones `hi` bytes on */
+  size_t left;        /* bytes of the plane still to send */
+  size_t hi;
+  unsigned kind;
+  unsigned size;      /* the plane's element: 4, 8, or a lone field's 1 or 2 */
+  int shift;          /* OUT_LONE: the field's bits in its word */
+} outseg;
+
 typedef struct outflow {
-  char *dst[MMB_MAX_FIELDS];
-  const char *src[MMB_MAX_FIELDS];
-  size_t left[MMB_MAX_FIELDS];
+  outseg seg[2 * MMB_MAX_FIELDS];
   size_t n, at;        /* the segments, and the one going out */
   size_t slice;        /* bytes a slice sends (a multiple of 32) */
-  char *stage[2];
+  char *stage[2];      /* each: the word planes, then the packed planes */
+  size_t wstride;      /* bytes from one word plane to the next */
   unsigned turn;       /* the stage the block being converted fills */
 } outflow;
 
-/* Sends up to `bytes` of the segments (all of them: SIZE_MAX), streamed
-   in 32-byte stores on 32-byte boundaries of the destination, a
-   segment's ragged head and tail by plain stores. (The copy engine's
-   streamed rows, called for each slice, took AoS to SoA back to
-   0.47-0.60x on the Zen 3, from 0.66-0.73x with this loop.) */
-__attribute__((target("avx2"))) static void outflow_send(outflow *o, size_t bytes) {
-  while (o->at < o->n && bytes) {
-    size_t k = o->at, n = o->left[k];
-    char *d = o->dst[k];
-    const char *s = o->src[k];
-    size_t head = (size_t)(-(uintptr_t)d & 31);
-    if (head && head <= n) {
-      memcpy(d, s, head);
-      d += head, s += head, n -= head;
+/* One element of a word segment, by plain stores. */
+static void outseg_one(outseg *g) {
+  uint32_t lo, hi;
+  memcpy(&lo, g->src, 4);
+  if (g->kind == OUT_PAIR) {
+    memcpy(&hi, g->src + g->hi, 4);
+    memcpy(g->dst, &lo, 4);
+    memcpy(g->dst + 4, &hi, 4);
+  } else {
+    lo >>= g->shift;
+    memcpy(g->dst, &lo, g->size);   /* (little-endian: the low bytes) */
+  }
+  g->dst += g->size, g->src += 4, g->left -= g->size;
+}
+
+/* Sends up to about `bytes` of a word segment: elements one by one up to
+   a 32-byte boundary of the destination (all of them where the plane's
+   elements never reach one), then 32 or 64 bytes at a time, narrowed or
+   interleaved in registers and streamed, the last few one by one. */
+__attribute__((target("avx2"))) static size_t outseg_words(outseg *g, size_t bytes) {
+  size_t sent = g->left;
+  while (g->left && (uintptr_t)g->dst % 32) outseg_one(g);
+  size_t unit = g->kind == OUT_PAIR ? 64 : 32;
+  __m128i sh = _mm_cvtsi32_si128(g->shift);
+  for (size_t done = 0; g->left >= unit && done < bytes; done += unit) {
+    if (g->kind == OUT_PAIR) {   /* records 0-3 and 4-7 of 8 */
+      __m256 a = _mm256_loadu_ps((const float *)g->src),
+             c = _mm256_loadu_ps((const float *)(g->src + g->hi));
+      __m256 lo = _mm256_unpacklo_ps(a, c), hi = _mm256_unpackhi_ps(a, c);
+      _mm256_stream_ps((float *)g->dst, _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_stream_ps((float *)(g->dst + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+      g->src += 32;
+    } else if (g->size == 2) {   /* 16 records: their halves packed, the halves' qwords in order */
+      __m256i m = _mm256_set1_epi32(0xffff);
+      __m256i x0 = _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)g->src), sh), m);
+      __m256i x1 = _mm256_and_si256(
+          _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(g->src + 32)), sh), m);
+      _mm256_stream_si256((__m256i *)g->dst,
+                          _mm256_permute4x64_epi64(_mm256_packus_epi32(x0, x1), 0xD8));
+      g->src += 64;
+    } else {   /* 32 records of a byte: packed twice, then each 4's dword in order */
+      __m256i m = _mm256_set1_epi32(0xff), x[4];
+      for (int i = 0; i < 4; i++)
+        x[i] = _mm256_and_si256(
+            _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(g->src + 32 * i)), sh), m);
+      __m256i q = _mm256_packus_epi16(_mm256_packus_epi32(x[0], x[1]),
+                                      _mm256_packus_epi32(x[2], x[3]));
+      _mm256_stream_si256((__m256i *)g->dst,
+                          _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      g->src += 128;
     }
-    size_t take = n < 32 ? n : mmb__min(n, bytes) / 32 * 32;
-    if (!take) take = mmb__min(n, 32);
-    if (take % 32) memcpy(d, s, take);
-    else
-      for (size_t b = 0; b < take; b += 32)
-        _mm256_stream_si256((__m256i *)(d + b), _mm256_loadu_si256((const __m256i *)(s + b)));
-    o->dst[k] = d + take, o->src[k] = s + take, o->left[k] = n - take;
-    bytes = bytes > take ? bytes - take : 0;
-    if (!o->left[k]) o->at++;
+    g->dst += unit, g->left -= unit;
+  }
+  if (g->left < unit)
+    while (g->left) outseg_one(g);
+  return sent - g->left;
+}
+
+/* Sends up to about `bytes` of a packed segment, streamed in 32-byte
+   stores on 32-byte boundaries of the destination, its ragged head and
+   tail by plain stores. (The copy engine's streamed rows, called for
+   each slice, took AoS to SoA back to 0.47-0.60x on the Zen 3, from
+   0.66-0.73x with this loop.) */
+__attribute__((target("avx2"))) static size_t outseg_copy(outseg *g, size_t bytes) {
+  size_t n = g->left, sent = n;
+  char *d = g->dst;
+  const char *s = g->src;
+  size_t head = (size_t)(-(uintptr_t)d & 31);
+  if (head && head <= n) {
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+  }
+  size_t take = n < 32 ? n : mmb__min(n, bytes) / 32 * 32;
+  if (!take) take = mmb__min(n, 32);
+  if (take % 32) memcpy(d, s, take);
+  else
+    for (size_t b = 0; b < take; b += 32)
+      _mm256_stream_si256((__m256i *)(d + b), _mm256_loadu_si256((const __m256i *)(s + b)));
+  g->dst = d + take, g->src = s + take, g->left = n - take;
+  return sent - g->left;
+}
+
+/* Sends up to about `bytes` of the segments (all of them: SIZE_MAX). */
+static void outflow_send(outflow *o, size_t bytes) {
+  while (o->at < o->n && bytes) {
+    outseg *g = &o->seg[o->at];
+    size_t sent = g->kind == OUT_COPY ? outseg_copy(g, bytes) : outseg_words(g, bytes);
+    bytes = bytes > sent ? bytes - sent : 0;
+    if (!g->left) o->at++;
   }
 }
 
@@ -1068,7 +1163,8 @@ records_out(char *rec, size_t rs, __m256 *v, const size_t vw) {
 enum { RECORDS_AHEAD = 2048 };
 
 /* n_blocks blocks of 8 records between AoS at `aos` and the moved fields'
-   plane runs, field f's at run[f]; vw a constant, so that the loops
+   plane runs, field f's at run[f] (into SoA with an outflow and
+   word_planes: the stage's word planes); vw a constant, so that the loops
    unroll and the block stays in registers. With nt (into AoS, streamed,
    n_blocks even, `aos` on a cache line), two blocks' records go into
    `pair`, 16 records being whole lines, and from there out past the cache.
@@ -1096,6 +1192,15 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
     char *rec = aos + 8 * b * rs;
     __m256 v[16];
     if (out && b % 4 == 3) outflow_send(out, out->slice);
+    if (to_soa && out && l->word_planes) {   /* no test of what each word holds */
+      prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
+      records_in(v, rec, rs, vw);
+      char *wp = out->stage[out->turn] + 32 * b;
+      _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
+        if (w < vw / 2 || w < words)   /* (the words past the record: the next one's) */
+          _mm256_storeu_ps((float *)(wp + w * out->wstride), v[w]);
+      continue;
+    }
     if (to_soa) {
       if (out) prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
       records_in(v, rec, rs, vw);
@@ -1261,7 +1366,7 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   char *buf = o ? o->stage[o->turn] : c->buf;
   if (o) {   /* the last block's write-out in slices, one per 4 register steps */
     size_t pending = 0;
-    for (size_t k = o->at; k < o->n; k++) pending += o->left[k];
+    for (size_t k = o->at; k < o->n; k++) pending += o->seg[k].left;
     o->slice = (pending / (fast / 32 + 1) + 63) / 32 * 32;
   }
   char *to[MMB_MAX_FIELDS] = {0};   /* (r->n >= 1 fills them) */
@@ -1275,8 +1380,10 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     for (size_t f = 0; f < r->n; f++)
       direct = direct && !(in_whole_lines(c, f) && (uintptr_t)to[f] % 64);
     char *run[MMB_MAX_FIELDS];
+    bool words = o && c->l8.word_planes;
+    char *packed = words ? buf + c->l8.vw * o->wstride : buf;   /* (after the word planes) */
     for (size_t f = 0; f < r->n; f++)
-      run[f] = c->stream && !(direct && in_whole_lines(c, f)) ? buf + m * r->before[f] : to[f];
+      run[f] = c->stream && !(direct && in_whole_lines(c, f)) ? packed + m * r->before[f] : to[f];
     if (fast) registers(c, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
     for (size_t f = 0; f < r->n; f++) {
       size_t done = in_registers(c, f) ? fast : 0, step = run[f] == to[f] ? dst : 1;
@@ -1286,9 +1393,20 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     }
     if (o) {   /* the last block's rest, then this one's to send */
       outflow_send(o, SIZE_MAX);
-      o->n = r->n, o->at = 0, o->turn = !o->turn;
-      for (size_t f = 0; f < r->n; f++)
-        o->dst[f] = to[f], o->src[f] = run[f], o->left[f] = m * r->size[f];
+      o->n = 0, o->at = 0;
+      for (size_t f = 0; f < r->n; f++) {
+        size_t size = r->size[f], done = words && in_registers(c, f) ? fast : 0;
+        size_t off = c->aos->offset[f];
+        if (done)
+          o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 4 * o->wstride,
+                                    .left = done * size, .hi = o->wstride, .size = (unsigned)size,
+                                    .kind = size == 4 ? OUT_COPY : size == 8 ? OUT_PAIR : OUT_LONE,
+                                    .shift = (int)(8 * (off % 4))};
+        if (m > done)
+          o->seg[o->n++] = (outseg){.dst = to[f] + done * size, .src = run[f] + done * size,
+                                    .left = (m - done) * size, .size = (unsigned)size};
+      }
+      o->turn = !o->turn;
     }
     return;
   }
@@ -1377,9 +1495,10 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
   mmb__plan p = j->p;
   size_t lo, hi, k = p.n ? p.n - 1 : 0;
   if (!mmb__engine_deal_next(&j->deal, parts, &lo, &hi)) return;
-  size_t staged = c.block * j->esize;
-  outflow out;
   bool two = outflows(&c);
+  size_t wstride = 4 * c.block;   /* (each stage's first vw, where AVX2's blocks use them) */
+  size_t staged = c.block * j->esize + (two && c.l8.word_planes ? c.l8.vw * wstride : 0);
+  outflow out;
   size_t stages = two ? 2 * staged : staged;
   if (j->runs && mmb__engine_streams(j->bytes) &&
       (c.buf = mmb__malloc(stages + 64 + 2 * PAIR_BYTES))) {
@@ -1389,7 +1508,7 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
     if ((uintptr_t)c.pair % 4096 + PAIR_BYTES > 4096)   /* (then less than PAIR_BYTES on) */
       c.pair = (char *)(((uintptr_t)c.pair + 4095) & ~(uintptr_t)4095);
     if (two) {
-      out = (outflow){.stage = {c.buf, c.buf + staged}};
+      out = (outflow){.stage = {c.buf, c.buf + staged}, .wstride = wstride};
       c.out = &out;
     }
   }
