@@ -865,11 +865,13 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
    3 plane vectors and back (records3_in, records3_out), with 3 loads or
    stores of 32 bytes a block instead of 8 of 16, reaching nothing past
    the block. */
+enum { STAGE_TESTED, STAGE_WORDS, STAGE_QWORDS };   /* lanes8's stages into SoA (outseg) */
+
 typedef struct lanes8 {
   unsigned fields;   /* the fields it moves (bit f); the others go field by field */
   size_t vw;         /* the words a record's loads and stores take: 3, 4, 8 or 16 */
   int field[16];     /* per word of the record, the moved field that starts there (-1: none) */
-  bool word_planes;  /* into SoA, streamed: every word to its word plane (outseg) */
+  unsigned planes;   /* into SoA, streamed: how the blocks stage (STAGE_*, see outseg) */
 } lanes8;
 
 static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
@@ -877,7 +879,7 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
   if (r->record_size % 4 || words > 16 || !__builtin_cpu_supports("avx2")) return false;
   *l = (lanes8){.vw = words == 3 ? 3 : words <= 4 ? 4 : words <= 8 ? 8 : 16};
   for (int w = 0; w < 16; w++) l->field[w] = -1;
-  size_t moved = 0, words_moved = 0, pair_words = 0;
+  size_t moved = 0, words_moved = 0, pair_words = 0, lone = 0, astride = 0;
   for (size_t f = 0; f < r->n; f++)
     if ((word_field(r, f) && r->size[f] <= 8) || lone_field(r, f)) {
       l->fields |= 1u << f;
@@ -885,8 +887,12 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
       moved++;
       words_moved += r->size[f] == 8 ? 2 : 1;
       pair_words += r->size[f] == 8 ? 2 : 0;
+      lone += r->size[f] < 4;
+      astride += r->size[f] == 8 && r->offset[f] % 8;
     }
-  l->word_planes = 2 * pair_words <= words_moved;   /* (see outseg) */
+  l->planes = 2 * pair_words <= words_moved     ? STAGE_WORDS   /* (see outseg) */
+              : l->vw >= 8 && !lone && !astride ? STAGE_QWORDS
+                                                : STAGE_TESTED;
   /* the transposition (8 to 24 shuffles for each 8 words of a record, and
      its loads or stores) against a scalar load and store per moved field
      of each of the 8 records */
@@ -940,8 +946,8 @@ __attribute__((target("avx2"), always_inline)) static inline __m256 lone_in(cons
    12 and 24 bytes, whose stores overlap, went from 0.58-0.62x to
    0.52-0.56x), and a slice every 1, 2, 8 or 16 steps did worse.
    A segment of the outflow is the bytes of one plane still to send. Where
-   the records' moved words are mostly not doubles (lanes8's word_planes),
-   the blocks store each of their vectors, whatever it holds, in the word
+   the records' moved words are mostly not doubles (STAGE_WORDS), the
+   blocks store each of their vectors, whatever it holds, in the word
    plane of its word (word w of the block's records, 4 bytes a record),
    and the registers' part of a field comes from there: a 4-byte field's
    word plane is its plane (OUT_COPY), an 8-byte field's two interleave
@@ -952,9 +958,19 @@ __attribute__((target("avx2"), always_inline)) static inline __m256 lone_in(cons
    non-temporal copy for 16-byte records and from 0.81 to 0.87x for the
    24-byte particle, and in L3 (4 MiB) from 18-24 to 21-30 GB/s; the
    6-double record, whose pairs then interleave in the outflow rather than
-   in the blocks, went from 0.81 to 0.77x (faster in 0 of 10 runs), so
-   records mostly of doubles keep the tests. */
-enum { OUT_COPY, OUT_PAIR, OUT_LONE };
+   in the blocks, went from 0.81 to 0.77x (faster in 0 of 10 runs).
+   Records mostly of doubles, on qwords of records of 8 words or more
+   (STAGE_QWORDS, no lone field), transpose qwords instead (8 shuffles a
+   4 x 4 block, against 24 for 8 x 8 words and 4 more a double), into
+   qword planes: a double's is its plane (OUT_COPY), a 4-byte field's the
+   low or high half of one (OUT_HALF). With both, against the blocks that
+   test (12 runs): the 6-double record 0.82 -> 0.89x (faster in all 12),
+   0.84 -> 0.89x on two threads; the particle 0.80 -> 0.84x, 16 B 0.87 ->
+   0.90x, 12 B (3 words: the same stores either way) 0.88 -> 0.83x, in
+   4 of 12 runs faster, within this VM's noise (0.85 -> 0.96x in another
+   set). Others (doubles astride qwords, or lone fields among mostly
+   doubles) keep the tests. */
+enum { OUT_COPY, OUT_PAIR, OUT_LONE, OUT_HALF };
 
 typedef struct outseg {
   char *dst;
@@ -963,7 +979,7 @@ typedef struct outseg {
   size_t hi;
   unsigned kind;
   unsigned size;      /* the plane's element: 4, 8, or a lone field's 1 or 2 */
-  int shift;          /* OUT_LONE: the field's bits in its word */
+  int shift;          /* OUT_LONE, OUT_HALF: the field's bits in its word or qword */
 } outseg;
 
 typedef struct outflow {
@@ -975,19 +991,30 @@ typedef struct outflow {
   unsigned turn;       /* the stage the block being converted fills */
 } outflow;
 
-/* One element of a word segment, by plain stores. */
+/* One element of a word or qword segment, by plain stores. */
 static void outseg_one(outseg *g) {
   uint32_t lo, hi;
+  uint64_t q;
   memcpy(&lo, g->src, 4);
   if (g->kind == OUT_PAIR) {
     memcpy(&hi, g->src + g->hi, 4);
     memcpy(g->dst, &lo, 4);
     memcpy(g->dst + 4, &hi, 4);
+  } else if (g->kind == OUT_HALF) {
+    memcpy(&q, g->src, 8);
+    q >>= g->shift;
+    memcpy(g->dst, &q, 4);   /* (little-endian: the low bytes) */
   } else {
     lo >>= g->shift;
-    memcpy(g->dst, &lo, g->size);   /* (little-endian: the low bytes) */
+    memcpy(g->dst, &lo, g->size);
   }
-  g->dst += g->size, g->src += 4, g->left -= g->size;
+  g->dst += g->size, g->src += g->kind == OUT_HALF ? 8 : 4, g->left -= g->size;
+}
+
+/* 8 words at p shifted right by `sh` bits, to the bits of `mask`. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+lone_bits(const char *p, __m128i sh, __m256i mask) {
+  return _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)p), sh), mask);
 }
 
 /* Sends up to about `bytes` of a word segment: elements one by one up to
@@ -1000,30 +1027,31 @@ __attribute__((target("avx2"))) static size_t outseg_words(outseg *g, size_t byt
   size_t unit = g->kind == OUT_PAIR ? 64 : 32;
   __m128i sh = _mm_cvtsi32_si128(g->shift);
   for (size_t done = 0; g->left >= unit && done < bytes; done += unit) {
-    if (g->kind == OUT_PAIR) {   /* records 0-3 and 4-7 of 8 */
+    if (g->kind == OUT_HALF) {   /* 8 records' low or high words; qwords 0, 2, 1, 3 of them */
+      __m256 a = _mm256_loadu_ps((const float *)g->src),
+             c = _mm256_loadu_ps((const float *)(g->src + 32));
+      __m256 h = g->shift ? _mm256_shuffle_ps(a, c, 0xDD) : _mm256_shuffle_ps(a, c, 0x88);
+      _mm256_stream_pd((double *)g->dst, _mm256_permute4x64_pd(_mm256_castps_pd(h), 0xD8));
+      g->src += 64;
+    } else if (g->kind == OUT_PAIR) {   /* records 0-3 and 4-7 of 8 */
       __m256 a = _mm256_loadu_ps((const float *)g->src),
              c = _mm256_loadu_ps((const float *)(g->src + g->hi));
       __m256 lo = _mm256_unpacklo_ps(a, c), hi = _mm256_unpackhi_ps(a, c);
       _mm256_stream_ps((float *)g->dst, _mm256_permute2f128_ps(lo, hi, 0x20));
       _mm256_stream_ps((float *)(g->dst + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
       g->src += 32;
-    } else if (g->size == 2) {   /* 16 records: their halves packed, the halves' qwords in order */
+    } else if (g->size == 2) {   /* 16 records: halves packed, their qwords put in order */
       __m256i m = _mm256_set1_epi32(0xffff);
-      __m256i x0 = _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)g->src), sh), m);
-      __m256i x1 = _mm256_and_si256(
-          _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(g->src + 32)), sh), m);
-      _mm256_stream_si256((__m256i *)g->dst,
-                          _mm256_permute4x64_epi64(_mm256_packus_epi32(x0, x1), 0xD8));
+      __m256i p = _mm256_packus_epi32(lone_bits(g->src, sh, m), lone_bits(g->src + 32, sh, m));
+      _mm256_stream_si256((__m256i *)g->dst, _mm256_permute4x64_epi64(p, 0xD8));
       g->src += 64;
-    } else {   /* 32 records of a byte: packed twice, then each 4's dword in order */
-      __m256i m = _mm256_set1_epi32(0xff), x[4];
-      for (int i = 0; i < 4; i++)
-        x[i] = _mm256_and_si256(
-            _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(g->src + 32 * i)), sh), m);
-      __m256i q = _mm256_packus_epi16(_mm256_packus_epi32(x[0], x[1]),
-                                      _mm256_packus_epi32(x[2], x[3]));
-      _mm256_stream_si256((__m256i *)g->dst,
-                          _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    } else {   /* 32 records of a byte: packed twice, then each 4's dword put in order */
+      __m256i m = _mm256_set1_epi32(0xff);
+      __m256i p = _mm256_packus_epi16(
+          _mm256_packus_epi32(lone_bits(g->src, sh, m), lone_bits(g->src + 32, sh, m)),
+          _mm256_packus_epi32(lone_bits(g->src + 64, sh, m), lone_bits(g->src + 96, sh, m)));
+      __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+      _mm256_stream_si256((__m256i *)g->dst, _mm256_permutevar8x32_epi32(p, order));
       g->src += 128;
     }
     g->dst += unit, g->left -= unit;
@@ -1164,7 +1192,7 @@ enum { RECORDS_AHEAD = 2048 };
 
 /* n_blocks blocks of 8 records between AoS at `aos` and the moved fields'
    plane runs, field f's at run[f] (into SoA with an outflow and
-   word_planes: the stage's word planes); vw a constant, so that the loops
+   STAGE_WORDS or STAGE_QWORDS: the stage's planes); vw a constant, so that the loops
    unroll and the block stays in registers. With nt (into AoS, streamed,
    n_blocks even, `aos` on a cache line), two blocks' records go into
    `pair`, 16 records being whole lines, and from there out past the cache.
@@ -1192,7 +1220,25 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
     char *rec = aos + 8 * b * rs;
     __m256 v[16];
     if (out && b % 4 == 3) outflow_send(out, out->slice);
-    if (to_soa && out && l->word_planes) {   /* no test of what each word holds */
+    if (to_soa && out && l->planes == STAGE_QWORDS) {   /* qword q of records 0-3, 4-7 */
+      prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
+      char *qp = out->stage[out->turn] + 64 * b;
+      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+          v[i] = _mm256_loadu_ps((const float *)(rec + i * rs + 32 * h));
+        mmb__transpose4x4_qwords(v);
+        mmb__transpose4x4_qwords(v + 4);
+        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
+          if (h == 0 || 8 * (4 * h + q) < rs) {   /* (qwords past the record: the next one's) */
+            char *p = qp + (4 * h + q) * 2 * out->wstride;
+            _mm256_storeu_ps((float *)p, v[q]);
+            _mm256_storeu_ps((float *)(p + 32), v[4 + q]);
+          }
+        }
+      }
+      continue;
+    }
+    if (to_soa && out && l->planes == STAGE_WORDS) {   /* no test of what each word holds */
       prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
       records_in(v, rec, rs, vw);
       char *wp = out->stage[out->turn] + 32 * b;
@@ -1380,7 +1426,7 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     for (size_t f = 0; f < r->n; f++)
       direct = direct && !(in_whole_lines(c, f) && (uintptr_t)to[f] % 64);
     char *run[MMB_MAX_FIELDS];
-    bool words = o && c->l8.word_planes;
+    bool words = o && c->l8.planes != STAGE_TESTED, qwords = o && c->l8.planes == STAGE_QWORDS;
     char *packed = words ? buf + c->l8.vw * o->wstride : buf;   /* (after the word planes) */
     for (size_t f = 0; f < r->n; f++)
       run[f] = c->stream && !(direct && in_whole_lines(c, f)) ? packed + m * r->before[f] : to[f];
@@ -1397,10 +1443,17 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
       for (size_t f = 0; f < r->n; f++) {
         size_t size = r->size[f], done = words && in_registers(c, f) ? fast : 0;
         size_t off = c->aos->offset[f];
-        if (done)
+        if (done && qwords)   /* a double's qword plane, or half of one */
+          o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 8 * 2 * o->wstride,
+                                    .left = done * size, .size = (unsigned)size,
+                                    .kind = size == 8 ? OUT_COPY : OUT_HALF,
+                                    .shift = (int)(8 * (off % 8))};
+        else if (done)   /* a field's word plane, two, or its word's */
           o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 4 * o->wstride,
                                     .left = done * size, .hi = o->wstride, .size = (unsigned)size,
-                                    .kind = size == 4 ? OUT_COPY : size == 8 ? OUT_PAIR : OUT_LONE,
+                                    .kind = size == 4   ? OUT_COPY
+                                            : size == 8 ? OUT_PAIR
+                                                        : OUT_LONE,
                                     .shift = (int)(8 * (off % 4))};
         if (m > done)
           o->seg[o->n++] = (outseg){.dst = to[f] + done * size, .src = run[f] + done * size,
@@ -1497,7 +1550,7 @@ static void convert_part(void *arg, unsigned i, unsigned parts) {
   if (!mmb__engine_deal_next(&j->deal, parts, &lo, &hi)) return;
   bool two = outflows(&c);
   size_t wstride = 4 * c.block;   /* (each stage's first vw, where AVX2's blocks use them) */
-  size_t staged = c.block * j->esize + (two && c.l8.word_planes ? c.l8.vw * wstride : 0);
+  size_t staged = c.block * j->esize + (two && c.l8.planes ? c.l8.vw * wstride : 0);
   outflow out;
   size_t stages = two ? 2 * staged : staged;
   if (j->runs && mmb__engine_streams(j->bytes) &&

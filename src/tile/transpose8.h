@@ -1,7 +1,7 @@
-/* Internal: an 8 x 8 block of 4-byte words transposed in AVX2 registers,
-   for the tile layer's 2-D transposes (transfer.c) and its record
-   conversions on CPUs without AVX-512 (record.c). Callers are compiled
-   for AVX2 (target("avx2")). */
+/* Internal: an 8 x 8 block of 4-byte words (or 4 x 4 of qwords)
+   transposed in AVX2 registers, for the tile layer's 2-D transposes
+   (transfer.c) and its record conversions on CPUs without AVX-512
+   (record.c). Callers are compiled for AVX2 (target("avx2")). */
 #ifndef MMB_TILE_TRANSPOSE8_H
 #define MMB_TILE_TRANSPOSE8_H
 
@@ -17,6 +17,20 @@ mmb__transpose4x4_halves(__m256 *r) {
   r[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
   r[2] = _mm256_shuffle_ps(t1, t3, 0x44);
   r[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+}
+
+/* A 4 x 4 block of 8-byte qwords (r[i] row i) transposed: qwords
+   interleaved in pairs of rows, then the 128-bit halves exchanged. */
+__attribute__((target("avx2"), always_inline)) static inline void
+mmb__transpose4x4_qwords(__m256 *r) {
+  __m256d a0 = _mm256_castps_pd(r[0]), a1 = _mm256_castps_pd(r[1]),
+          a2 = _mm256_castps_pd(r[2]), a3 = _mm256_castps_pd(r[3]);
+  __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
+  __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
+  r[0] = _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x20));
+  r[1] = _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x20));
+  r[2] = _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x31));
+  r[3] = _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x31));
 }
 
 /* r[i] holds row i of the block; after the call r[j] holds column j: the
