@@ -976,7 +976,7 @@ typedef struct outseg {
   char *dst;
   const char *src;    /* OUT_PAIR: the low words; the high ones `hi` bytes on */
   size_t left;        /* bytes of the plane still to send */
-  size_t hi;
+  size_t hi;          /* OUT_PAIR: bytes from the low words' plane to the high */
   unsigned kind;
   unsigned size;      /* the plane's element: 4, 8, or a lone field's 1 or 2 */
   int shift;          /* OUT_LONE, OUT_HALF: the field's bits in its word or qword */
@@ -1192,10 +1192,11 @@ enum { RECORDS_AHEAD = 2048 };
 
 /* n_blocks blocks of 8 records between AoS at `aos` and the moved fields'
    plane runs, field f's at run[f] (into SoA with an outflow and
-   STAGE_WORDS or STAGE_QWORDS: the stage's planes); vw a constant, so that the loops
-   unroll and the block stays in registers. With nt (into AoS, streamed,
-   n_blocks even, `aos` on a cache line), two blocks' records go into
-   `pair`, 16 records being whole lines, and from there out past the cache.
+   STAGE_WORDS or STAGE_QWORDS: the stage's word or qword planes); vw a
+   constant, so that the loops unroll and the block stays in registers.
+   With nt (into AoS, streamed, n_blocks even, `aos` on a cache line), two
+   blocks' records go into `pair`, 16 records being whole lines, and from
+   there out past the cache.
    On an AMD Zen 3 this took 64 MiB into AoS from 0.60-0.91x a
    non-temporal copy (staging 16 KiB, then streaming it out) to 0.80-1.08x.
    `pair` must not cross a page: a record's store split across two pages,
