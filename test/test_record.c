@@ -730,11 +730,12 @@ static void word_records_round_trip(bool gaps_zero) {
      {"g", 4, 24}},                                           /* 28 B: 7 words, no grid */
     {{"d", 8, 0}, {"f", 4, 8}},                               /* 12 B: 3 words, a double */
     {{"x", 4, 0}, {"z", 4, 8}},                               /* 12 B: 3 words, a gap */
+    {{"c", 1, 0}, {"x", 4, 4}, {"h", 2, 10}, {"y", 4, 12}},   /* 16 B: a byte, a half, alone */
   };
   static const size_t n_fields[] = {3, 3, 2, 2, 3, 4, 5, 8, 4, 8, 8, 3, 4, 8, 8, 5, 6, 8, 7, 6,
-                                    2, 4, 5, 6, 7, 2, 2};
+                                    2, 4, 5, 6, 7, 2, 2, 4};
   static const size_t rs[] = {12, 24, 20, 116, 8, 16, 24, 56, 52, 40, 44, 12, 20, 56, 44,
-                              40, 48, 64, 48, 40, 8, 16, 20, 24, 28, 12, 12};
+                              40, 48, 64, 48, 40, 8, 16, 20, 24, 28, 12, 12, 16};
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   for (size_t k = 0; k < sizeof rs / sizeof *rs; k++) {
     mmbDimensions shapes_of[] = {{1, {16 * 70 + 5}}, {1, {16 * 64}}, dims2(37, 41)};
@@ -836,6 +837,53 @@ MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
       OK(mmb_layout_destroy(la));
       OK(mmb_layout_destroy(ls));
     }
+  }
+  mmb__record_use_avx512(true);
+}
+
+/* AVX2's streamed blocks into SoA stage word or qword planes, which go out
+   interleaved, narrowed or halved: element by element up to a 32-byte
+   boundary of the destination, then in vectors, the rest element by
+   element. Rows of 101 elements put each row's run of a tile's planes at
+   another offset from that boundary; a 9 x 60 tile of AoS records copied
+   into the SoA array's, streamed, lands whole and leaves the tile beside
+   it as it was: doubles on qwords with 4-byte halves (56 B), a double in
+   word planes (24 B), a byte and a half-word alone in their words (16 B). */
+MMB_TEST(record, avx2_planes_into_soa_start_anywhere) {
+  static const mmbRecordField shapes[][8] = {
+    {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24}, {"vy", 8, 32}, {"vz", 8, 40},
+     {"m", 4, 48}, {"id", 4, 52}},
+    {{"a", 4, 0}, {"b", 8, 8}, {"c", 4, 16}},
+    {{"c", 1, 0}, {"x", 4, 4}, {"h", 2, 10}, {"y", 4, 12}},
+  };
+  static const size_t n_fields[] = {8, 3, 4}, rs[] = {56, 24, 16};
+  if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
+  mmb__record_use_avx512(false);
+  stream_every_conversion();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  for (size_t k = 0; k < 3; k++) {
+    mmbLayout *la, *ls;
+    OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, 2, MMB_ROWMAJOR,
+                                (mmbLayoutPadding){0}, &la));
+    OK(mmb_layout_create_record(shapes[k], n_fields[k], 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
+                                (mmbLayoutPadding){0}, &ls));
+    mmbDimensions d = dims2(9, 101);
+    mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
+    walk_array(a, 1, true);
+    walk_array(s, 2, true);
+    OK(mmb_array_tile(a, &(mmbDimensions){2, {9, 60}}));
+    OK(mmb_array_tile(s, &(mmbDimensions){2, {9, 60}}));
+    mmbArrayTile *ta, *ts, *rest;
+    OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &ta));
+    OK(mmb_tile_at(s, &(mmbIndex){2, {0, 0}}, &ts));
+    OK(mmb_tile_at(s, &(mmbIndex){2, {0, 1}}, &rest));
+    OK(mmb_tile_copy(ts, ta));
+    check_tile(ts, d.d, 1);
+    check_tile(rest, d.d, 2);
+    OK(mmb_array_destroy(a));
+    OK(mmb_array_destroy(s));
+    OK(mmb_layout_destroy(la));
+    OK(mmb_layout_destroy(ls));
   }
   mmb__record_use_avx512(true);
 }
