@@ -793,6 +793,38 @@ MMB_TEST(record, word_records_convert_by_avx2) {
   mmb__record_use_avx512(true);
 }
 
+/* Arrays of 9 x `cols` records of one shape, AoS (filled with salt 1) and
+   SoA (salt 2), tiled 9 x `tile_cols`: their first tiles copied from one
+   into the other (into SoA or into AoS), which then holds the other's
+   values, while the destination's tile beside it keeps its own. */
+static void first_tile_copied(mmbMemInterface *iface, const mmbRecordField *shape,
+                              size_t n_fields, size_t rs, size_t cols, size_t tile_cols,
+                              bool into_soa) {
+  mmbLayout *la, *ls;
+  OK(mmb_layout_create_record(shape, n_fields, rs, MMB_RECORD_AOS, 2, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){0}, &la));
+  OK(mmb_layout_create_record(shape, n_fields, 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){0}, &ls));
+  mmbDimensions d = dims2(9, cols);
+  mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
+  walk_array(a, 1, true);
+  walk_array(s, 2, true);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {9, tile_cols}}));
+  OK(mmb_array_tile(s, &(mmbDimensions){2, {9, tile_cols}}));
+  mmbArray *to = into_soa ? s : a, *from = into_soa ? a : s;
+  mmbArrayTile *dst, *src, *beside;
+  OK(mmb_tile_at(to, &(mmbIndex){2, {0, 0}}, &dst));
+  OK(mmb_tile_at(from, &(mmbIndex){2, {0, 0}}, &src));
+  OK(mmb_tile_at(to, &(mmbIndex){2, {0, 1}}, &beside));
+  OK(mmb_tile_copy(dst, src));
+  check_tile(dst, d.d, into_soa ? 1 : 2);
+  check_tile(beside, d.d, into_soa ? 2 : 1);
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(s));
+  OK(mmb_layout_destroy(la));
+  OK(mmb_layout_destroy(ls));
+}
+
 /* AVX2's stores of a record reach past it into the next (records of 12,
    24 and 56 bytes: by 4 and 8 bytes), which later blocks overwrite: never
    past the end of a run. A tile of 24 columns of a 40-column array,
@@ -809,34 +841,10 @@ MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
   if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
   mmb__record_use_avx512(false);
   for (int streamed = 0; streamed < 2; streamed++) {
-    if (streamed) {
-      stream_every_conversion();
-    }
+    if (streamed) stream_every_conversion();
     mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
-    for (size_t k = 0; k < 3; k++) {
-      mmbLayout *la, *ls;
-      OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, 2,
-                                  MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
-      OK(mmb_layout_create_record(shapes[k], n_fields[k], 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
-                                  (mmbLayoutPadding){0}, &ls));
-      mmbDimensions d = dims2(9, 40);
-      mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
-      walk_array(a, 1, true);
-      walk_array(s, 2, true);
-      OK(mmb_array_tile(a, &(mmbDimensions){2, {9, 24}}));
-      OK(mmb_array_tile(s, &(mmbDimensions){2, {9, 24}}));
-      mmbArrayTile *ta, *ts, *rest;
-      OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &ta));
-      OK(mmb_tile_at(s, &(mmbIndex){2, {0, 0}}, &ts));
-      OK(mmb_tile_at(a, &(mmbIndex){2, {0, 1}}, &rest));
-      OK(mmb_tile_copy(ta, ts));
-      check_tile(ta, d.d, 2);
-      check_tile(rest, d.d, 1);
-      OK(mmb_array_destroy(a));
-      OK(mmb_array_destroy(s));
-      OK(mmb_layout_destroy(la));
-      OK(mmb_layout_destroy(ls));
-    }
+    for (size_t k = 0; k < 3; k++)
+      first_tile_copied(iface, shapes[k], n_fields[k], rs[k], 40, 24, false);
   }
   mmb__record_use_avx512(true);
 }
@@ -861,30 +869,8 @@ MMB_TEST(record, avx2_planes_into_soa_start_anywhere) {
   mmb__record_use_avx512(false);
   stream_every_conversion();
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
-  for (size_t k = 0; k < 3; k++) {
-    mmbLayout *la, *ls;
-    OK(mmb_layout_create_record(shapes[k], n_fields[k], rs[k], MMB_RECORD_AOS, 2, MMB_ROWMAJOR,
-                                (mmbLayoutPadding){0}, &la));
-    OK(mmb_layout_create_record(shapes[k], n_fields[k], 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
-                                (mmbLayoutPadding){0}, &ls));
-    mmbDimensions d = dims2(9, 101);
-    mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
-    walk_array(a, 1, true);
-    walk_array(s, 2, true);
-    OK(mmb_array_tile(a, &(mmbDimensions){2, {9, 60}}));
-    OK(mmb_array_tile(s, &(mmbDimensions){2, {9, 60}}));
-    mmbArrayTile *ta, *ts, *rest;
-    OK(mmb_tile_at(a, &(mmbIndex){2, {0, 0}}, &ta));
-    OK(mmb_tile_at(s, &(mmbIndex){2, {0, 0}}, &ts));
-    OK(mmb_tile_at(s, &(mmbIndex){2, {0, 1}}, &rest));
-    OK(mmb_tile_copy(ts, ta));
-    check_tile(ts, d.d, 1);
-    check_tile(rest, d.d, 2);
-    OK(mmb_array_destroy(a));
-    OK(mmb_array_destroy(s));
-    OK(mmb_layout_destroy(la));
-    OK(mmb_layout_destroy(ls));
-  }
+  for (size_t k = 0; k < 3; k++)
+    first_tile_copied(iface, shapes[k], n_fields[k], rs[k], 101, 60, true);
   mmb__record_use_avx512(true);
 }
 
