@@ -956,20 +956,23 @@ __attribute__((target("avx2"), always_inline)) static inline __m256 lone_in(cons
    the blocks, AoS to SoA went on an AMD Zen 3 (bench-records, 64 MiB, 10
    runs interleaved with the blocks that test) from 0.87 to 0.92x a
    non-temporal copy for 16-byte records and from 0.81 to 0.87x for the
-   24-byte particle, and in L3 (4 MiB) from 18-24 to 21-30 GB/s; the
-   6-double record, whose pairs then interleave in the outflow rather than
-   in the blocks, went from 0.81 to 0.77x (faster in 0 of 10 runs).
+   24-byte particle; the 6-double record, whose pairs then interleave in
+   the outflow rather than in the blocks, went from 0.81 to 0.77x (faster
+   in 0 of 10 runs).
    Records mostly of doubles, on qwords of records of 8 words or more
    (STAGE_QWORDS, no lone field), transpose qwords instead (8 shuffles a
    4 x 4 block, against 24 for 8 x 8 words and 4 more a double), into
    qword planes: a double's is its plane (OUT_COPY), a 4-byte field's the
-   low or high half of one (OUT_HALF). With both, against the blocks that
-   test (12 runs): the 6-double record 0.82 -> 0.89x (faster in all 12),
-   0.84 -> 0.89x on two threads; the particle 0.80 -> 0.84x, 16 B 0.87 ->
-   0.90x, 12 B (3 words: the same stores either way) 0.88 -> 0.83x, in
-   4 of 12 runs faster, within this VM's noise (0.85 -> 0.96x in another
-   set). Others (doubles astride qwords, or lone fields among mostly
-   doubles) keep the tests. */
+   low or high half of one (OUT_HALF). Others (doubles astride qwords, or
+   lone fields among mostly doubles) keep the tests. The planes' blocks
+   run in a loop of their own (lanes8_planes), not as a branch of the
+   tested loop's: there 12-byte records (3 words: the same stores either
+   way) lost 2-8% (forced streaming, 4 MiB), in a loop of their own they
+   gained 13%. Against the blocks that test (12 runs, 64 MiB, in an hour
+   when the VM's single-thread copy ran at 15-16 GB/s): AoS to SoA 0.81
+   -> 0.90x for 12 B, 0.83 -> 0.86x for 16 B, 0.74 -> 0.80x for the
+   particle, 0.77 -> 0.84x for the 6-double record, faster in 11 or 12
+   of 12 runs each; the lowest runs from 0.70-0.76x to 0.79-0.86x. */
 enum { OUT_COPY, OUT_PAIR, OUT_LONE, OUT_HALF };
 
 typedef struct outseg {
@@ -1086,7 +1089,7 @@ __attribute__((target("avx2"))) static size_t outseg_copy(outseg *g, size_t byte
 }
 
 /* Sends up to about `bytes` of the segments (all of them: SIZE_MAX). */
-static void outflow_send(outflow *o, size_t bytes) {
+__attribute__((target("avx2"))) static void outflow_send(outflow *o, size_t bytes) {
   while (o->at < o->n && bytes) {
     outseg *g = &o->seg[o->at];
     size_t sent = g->kind == OUT_COPY ? outseg_copy(g, bytes) : outseg_words(g, bytes);
@@ -1221,33 +1224,6 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
     char *rec = aos + 8 * b * rs;
     __m256 v[16];
     if (out && b % 4 == 3) outflow_send(out, out->slice);
-    if (to_soa && out && l->planes == STAGE_QWORDS) {   /* qword q of records 0-3, 4-7 */
-      prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
-      char *qp = out->stage[out->turn] + 64 * b;
-      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
-        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
-          v[i] = _mm256_loadu_ps((const float *)(rec + i * rs + 32 * h));
-        mmb__transpose4x4_qwords(v);
-        mmb__transpose4x4_qwords(v + 4);
-        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
-          if (h == 0 || 8 * (4 * h + q) < rs) {   /* (qwords past the record: the next one's) */
-            char *p = qp + (4 * h + q) * 2 * out->wstride;
-            _mm256_storeu_ps((float *)p, v[q]);
-            _mm256_storeu_ps((float *)(p + 32), v[4 + q]);
-          }
-        }
-      }
-      continue;
-    }
-    if (to_soa && out && l->planes == STAGE_WORDS) {   /* no test of what each word holds */
-      prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
-      records_in(v, rec, rs, vw);
-      char *wp = out->stage[out->turn] + 32 * b;
-      _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
-        if (w < vw / 2 || w < words)   /* (the words past the record: the next one's) */
-          _mm256_storeu_ps((float *)(wp + w * out->wstride), v[w]);
-      continue;
-    }
     if (to_soa) {
       if (out) prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
       records_in(v, rec, rs, vw);
@@ -1294,6 +1270,43 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
   }
 }
 
+/* Into SoA with an outflow, n_blocks blocks of 8 records at `aos` into
+   the stage's planes (STAGE_WORDS, or with qwords STAGE_QWORDS), every
+   vector stored, whatever it holds (see outseg). */
+__attribute__((target("avx2"), always_inline)) static inline void
+lanes8_planes(size_t rs, char *aos, size_t n_blocks, outflow *out, const bool qwords,
+              const size_t vw) {
+  size_t words = rs / 4;
+  for (size_t b = 0; b < n_blocks; b++) {
+    char *rec = aos + 8 * b * rs;
+    __m256 v[16];
+    if (b % 4 == 3) outflow_send(out, out->slice);
+    prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
+    if (qwords) {   /* qword q of records 0-3, then of 4-7 */
+      char *qp = out->stage[out->turn] + 64 * b;
+      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+          v[i] = _mm256_loadu_ps((const float *)(rec + i * rs + 32 * h));
+        mmb__transpose4x4_qwords(v);
+        mmb__transpose4x4_qwords(v + 4);
+        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
+          if (h == 0 || 8 * (4 * h + q) < rs) {   /* (qwords past the record: the next one's) */
+            char *p = qp + (4 * h + q) * 2 * out->wstride;
+            _mm256_storeu_ps((float *)p, v[q]);
+            _mm256_storeu_ps((float *)(p + 32), v[4 + q]);
+          }
+        }
+      }
+      continue;
+    }
+    records_in(v, rec, rs, vw);
+    char *wp = out->stage[out->turn] + 32 * b;
+    _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
+      if (w < vw / 2 || w < words)   /* (the words past the record: the next one's) */
+        _mm256_storeu_ps((float *)(wp + w * out->wstride), v[w]);
+  }
+}
+
 /* lanes8_run with each direction a loop of its own (nt comes only into
    AoS: into SoA, convert_block stages the planes).
    The functions that hold the loops start on 64 bytes, so that changes
@@ -1309,6 +1322,10 @@ __attribute__((target("avx2"), always_inline)) static inline void
 lanes8_split(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
              size_t n_blocks, outflow *out, bool nt, char *pair, const size_t vw) {
   if (nt) lanes8_run(l, r, false, aos, run, n_blocks, out, true, pair, vw);
+  else if (to_soa && out && vw >= 8 && l->planes == STAGE_QWORDS)
+    lanes8_planes(r->record_size, aos, n_blocks, out, true, vw);
+  else if (to_soa && out && l->planes == STAGE_WORDS)
+    lanes8_planes(r->record_size, aos, n_blocks, out, false, vw);
   else if (to_soa) lanes8_run(l, r, true, aos, run, n_blocks, out, false, pair, vw);
   else lanes8_run(l, r, false, aos, run, n_blocks, out, false, pair, vw);
 }
