@@ -982,6 +982,7 @@ typedef struct outseg {
   size_t hi;          /* OUT_PAIR: bytes from the low words' plane to the high */
   unsigned kind;
   unsigned size;      /* the plane's element: 4, 8, or a lone field's 1 or 2 */
+  unsigned step;      /* bytes from one element's word or qword to the next's: 4 or 8 */
   int shift;          /* OUT_LONE, OUT_HALF: the field's bits in its word or qword */
 } outseg;
 
@@ -997,68 +998,92 @@ typedef struct outflow {
 /* One element of a word or qword segment, by plain stores. */
 static void outseg_one(outseg *g) {
   uint32_t lo, hi;
-  uint64_t q;
-  memcpy(&lo, g->src, 4);
+  uint64_t q = 0;
   if (g->kind == OUT_PAIR) {
+    memcpy(&lo, g->src, 4);
     memcpy(&hi, g->src + g->hi, 4);
     memcpy(g->dst, &lo, 4);
     memcpy(g->dst + 4, &hi, 4);
-  } else if (g->kind == OUT_HALF) {
-    memcpy(&q, g->src, 8);
+  } else {   /* (little-endian: the field's bytes are the low ones once shifted) */
+    memcpy(&q, g->src, g->step);
     q >>= g->shift;
-    memcpy(g->dst, &q, 4);   /* (little-endian: the low bytes) */
-  } else {
-    lo >>= g->shift;
-    memcpy(g->dst, &lo, g->size);
+    memcpy(g->dst, &q, g->size);
   }
-  g->dst += g->size, g->src += g->kind == OUT_HALF ? 8 : 4, g->left -= g->size;
+  g->dst += g->size, g->src += g->step, g->left -= g->size;
 }
 
-/* 8 words at p shifted right by `sh` bits, to the bits of `mask`. */
+/* Word k of 8 records of a word or qword segment at `src` (OUT_HALF,
+   OUT_LONE): from a word plane (step 4), 8 words; from a qword plane, the
+   8 low or high halves of 8 qwords (qwords 0, 2, 1, 3 of the shuffled
+   pairs). */
 __attribute__((target("avx2"), always_inline)) static inline __m256i
-lone_bits(const char *p, __m128i sh, __m256i mask) {
-  return _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)p), sh), mask);
+words_at(const char *src, size_t k, const size_t step, bool high) {
+  if (step == 4) return _mm256_loadu_si256((const __m256i *)(src + 32 * k));
+  __m256 a = _mm256_loadu_ps((const float *)(src + 64 * k)),
+         c = _mm256_loadu_ps((const float *)(src + 64 * k + 32));
+  __m256 h = high ? _mm256_shuffle_ps(a, c, 0xDD) : _mm256_shuffle_ps(a, c, 0x88);
+  return _mm256_castpd_si256(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xD8));
+}
+
+/* Those words shifted right to a lone field's bits (`sh`: its shift within
+   the word), to the bits of `mask`. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+lone_bits(__m256i w, __m128i sh, __m256i mask) {
+  return _mm256_and_si256(_mm256_srl_epi32(w, sh), mask);
+}
+
+/* n units (32 bytes of the destination, 64 for OUT_PAIR) of a word or
+   qword segment from `src` to `dst` on 32 bytes, narrowed, halved or
+   interleaved in registers and streamed; step a constant. */
+__attribute__((target("avx2"), always_inline)) static inline void
+outseg_units(const outseg *g, char *dst, const char *src, size_t n, const size_t step) {
+  bool high = g->shift >= 32;
+  __m128i sh = _mm_cvtsi32_si128(g->shift % 32);
+  __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  if (g->kind == OUT_HALF)   /* 8 records' low or high words */
+    for (size_t u = 0; u < n; u++)
+      _mm256_stream_si256((__m256i *)(dst + 32 * u), words_at(src + 8 * step * u, 0, step, high));
+  else if (g->kind == OUT_PAIR)   /* records 0-3 and 4-7 of 8 */
+    for (size_t u = 0; u < n; u++) {
+      __m256 a = _mm256_loadu_ps((const float *)(src + 32 * u)),
+             c = _mm256_loadu_ps((const float *)(src + 32 * u + g->hi));
+      __m256 lo = _mm256_unpacklo_ps(a, c), hi = _mm256_unpackhi_ps(a, c);
+      _mm256_stream_ps((float *)(dst + 64 * u), _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_stream_ps((float *)(dst + 64 * u + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+  else if (g->size == 2)   /* 16 records: halves packed, their qwords put in order */
+    for (size_t u = 0; u < n; u++) {
+      const char *s = src + 16 * step * u;
+      __m256i m = _mm256_set1_epi32(0xffff);
+      __m256i p = _mm256_packus_epi32(lone_bits(words_at(s, 0, step, high), sh, m),
+                                      lone_bits(words_at(s, 1, step, high), sh, m));
+      _mm256_stream_si256((__m256i *)(dst + 32 * u), _mm256_permute4x64_epi64(p, 0xD8));
+    }
+  else   /* 32 records of a byte: packed twice, then each 4's dword put in order */
+    for (size_t u = 0; u < n; u++) {
+      const char *s = src + 32 * step * u;
+      __m256i m = _mm256_set1_epi32(0xff);
+      __m256i p = _mm256_packus_epi16(
+          _mm256_packus_epi32(lone_bits(words_at(s, 0, step, high), sh, m),
+                              lone_bits(words_at(s, 1, step, high), sh, m)),
+          _mm256_packus_epi32(lone_bits(words_at(s, 2, step, high), sh, m),
+                              lone_bits(words_at(s, 3, step, high), sh, m)));
+      _mm256_stream_si256((__m256i *)(dst + 32 * u), _mm256_permutevar8x32_epi32(p, order));
+    }
 }
 
 /* Sends up to about `bytes` of a word segment: elements one by one up to
    a 32-byte boundary of the destination (all of them where the plane's
-   elements never reach one), then 32 or 64 bytes at a time, narrowed or
-   interleaved in registers and streamed, the last few one by one. */
+   elements never reach one), then whole units, the last few elements one
+   by one. */
 __attribute__((target("avx2"))) static size_t outseg_words(outseg *g, size_t bytes) {
   size_t sent = g->left;
   while (g->left && (uintptr_t)g->dst % 32) outseg_one(g);
   size_t unit = g->kind == OUT_PAIR ? 64 : 32;
-  __m128i sh = _mm_cvtsi32_si128(g->shift);
-  for (size_t done = 0; g->left >= unit && done < bytes; done += unit) {
-    if (g->kind == OUT_HALF) {   /* 8 records' low or high words; qwords 0, 2, 1, 3 of them */
-      __m256 a = _mm256_loadu_ps((const float *)g->src),
-             c = _mm256_loadu_ps((const float *)(g->src + 32));
-      __m256 h = g->shift ? _mm256_shuffle_ps(a, c, 0xDD) : _mm256_shuffle_ps(a, c, 0x88);
-      _mm256_stream_pd((double *)g->dst, _mm256_permute4x64_pd(_mm256_castps_pd(h), 0xD8));
-      g->src += 64;
-    } else if (g->kind == OUT_PAIR) {   /* records 0-3 and 4-7 of 8 */
-      __m256 a = _mm256_loadu_ps((const float *)g->src),
-             c = _mm256_loadu_ps((const float *)(g->src + g->hi));
-      __m256 lo = _mm256_unpacklo_ps(a, c), hi = _mm256_unpackhi_ps(a, c);
-      _mm256_stream_ps((float *)g->dst, _mm256_permute2f128_ps(lo, hi, 0x20));
-      _mm256_stream_ps((float *)(g->dst + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
-      g->src += 32;
-    } else if (g->size == 2) {   /* 16 records: halves packed, their qwords put in order */
-      __m256i m = _mm256_set1_epi32(0xffff);
-      __m256i p = _mm256_packus_epi32(lone_bits(g->src, sh, m), lone_bits(g->src + 32, sh, m));
-      _mm256_stream_si256((__m256i *)g->dst, _mm256_permute4x64_epi64(p, 0xD8));
-      g->src += 64;
-    } else {   /* 32 records of a byte: packed twice, then each 4's dword put in order */
-      __m256i m = _mm256_set1_epi32(0xff);
-      __m256i p = _mm256_packus_epi16(
-          _mm256_packus_epi32(lone_bits(g->src, sh, m), lone_bits(g->src + 32, sh, m)),
-          _mm256_packus_epi32(lone_bits(g->src + 64, sh, m), lone_bits(g->src + 96, sh, m)));
-      __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-      _mm256_stream_si256((__m256i *)g->dst, _mm256_permutevar8x32_epi32(p, order));
-      g->src += 128;
-    }
-    g->dst += unit, g->left -= unit;
-  }
+  size_t n = mmb__min(g->left / unit, bytes / unit + 1);   /* (at least one) */
+  if (g->step == 4) outseg_units(g, g->dst, g->src, n, 4);
+  else outseg_units(g, g->dst, g->src, n, 8);
+  g->dst += n * unit, g->src += n * unit / g->size * g->step, g->left -= n * unit;
   if (g->left < unit)
     while (g->left) outseg_one(g);
   return sent - g->left;
@@ -1461,14 +1486,17 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
       for (size_t f = 0; f < r->n; f++) {
         size_t size = r->size[f], done = words && in_registers(c, f) ? fast : 0;
         size_t off = c->aos->offset[f];
-        if (done && qwords)   /* a double's qword plane, or half of one */
+        if (done && qwords)   /* a double's qword plane, half of one, or bytes of one */
           o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 8 * 2 * o->wstride,
-                                    .left = done * size, .size = (unsigned)size,
-                                    .kind = size == 8 ? OUT_COPY : OUT_HALF,
+                                    .left = done * size, .size = (unsigned)size, .step = 8,
+                                    .kind = size == 8   ? OUT_COPY
+                                            : size == 4 ? OUT_HALF
+                                                        : OUT_LONE,
                                     .shift = (int)(8 * (off % 8))};
         else if (done)   /* a field's word plane, two, or its word's */
           o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 4 * o->wstride,
                                     .left = done * size, .hi = o->wstride, .size = (unsigned)size,
+                                    .step = 4,
                                     .kind = size == 4   ? OUT_COPY
                                             : size == 8 ? OUT_PAIR
                                                         : OUT_LONE,
