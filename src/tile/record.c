@@ -1486,21 +1486,17 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
       for (size_t f = 0; f < r->n; f++) {
         size_t size = r->size[f], done = words && in_registers(c, f) ? fast : 0;
         size_t off = c->aos->offset[f];
-        if (done && qwords)   /* a double's qword plane, half of one, or bytes of one */
-          o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 8 * 2 * o->wstride,
-                                    .left = done * size, .size = (unsigned)size, .step = 8,
-                                    .kind = size == 8   ? OUT_COPY
-                                            : size == 4 ? OUT_HALF
-                                                        : OUT_LONE,
-                                    .shift = (int)(8 * (off % 8))};
-        else if (done)   /* a field's word plane, two, or its word's */
-          o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / 4 * o->wstride,
+        if (done) {   /* its word or qword plane, a double's two word planes, or its bytes */
+          size_t step = qwords ? 8 : 4;
+          o->seg[o->n++] = (outseg){.dst = to[f], .src = buf + off / step * (step / 4) * o->wstride,
                                     .left = done * size, .hi = o->wstride, .size = (unsigned)size,
-                                    .step = 4,
-                                    .kind = size == 4   ? OUT_COPY
-                                            : size == 8 ? OUT_PAIR
-                                                        : OUT_LONE,
-                                    .shift = (int)(8 * (off % 4))};
+                                    .step = (unsigned)step,
+                                    .kind = size == step ? OUT_COPY
+                                            : size == 8  ? OUT_PAIR
+                                            : size == 4  ? OUT_HALF
+                                                         : OUT_LONE,
+                                    .shift = (int)(8 * (off % step))};
+        }
         if (m > done)
           o->seg[o->n++] = (outseg){.dst = to[f] + done * size, .src = run[f] + done * size,
                                     .left = (m - done) * size, .size = (unsigned)size};
