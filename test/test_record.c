@@ -783,6 +783,10 @@ MMB_TEST(record, word_records_convert_streamed) {
 /* Without AVX-512 (or with it turned off), records of whole words up to
    64 bytes go 8 at a time through AVX2 registers, each 32-byte half of a
    record one vector: the same shapes, both ways, in place and streamed.
+   In the cache, records of words only and records of qwords with doubles
+   (no lone field, none astride) take loops without a test per word: the
+   8- to 28-byte and 40-byte word shapes, the 24-byte one with
+   gaps, and the 40-, 56- and 64-byte ones by qwords.
    On a CPU with AVX2 only the tests above take this path already. */
 MMB_TEST(record, word_records_convert_by_avx2) {
   if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");

@@ -873,6 +873,7 @@ typedef struct lanes8 {
   int field[16];     /* per word of the record, the moved field that starts there (-1: none) */
   unsigned planes;   /* into SoA, streamed: how the blocks stage (STAGE_*, see outseg) */
   bool words;        /* whether the moved fields are all words (lanes8_words) */
+  bool qwords;       /* or doubles on qwords, and words, no lone field (lanes8_qwords) */
 } lanes8;
 
 static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
@@ -892,6 +893,7 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
       astride += r->size[f] == 8 && r->offset[f] % 8;
     }
   l->words = !pair_words && !lone;
+  l->qwords = pair_words && !lone && !astride && l->vw >= 8;
   l->planes = 2 * pair_words <= words_moved     ? STAGE_WORDS   /* (see outseg) */
               : l->vw >= 8 && !lone && !astride ? STAGE_QWORDS
                                                 : STAGE_TESTED;
@@ -1375,6 +1377,85 @@ lanes8_words(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, ch
     }
 }
 
+/* Records of qwords with doubles, in the cache: no lone field, no double
+   astride two qwords, 8 words or more. Each block transposes qwords (as
+   lanes8_planes does), a double's qword vector going to its plane run;
+   any other qword is split into its low and high words (joined from
+   them, into AoS), each to its 4-byte field's plane run or to scratch:
+   one test a qword, none a word, and 8 shuffles per 4 x 4 qwords against
+   24 per 8 x 8 words and 4 more per double. On an AMD Zen 3
+   (bench-records, 6 runs in turn with the tested loop, medians against
+   memcpy of the same run) the 6-double record went from 0.48 to 0.59x
+   into SoA and from 0.47 to 0.58x into AoS at 192 KiB (in L2: about 15-17
+   to 21-23 GB/s both ways), from 0.49 to 0.65x and 0.45 to 0.60x at 1
+   MiB. */
+__attribute__((target("avx2"), always_inline)) static inline void
+lanes8_qwords(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
+              size_t n_blocks, const size_t vw) {
+  size_t rs = r->record_size, words = rs / 4;
+  _Alignas(32) char scratch[32] = {0};
+  char *p[16];     /* per word: its field's plane run, or scratch */
+  size_t st[16];   /* the bytes from one block's 8 elements to the next's (0: scratch) */
+  uint32_t dbl = 0;   /* the qwords that are doubles */
+  for (size_t w = 0; w < 16; w++) {
+    int f = w < words ? l->field[w] : -1;
+    p[w] = f < 0 ? scratch : run[f];
+    st[w] = f < 0 ? 0 : 8 * r->size[f];
+    if (f >= 0 && r->size[f] == 8) dbl |= 1u << (w / 2);
+  }
+  for (size_t b = 0; b < n_blocks; b++) {
+    char *rec = aos + 8 * b * rs;
+    __m256 v[16];   /* half h: v[8h + q] qword 4h + q of records 0-3, v[8h + 4 + q] of 4-7 */
+    if (to_soa) {
+      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+          v[8 * h + i] = _mm256_loadu_ps((const float *)(rec + i * rs + 32 * h));
+        mmb__transpose4x4_qwords(v + 8 * h);
+        mmb__transpose4x4_qwords(v + 8 * h + 4);
+        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
+          size_t Q = 4 * h + q, w = 2 * Q;
+          if (8 * Q >= rs) continue;   /* (the next record's) */
+          __m256 a = v[8 * h + q], c = v[8 * h + 4 + q];
+          if (dbl >> Q & 1) {
+            _mm256_storeu_ps((float *)(p[w] + b * st[w]), a);
+            _mm256_storeu_ps((float *)(p[w] + b * st[w] + 32), c);
+            continue;
+          }
+          __m256 lo = _mm256_shuffle_ps(a, c, 0x88), hi = _mm256_shuffle_ps(a, c, 0xDD);
+          _mm256_storeu_pd((double *)(p[w] + b * st[w]),
+                           _mm256_permute4x64_pd(_mm256_castps_pd(lo), 0xD8));
+          _mm256_storeu_pd((double *)(p[w + 1] + b * st[w + 1]),
+                           _mm256_permute4x64_pd(_mm256_castps_pd(hi), 0xD8));
+        }
+      }
+      continue;
+    }
+    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+      _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
+        size_t Q = 4 * h + q, w = 2 * Q;
+        if (8 * Q >= rs) {   /* (the next record's: zero, stored over after) */
+          v[8 * h + q] = v[8 * h + 4 + q] = _mm256_setzero_ps();
+        } else if (dbl >> Q & 1) {
+          v[8 * h + q] = _mm256_loadu_ps((const float *)(p[w] + b * st[w]));
+          v[8 * h + 4 + q] = _mm256_loadu_ps((const float *)(p[w] + b * st[w] + 32));
+        } else {   /* words of records 0, 1, 4, 5 and 2, 3, 6, 7, joined into qwords */
+          __m256 lo = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                     _mm256_castps_pd(_mm256_loadu_ps((const float *)(p[w] + b * st[w]))), 0xD8));
+          __m256 hi = _mm256_castpd_ps(_mm256_permute4x64_pd(
+              _mm256_castps_pd(_mm256_loadu_ps((const float *)(p[w + 1] + b * st[w + 1]))), 0xD8));
+          v[8 * h + q] = _mm256_unpacklo_ps(lo, hi);
+          v[8 * h + 4 + q] = _mm256_unpackhi_ps(lo, hi);
+        }
+      }
+      mmb__transpose4x4_qwords(v + 8 * h);
+      mmb__transpose4x4_qwords(v + 8 * h + 4);
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
+        _mm256_storeu_ps((float *)(rec + i * rs + 32 * h), v[8 * h + i]);
+  }
+}
+
 /* lanes8_run with each direction a loop of its own (nt comes only into
    AoS: into SoA, convert_block stages the planes).
    The functions that hold the loops start on 64 bytes, so that changes
@@ -1406,13 +1487,16 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_blocks
   lanes8_split(l, r, to_soa, aos, run, n_blocks, out, nt, pair, 3);
 }
 
-/* Records of words in the cache (lanes8_words), in a function of their
-   own, chosen before lanes8_blocks: the streamed loops stay where they
-   were (see lanes8_split). */
-__attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_words_blocks(
+/* Records of words or of qwords in the cache (lanes8_words,
+   lanes8_qwords), in a function of their own, chosen before
+   lanes8_blocks: the streamed loops stay where they were (see
+   lanes8_split). */
+__attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_cache_blocks(
     const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
     size_t n_blocks) {
-  if (l->vw == 3) lanes8_words(l, r, to_soa, aos, run, n_blocks, 3);
+  if (l->qwords && l->vw == 8) lanes8_qwords(l, r, to_soa, aos, run, n_blocks, 8);
+  else if (l->qwords) lanes8_qwords(l, r, to_soa, aos, run, n_blocks, 16);
+  else if (l->vw == 3) lanes8_words(l, r, to_soa, aos, run, n_blocks, 3);
   else if (l->vw == 4) lanes8_words(l, r, to_soa, aos, run, n_blocks, 4);
   else if (l->vw == 8) lanes8_words(l, r, to_soa, aos, run, n_blocks, 8);
   else lanes8_words(l, r, to_soa, aos, run, n_blocks, 16);
@@ -1489,8 +1573,8 @@ static bool in_whole_lines(const convert *c, size_t f) {
 static void registers(const convert *c, bool to_soa, char *aos, char *const *run, size_t n,
                       bool nt) {
   if (c->sh) shuffle_blocks(c->sh, c->aos, to_soa, aos, run, n, nt);
-  else if (c->l8.words && !c->out && !nt)
-    lanes8_words_blocks(&c->l8, c->aos, to_soa, aos, run, n / 8);
+  else if ((c->l8.words || c->l8.qwords) && !c->out && !nt)
+    lanes8_cache_blocks(&c->l8, c->aos, to_soa, aos, run, n / 8);
   else lanes8_blocks(&c->l8, c->aos, to_soa, aos, run, n / 8, c->out, nt, c->pair);
 }
 
