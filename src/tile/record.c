@@ -1350,17 +1350,8 @@ lanes8_planes(size_t rs, char *aos, size_t n_blocks, outflow *out, const bool qw
    an int from 0.57 to 0.75x and 0.53 to 0.65x, and from 0.56 to 0.91x
    and 0.52 to 0.79x, faster in 6 of 6 runs but one. */
 __attribute__((target("avx2"), always_inline)) static inline void
-lanes8_words(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
+lanes8_words(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
              size_t n_blocks, const size_t vw) {
-  size_t rs = r->record_size, words = rs / 4;
-  _Alignas(32) char scratch[32] = {0};
-  char *p[16];     /* per word: its field's plane run, or scratch */
-  size_t st[16];   /* and the bytes from one block's 8 words to the next's (0: scratch) */
-  for (size_t w = 0; w < 16; w++) {
-    int f = w < words ? l->field[w] : -1;
-    p[w] = f < 0 ? scratch : run[f];
-    st[w] = f < 0 ? 0 : 32;
-  }
   if (to_soa)
     for (size_t b = 0; b < n_blocks; b++) {
       __m256 v[16];
@@ -1390,19 +1381,8 @@ lanes8_words(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, ch
    to 21-23 GB/s both ways), from 0.49 to 0.65x and 0.45 to 0.60x at 1
    MiB. */
 __attribute__((target("avx2"), always_inline)) static inline void
-lanes8_qwords(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
-              size_t n_blocks, const size_t vw) {
-  size_t rs = r->record_size, words = rs / 4;
-  _Alignas(32) char scratch[32] = {0};
-  char *p[16];     /* per word: its field's plane run, or scratch */
-  size_t st[16];   /* the bytes from one block's 8 elements to the next's (0: scratch) */
-  uint32_t dbl = 0;   /* the qwords that are doubles */
-  for (size_t w = 0; w < 16; w++) {
-    int f = w < words ? l->field[w] : -1;
-    p[w] = f < 0 ? scratch : run[f];
-    st[w] = f < 0 ? 0 : 8 * r->size[f];
-    if (f >= 0 && r->size[f] == 8) dbl |= 1u << (w / 2);
-  }
+lanes8_qwords(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
+              uint32_t dbl, size_t n_blocks, const size_t vw) {
   for (size_t b = 0; b < n_blocks; b++) {
     char *rec = aos + 8 * b * rs;
     __m256 v[16];   /* half h: v[8h + q] qword 4h + q of records 0-3, v[8h + 4 + q] of 4-7 */
@@ -1490,16 +1470,28 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_blocks
 /* Records of words or of qwords in the cache (lanes8_words,
    lanes8_qwords), in a function of their own, chosen before
    lanes8_blocks: the streamed loops stay where they were (see
-   lanes8_split). */
+   lanes8_split). Both loops take, per word of the record, where its
+   vectors go: its field's plane run, or scratch. */
 __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_cache_blocks(
     const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
     size_t n_blocks) {
-  if (l->qwords && l->vw == 8) lanes8_qwords(l, r, to_soa, aos, run, n_blocks, 8);
-  else if (l->qwords) lanes8_qwords(l, r, to_soa, aos, run, n_blocks, 16);
-  else if (l->vw == 3) lanes8_words(l, r, to_soa, aos, run, n_blocks, 3);
-  else if (l->vw == 4) lanes8_words(l, r, to_soa, aos, run, n_blocks, 4);
-  else if (l->vw == 8) lanes8_words(l, r, to_soa, aos, run, n_blocks, 8);
-  else lanes8_words(l, r, to_soa, aos, run, n_blocks, 16);
+  size_t rs = r->record_size, words = rs / 4;
+  _Alignas(32) char scratch[32] = {0};
+  char *p[16];       /* per word: its field's plane run, or scratch */
+  size_t st[16];     /* the bytes from one block's 8 elements to the next's (0: scratch) */
+  uint32_t dbl = 0;  /* the qwords that are doubles */
+  for (size_t w = 0; w < 16; w++) {
+    int f = w < words ? l->field[w] : -1;
+    p[w] = f < 0 ? scratch : run[f];
+    st[w] = f < 0 ? 0 : 8 * r->size[f];
+    if (f >= 0 && r->size[f] == 8) dbl |= 1u << (w / 2);
+  }
+  if (l->qwords && l->vw == 8) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 8);
+  else if (l->qwords) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 16);
+  else if (l->vw == 3) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 3);
+  else if (l->vw == 4) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 4);
+  else if (l->vw == 8) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 8);
+  else lanes8_words(rs, to_soa, aos, p, st, n_blocks, 16);
 }
 
 __attribute__((target("avx2"), aligned(64))) static void lanes8_blocks(const lanes8 *l,
