@@ -14,8 +14,10 @@
 #include <stddef.h>
 #include <string.h>
 
+/* (e >> 8: a byte field's values do not repeat every 256 elements, where
+   a block copied from the wrong place would pass) */
 static unsigned char ref_byte(size_t e, size_t f, size_t b, unsigned salt) {
-  return (unsigned char)(e * 131u + f * 17u + b * 7u + salt * 29u + 1u);
+  return (unsigned char)(e * 131u + (e >> 8) * 101u + f * 17u + b * 7u + salt * 29u + 1u);
 }
 
 /* The linear (row-major) number of an index. */
