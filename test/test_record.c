@@ -786,9 +786,12 @@ MMB_TEST(record, word_records_convert_streamed) {
    64 bytes go 8 at a time through AVX2 registers, each 32-byte half of a
    record one vector: the same shapes, both ways, in place and streamed.
    In the cache, records of words only and records of qwords with doubles
-   (no lone field, none astride) take loops without a test per word: the
-   8- to 28-byte and 40-byte word shapes, the 24-byte one with
-   gaps, and the 40-, 56- and 64-byte ones by qwords.
+   (none astride) take loops without a test per word: the 8- to 28-byte
+   and 40-byte word shapes, the 24-byte one with gaps, and the 40-, 56-
+   and 64-byte ones by qwords; with their lone fields through stages (up
+   to 4 a record, LONE_BLOCKS blocks at a time: 140 blocks in the longest
+   shape) the 12- and 16-byte word shapes with a byte or a half alone,
+   and the 20-, 24- and 48-byte qword ones.
    On a CPU with AVX2 only the tests above take this path already. */
 MMB_TEST(record, word_records_convert_by_avx2) {
   if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
