@@ -1373,7 +1373,8 @@ lanes8_planes(size_t rs, char *aos, size_t n_blocks, outflow *out, const bool qw
 }
 
 /* Records whose moved fields are all words (4 bytes each: xyz, xyzw, a
-   struct of floats and ints), with no outflow and no streaming stores:
+   struct of floats and ints; lone fields through their stages, see
+   lanes8_lone_blocks), with no outflow and no streaming stores:
    each block stores every word's vector to its field's plane run, or to
    scratch where no moved field starts (into SoA), or loads it from there
    (zeros, into AoS), with no test of each word's field (lanes8_run's
@@ -1404,11 +1405,12 @@ lanes8_words(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st
     }
 }
 
-/* Records of qwords with doubles, in the cache: no lone field, no double
-   astride two qwords, 8 words or more. Each block transposes qwords (as
+/* Records of qwords with doubles, in the cache: no double astride two
+   qwords, 8 words or more. Each block transposes qwords (as
    lanes8_planes does), a double's qword vector going to its plane run;
    any other qword is split into its low and high words (joined from
-   them, into AoS), each to its 4-byte field's plane run or to scratch:
+   them, into AoS), each to its 4-byte field's plane run, to a lone
+   field's stage (lanes8_lone_blocks) or to scratch:
    one test a qword, none a word, and 8 shuffles per 4 x 4 qwords against
    24 per 8 x 8 words and 4 more per double. On an AMD Zen 3
    (bench-records, 6 runs in turn with the tested loop, medians against
