@@ -1186,6 +1186,28 @@ __attribute__((target("avx2"), always_inline)) static inline void records3_out(c
     r_;                                                                                           \
   }))
 
+/* 32 bytes of each of 8 records at `rec`, rs bytes apart, into v[0..7],
+   each record from the one before (NEXT_RECORD); and v (vw / 8 vectors a
+   record, v[8h + i] its half h) back into the records, in order (a
+   record's vectors reach into the next, stored after it). */
+__attribute__((target("avx2"), always_inline)) static inline void records_load8(__m256 *v,
+                                                                               const char *rec,
+                                                                               size_t rs) {
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+    v[i] = _mm256_loadu_ps((const float *)rec);
+    rec = NEXT_RECORD(rec, rs);
+  }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+records_store8(char *rec, size_t rs, const __m256 *v, const size_t vw) {
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
+      _mm256_storeu_ps((float *)(rec + 32 * h), v[8 * h + i]);
+    rec = (char *)NEXT_RECORD(rec, rs);
+  }
+}
+
 /* The 8 records of a block at `rec`, rs bytes apart, into v (vw / 8
    vectors each, transposed: v[w] holds word w of them), and back; with
    chain (the in-cache loops), records of 8 words or more each from the
@@ -1207,11 +1229,7 @@ records_in(__m256 *v, const char *rec, size_t rs, const size_t vw, const bool ch
   }
   if (chain) {
     _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
-      const char *ri = rec + 32 * h;
-      _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-        v[8 * h + i] = _mm256_loadu_ps((const float *)ri);
-        ri = NEXT_RECORD(ri, rs);
-      }
+      records_load8(v + 8 * h, rec + 32 * h, rs);
       mmb__transpose8x8(v + 8 * h);
     }
     return;
@@ -1238,12 +1256,13 @@ records_out(char *rec, size_t rs, __m256 *v, const size_t vw, const bool chain) 
     return;
   }
   _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) mmb__transpose8x8(v + 8 * h);
-  char *ri = rec;
-  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
-      _mm256_storeu_ps((float *)((chain ? ri : rec + i * rs) + 32 * h), v[8 * h + i]);
-    if (chain) ri = (char *)NEXT_RECORD(ri, rs);
+  if (chain) {
+    records_store8(rec, rs, v, vw);
+    return;
   }
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
+      _mm256_storeu_ps((float *)(rec + i * rs + 32 * h), v[8 * h + i]);
 }
 
 /* Into SoA, streamed (with an outflow), each block prefetches the records
@@ -1426,11 +1445,7 @@ lanes8_qwords(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *s
     __m256 v[16];   /* half h: v[8h + q] qword 4h + q of records 0-3, v[8h + 4 + q] of 4-7 */
     if (to_soa) {
       _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
-        const char *ri = rec + 32 * h;   /* (NEXT_RECORD) */
-        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-          v[8 * h + i] = _mm256_loadu_ps((const float *)ri);
-          ri = NEXT_RECORD(ri, rs);
-        }
+        records_load8(v + 8 * h, rec + 32 * h, rs);
         mmb__transpose4x4_qwords(v + 8 * h);
         mmb__transpose4x4_qwords(v + 8 * h + 4);
         _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
@@ -1471,12 +1486,7 @@ lanes8_qwords(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *s
       mmb__transpose4x4_qwords(v + 8 * h);
       mmb__transpose4x4_qwords(v + 8 * h + 4);
     }
-    char *ri = rec;
-    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-      _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
-        _mm256_storeu_ps((float *)(ri + 32 * h), v[8 * h + i]);
-      ri = (char *)NEXT_RECORD(ri, rs);
-    }
+    records_store8(rec, rs, v, vw);
   }
 }
 
