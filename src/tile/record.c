@@ -876,6 +876,13 @@ typedef struct lanes8 {
   bool words;        /* whether the moved fields are all words (lanes8_words) */
   bool qwords;       /* or doubles on qwords and words (lanes8_qwords) */
   bool lones;        /* either, with lone fields too (lanes8_lone_blocks) */
+  /* for the in-cache loops (lanes8_words, lanes8_qwords): */
+  size_t step[16];   /* per word, the bytes from a block's elements of its field to the next
+                        block's (0: no moved field starts there) */
+  uint32_t dbl;      /* the qwords that are doubles (a bit each) */
+  unsigned n_lone;   /* the lone fields, up to LONE_MAX: their words, bytes and bits */
+  unsigned lone_word[LONE_MAX], lone_size[LONE_MAX];
+  int lone_shift[LONE_MAX];
 } lanes8;
 
 static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
@@ -894,6 +901,16 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
       lone += r->size[f] < 4;
       astride += r->size[f] == 8 && r->offset[f] % 8;
     }
+  for (size_t w = 0; w < 16; w++) {
+    int f = l->field[w];
+    if (f < 0) continue;
+    l->step[w] = 8 * r->size[f];
+    if (r->size[f] == 8) l->dbl |= 1u << (w / 2);
+    if (r->size[f] < 4 && l->n_lone < LONE_MAX) {
+      l->lone_word[l->n_lone] = (unsigned)w, l->lone_size[l->n_lone] = (unsigned)r->size[f];
+      l->lone_shift[l->n_lone++] = (int)(8 * (r->offset[f] % 4));
+    }
+  }
   l->words = !pair_words && lone <= LONE_MAX;
   l->qwords = pair_words && lone <= LONE_MAX && !astride && l->vw >= 8;
   l->lones = lone > 0;
@@ -1522,20 +1539,12 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_blocks
 }
 
 /* Per word of a record (l), where the in-cache loops put its vectors: its
-   field's plane run (p, from run) and the bytes from one block's 8
-   elements to the next's (st), or scratch and 0. Returns the qwords that
-   are doubles (a bit each). */
-static inline uint32_t plane_runs(const lanes8 *l, const mmb__fieldset *r, char *const *run,
-                                  char *scratch, char **p, size_t *st) {
-  size_t words = r->record_size / 4;
-  uint32_t dbl = 0;
-  for (size_t w = 0; w < 16; w++) {
-    int f = w < words ? l->field[w] : -1;
-    p[w] = f < 0 ? scratch : run[f];
-    st[w] = f < 0 ? 0 : 8 * r->size[f];
-    if (f >= 0 && r->size[f] == 8) dbl |= 1u << (w / 2);
-  }
-  return dbl;
+   field's plane run (p, from run), or scratch (l->step says how far the
+   next block's go). */
+static inline void plane_runs(const lanes8 *l, char *const *run, char *scratch, char **p) {
+  for (size_t w = 0; w < 16; w++) p[w] = scratch;
+  for (size_t w = 0; w < l->vw; w++)
+    if (l->field[w] >= 0) p[w] = run[l->field[w]];
 }
 
 /* n_blocks blocks in the cache, by lanes8_qwords or lanes8_words: per word
@@ -1567,29 +1576,25 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_lone_b
     const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char *const *run,
     size_t n_blocks) {
   _Alignas(32) char stage[LONE_MAX][LONE_BLOCKS * 32], scratch[32] = {0};
-  char *p[16];
-  size_t st[16];
-  uint32_t dbl = plane_runs(l, r, run, scratch, p, st);
-  size_t rs = r->record_size, n_lone = 0, at[LONE_MAX], size[LONE_MAX];
-  int shift[LONE_MAX];   /* the lone fields' words, bytes and bits in their words */
-  for (size_t w = 0; w < rs / 4 && n_lone < LONE_MAX; w++) {
-    int f = l->field[w];
-    if (f < 0 || r->size[f] >= 4) continue;
-    at[n_lone] = w, size[n_lone] = r->size[f];
-    shift[n_lone++] = (int)(8 * (r->offset[f] % 4));
-  }
+  char *p[16], *q[16];   /* q: p from the chunk's first block on, the lone words' stages */
+  size_t st[16], rs = r->record_size, n_lone = l->n_lone;
+  const unsigned *at = l->lone_word, *size = l->lone_size;
+  const int *shift = l->lone_shift;
+  plane_runs(l, run, scratch, p);
+  memcpy(st, l->step, sizeof st);   /* (the lone words': their stages') */
+  for (size_t k = 0; k < n_lone; k++) st[at[k]] = 32;
   for (size_t b0 = 0; b0 < n_blocks; b0 += LONE_BLOCKS) {
     size_t nb = n_blocks - b0 < LONE_BLOCKS ? n_blocks - b0 : LONE_BLOCKS;
-    char *q[16];      /* p and st from block b0, the lone words' to their stages */
-    size_t sq[16];
-    for (size_t w = 0; w < 16; w++) q[w] = p[w] + b0 * st[w], sq[w] = st[w];
-    for (size_t k = 0; k < n_lone; k++) q[at[k]] = stage[k], sq[at[k]] = 32;
+    if (b0 == 0) memcpy(q, p, sizeof q);
+    else
+      for (size_t w = 0; w < 16; w++) q[w] += LONE_BLOCKS * st[w];
+    for (size_t k = 0; k < n_lone; k++) q[at[k]] = stage[k];
     if (!to_soa)
       for (size_t k = 0; k < n_lone; k++)
         for (size_t b = 0; b < nb; b++)
           _mm256_store_ps((float *)(stage[k] + 32 * b),
                           lone_in(p[at[k]] + (b0 + b) * 8 * size[k], size[k], shift[k]));
-    lanes8_cache_loops(l, rs, to_soa, aos + 8 * b0 * rs, q, sq, dbl, nb);
+    lanes8_cache_loops(l, rs, to_soa, aos + 8 * b0 * rs, q, st, l->dbl, nb);
     if (to_soa)
       for (size_t k = 0; k < n_lone; k++)
         for (size_t b = 0; b < nb; b++)
@@ -1608,9 +1613,10 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_cache_
     size_t n_blocks) {
   _Alignas(32) char scratch[32] = {0};
   char *p[16];
-  size_t st[16];
-  uint32_t dbl = plane_runs(l, r, run, scratch, p, st);
-  lanes8_cache_loops(l, r->record_size, to_soa, aos, p, st, dbl, n_blocks);
+  size_t st[16];   /* (a copy of its own: the loops' stores could write l's, for all GCC knows) */
+  plane_runs(l, run, scratch, p);
+  memcpy(st, l->step, sizeof st);
+  lanes8_cache_loops(l, r->record_size, to_soa, aos, p, st, l->dbl, n_blocks);
 }
 
 __attribute__((target("avx2"), aligned(64))) static void lanes8_blocks(const lanes8 *l,
@@ -1730,8 +1736,10 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
     if (fast) registers(c, true, (char *)from[0] - c->aos->offset[0], run, fast, direct);
     for (size_t f = 0; f < r->n; f++) {
       size_t done = in_registers(c, f) ? fast : 0, step = run[f] == to[f] ? dst : 1;
-      move_field(run[f] + done * step * r->size[f], step * r->size[f],
-                 from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
+      if (done < m)
+        move_field(run[f] + done * step * r->size[f], step * r->size[f],
+                   from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done,
+                   r->size[f]);
       if (run[f] != to[f] && !o) mmb__engine_run(to[f], run[f], m * r->size[f], true);
     }
     if (o) {   /* the last block's rest, then this one's to send */
@@ -1775,8 +1783,9 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   if (direct) memset(home + fast * rs, 0, (m - fast) * rs);
   for (size_t f = 0; f < r->n; f++) {   /* after the registers: they zero the other words */
     size_t done = in_registers(c, f) ? fast : 0;
-    move_field(rec + r->offset[f] + done * step * rs, step * rs,
-               from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
+    if (done < m)
+      move_field(rec + r->offset[f] + done * step * rs, step * rs,
+                 from[f] + done * sst * c->m.sstep[f], sst * c->m.sstep[f], m - done, r->size[f]);
   }
   if (rec != home) mmb__engine_run(home, buf, m * rs, true);
 }
