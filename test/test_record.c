@@ -834,26 +834,37 @@ static void first_tile_copied(mmbMemInterface *iface, const mmbRecordField *shap
   OK(mmb_layout_destroy(ls));
 }
 
-/* AVX2's stores of a record reach past it into the next (records of 12,
-   24 and 56 bytes: by 4 and 8 bytes), which later blocks overwrite: never
-   past the end of a run. A tile of 24 columns of a 40-column array,
-   copied from SoA into AoS, leaves the columns after it as they were, in
-   place and streamed. */
+/* AVX2's loads and stores of a record reach past it into the next (by 4
+   to 28 bytes: records of 8, 20, 24, 36 and 56 bytes), where later blocks
+   overwrite what they stored: never past the end of a run. Streamed, the
+   blocks stop short of it (the rest field by field); in the cache, the
+   last block of a run loads and stores its last record exactly, and
+   converts a run to its end. A tile of 24 columns (3 blocks) of a
+   40-column array, copied into the other array's, lands whole and leaves
+   the columns after it as they were, both ways, in place and streamed:
+   words, qwords, a lone byte among qwords (the particle), records of one
+   and of two vectors, and of 4 words (in 16-byte halves). */
 MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
-  static const mmbRecordField shapes[][8] = {
+  static const mmbRecordField shapes[][9] = {
     {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},
     {{"a", 4, 0}, {"b", 8, 8}, {"c", 4, 16}},
     {{"x", 8, 0}, {"y", 8, 8}, {"z", 8, 16}, {"vx", 8, 24}, {"vy", 8, 32}, {"vz", 8, 40},
      {"m", 4, 48}, {"id", 4, 52}},
+    {{"x", 4, 0}, {"y", 4, 4}},
+    {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}},
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}, {"mass", 8, 16}},
+    {{"a", 4, 0}, {"b", 4, 4}, {"c", 4, 8}, {"d", 4, 12}, {"e", 4, 16}, {"f", 4, 20},
+     {"g", 4, 24}, {"h", 4, 28}, {"i", 4, 32}},
   };
-  static const size_t n_fields[] = {3, 3, 8}, rs[] = {12, 24, 56};
+  static const size_t n_fields[] = {3, 3, 8, 2, 5, 5, 9}, rs[] = {12, 24, 56, 8, 20, 24, 36};
   if (!__builtin_cpu_supports("avx2")) cr_skip_test("the CPU has no AVX2");
   mmb__record_use_avx512(false);
   for (int streamed = 0; streamed < 2; streamed++) {
     if (streamed) stream_every_conversion();
     mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
-    for (size_t k = 0; k < 3; k++)
-      first_tile_copied(iface, shapes[k], n_fields[k], rs[k], 40, 24, false);
+    for (size_t k = 0; k < sizeof rs / sizeof *rs; k++)
+      for (int into_soa = 0; into_soa < 2; into_soa++)
+        first_tile_copied(iface, shapes[k], n_fields[k], rs[k], 40, 24, into_soa);
   }
   mmb__record_use_avx512(true);
 }

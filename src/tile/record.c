@@ -859,7 +859,9 @@ static void shuffle_blocks(const shuffle *sh, const mmb__fieldset *r, bool to_so
    bytes. Into AoS the same backwards, the words of no moved field zero.
    A record's loads and stores reach past it into the next records (stored
    in order, each overwriting what the one before spilled), so the blocks
-   stop where the last record's would pass the run (lanes8_count).
+   stop where the last record's would pass the run (lanes8_count); the
+   in-cache loops instead take the last record of a run's last block
+   exactly (records_load8, records_store8) and convert the run to its end.
    Records of 3 words (vw 3: xyz, the commonest) are the exception: their
    8 records are 3 whole vectors, whose words blend and permute into the
    3 plane vectors and back (records3_in, records3_out), with 3 loads or
@@ -1203,24 +1205,62 @@ __attribute__((target("avx2"), always_inline)) static inline void records3_out(c
     r_;                                                                                           \
   }))
 
+/* The first `bytes` (a multiple of 4) of v at p, and no more. */
+__attribute__((target("avx2"), always_inline)) static inline void store_words(char *p, __m256 v,
+                                                                             size_t bytes) {
+  if (bytes >= 32) {
+    _mm256_storeu_ps((float *)p, v);
+    return;
+  }
+  __m128 x = _mm256_castps256_ps128(v);
+  if (bytes >= 16) {
+    _mm_storeu_ps((float *)p, x);
+    x = _mm256_extractf128_ps(v, 1), p += 16, bytes -= 16;
+  }
+  if (bytes >= 8) {
+    _mm_storel_pi((__m64 *)p, x);
+    x = _mm_movehl_ps(x, x), p += 8, bytes -= 8;
+  }
+  if (bytes >= 4) _mm_store_ss((float *)p, x);
+}
+
+/* The first `bytes` (a multiple of 4) at p into v, and no more: the other
+   words zero. */
+__attribute__((target("avx2"), always_inline)) static inline __m256 load_words(const char *p,
+                                                                              size_t bytes) {
+  __m256i words = _mm256_set1_epi32((int)(bytes < 32 ? bytes / 4 : 8));
+  return _mm256_maskload_ps((const float *)p,
+                            _mm256_cmpgt_epi32(words, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
 /* 32 bytes of each of 8 records at `rec`, rs bytes apart, into v[0..7],
    each record from the one before (NEXT_RECORD); and v (vw / 8 vectors a
    record, v[8h + i] its half h) back into the records, in order (a
-   record's vectors reach into the next, stored after it). */
+   record's vectors reach into the next, stored after it). The last
+   record's bytes (`last` of them at `rec`: rs, or rs - 32 for the second
+   half) are loaded no further, and stored no further in the last block
+   (`end`; in the others its reach lies in the next block, stored after
+   it): the in-cache loops never reach past their blocks, and so convert a
+   run's last records too (a tile's short rows: 64 particles, the last 8
+   of them field by field before). */
 __attribute__((target("avx2"), always_inline)) static inline void records_load8(__m256 *v,
                                                                                const char *rec,
-                                                                               size_t rs) {
+                                                                               size_t rs,
+                                                                               size_t last,
+                                                                               bool end) {
   _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-    v[i] = _mm256_loadu_ps((const float *)rec);
+    v[i] = i == 7 && end ? load_words(rec, last) : _mm256_loadu_ps((const float *)rec);
     rec = NEXT_RECORD(rec, rs);
   }
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void
-records_store8(char *rec, size_t rs, const __m256 *v, const size_t vw) {
+records_store8(char *rec, size_t rs, const __m256 *v, const size_t vw, bool end) {
   _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
-    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++)
-      _mm256_storeu_ps((float *)(rec + 32 * h), v[8 * h + i]);
+    _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
+      if (i == 7 && end) store_words(rec + 32 * h, v[8 * h + i], rs - 32 * h);
+      else _mm256_storeu_ps((float *)(rec + 32 * h), v[8 * h + i]);
+    }
     rec = (char *)NEXT_RECORD(rec, rs);
   }
 }
@@ -1228,9 +1268,10 @@ records_store8(char *rec, size_t rs, const __m256 *v, const size_t vw) {
 /* The 8 records of a block at `rec`, rs bytes apart, into v (vw / 8
    vectors each, transposed: v[w] holds word w of them), and back; with
    chain (the in-cache loops), records of 8 words or more each from the
-   one before (NEXT_RECORD). */
+   one before (NEXT_RECORD), and with end (a run's last block) its last
+   record's bytes and no more (records_load8). */
 __attribute__((target("avx2"), always_inline)) static inline void
-records_in(__m256 *v, const char *rec, size_t rs, const size_t vw, const bool chain) {
+records_in(__m256 *v, const char *rec, size_t rs, const size_t vw, const bool chain, bool end) {
   if (vw == 3) {
     records3_in(v, rec);
     return;
@@ -1238,15 +1279,17 @@ records_in(__m256 *v, const char *rec, size_t rs, const size_t vw, const bool ch
   if (vw == 4) {   /* records i and i + 4 in the halves of v[i] */
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
       __m128 lo = _mm_loadu_ps((const float *)(rec + i * rs));
-      v[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo),
-                                  _mm_loadu_ps((const float *)(rec + (4 + i) * rs)), 1);
+      __m128 hi = chain && i == 3 && end
+                      ? _mm256_castps256_ps128(load_words(rec + 7 * rs, rs))
+                      : _mm_loadu_ps((const float *)(rec + (4 + i) * rs));
+      v[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
     }
     mmb__transpose4x4_halves(v);
     return;
   }
   if (chain) {
     _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
-      records_load8(v + 8 * h, rec + 32 * h, rs);
+      records_load8(v + 8 * h, rec + 32 * h, rs, rs - 32 * h, end);
       mmb__transpose8x8(v + 8 * h);
     }
     return;
@@ -1259,7 +1302,7 @@ records_in(__m256 *v, const char *rec, size_t rs, const size_t vw, const bool ch
 }
 
 __attribute__((target("avx2"), always_inline)) static inline void
-records_out(char *rec, size_t rs, __m256 *v, const size_t vw, const bool chain) {
+records_out(char *rec, size_t rs, __m256 *v, const size_t vw, const bool chain, bool end) {
   if (vw == 3) {
     records3_out(rec, v);
     return;
@@ -1268,13 +1311,17 @@ records_out(char *rec, size_t rs, __m256 *v, const size_t vw, const bool chain) 
     mmb__transpose4x4_halves(v);
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
       _mm_storeu_ps((float *)(rec + i * rs), _mm256_castps256_ps128(v[i]));
-    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-      _mm_storeu_ps((float *)(rec + (4 + i) * rs), _mm256_extractf128_ps(v[i], 1));
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+      if (chain && i == 3 && end)
+        store_words(rec + 7 * rs, _mm256_castps128_ps256(_mm256_extractf128_ps(v[i], 1)), rs);
+      else
+        _mm_storeu_ps((float *)(rec + (4 + i) * rs), _mm256_extractf128_ps(v[i], 1));
+    }
     return;
   }
   _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) mmb__transpose8x8(v + 8 * h);
   if (chain) {
-    records_store8(rec, rs, v, vw);
+    records_store8(rec, rs, v, vw, end);
     return;
   }
   _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
@@ -1327,7 +1374,7 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
     if (out && b % 4 == 3) outflow_send(out, out->slice);
     if (to_soa) {
       if (out) prefetch_lines((uintptr_t)rec + RECORDS_AHEAD, 8 * rs);
-      records_in(v, rec, rs, vw, false);
+      records_in(v, rec, rs, vw, false, false);
       _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++) {
         if (!size[w]) continue;
         char *p = plane[w] + 8 * b * size[w];
@@ -1359,11 +1406,11 @@ lanes8_run(const lanes8 *l, const mmb__fieldset *r, bool to_soa, char *aos, char
       }
     }
     if (!nt) {
-      records_out(rec, rs, v, vw, false);
+      records_out(rec, rs, v, vw, false, false);
       continue;
     }
     /* two blocks' records (whole lines) through L1, then past the cache */
-    records_out(pair + 8 * (b % 2) * rs, rs, v, vw, false);
+    records_out(pair + 8 * (b % 2) * rs, rs, v, vw, false, false);
     if (b % 2 == 0) continue;
     char *line = rec - 8 * rs;
     for (size_t o = 0; o < 16 * rs; o += 32)
@@ -1400,7 +1447,7 @@ lanes8_planes(size_t rs, char *aos, size_t n_blocks, outflow *out, const bool qw
       }
       continue;
     }
-    records_in(v, rec, rs, vw, false);
+    records_in(v, rec, rs, vw, false, false);
     char *wp = out->stage[out->turn] + 32 * b;
     _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
       if (w < vw / 2 || w < words)   /* (the words past the record: the next one's) */
@@ -1424,11 +1471,11 @@ lanes8_planes(size_t rs, char *aos, size_t n_blocks, outflow *out, const bool qw
    and 0.52 to 0.79x, faster in 6 of 6 runs but one. */
 __attribute__((target("avx2"), always_inline)) static inline void
 lanes8_words(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
-             size_t n_blocks, const size_t vw) {
+             size_t n_blocks, const size_t vw, const bool end) {
   if (to_soa)
     for (size_t b = 0; b < n_blocks; b++) {
       __m256 v[16];
-      records_in(v, aos + 8 * b * rs, rs, vw, true);
+      records_in(v, aos + 8 * b * rs, rs, vw, true, end);
       _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
         _mm256_storeu_ps((float *)(p[w] + b * st[w]), v[w]);
     }
@@ -1437,7 +1484,7 @@ lanes8_words(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st
       __m256 v[16];   /* (the words past a record: the next one's, stored after it) */
       _Pragma("GCC unroll 16") for (size_t w = 0; w < vw; w++)
         v[w] = _mm256_loadu_ps((const float *)(p[w] + b * st[w]));
-      records_out(aos + 8 * b * rs, rs, v, vw, true);
+      records_out(aos + 8 * b * rs, rs, v, vw, true, end);
     }
 }
 
@@ -1456,13 +1503,13 @@ lanes8_words(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st
    MiB. */
 __attribute__((target("avx2"), always_inline)) static inline void
 lanes8_qwords(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
-              uint32_t dbl, size_t n_blocks, const size_t vw) {
+              uint32_t dbl, size_t n_blocks, const size_t vw, const bool end) {
   for (size_t b = 0; b < n_blocks; b++) {
     char *rec = aos + 8 * b * rs;
     __m256 v[16];   /* half h: v[8h + q] qword 4h + q of records 0-3, v[8h + 4 + q] of 4-7 */
     if (to_soa) {
       _Pragma("GCC unroll 2") for (size_t h = 0; h < vw / 8; h++) {
-        records_load8(v + 8 * h, rec + 32 * h, rs);
+        records_load8(v + 8 * h, rec + 32 * h, rs, rs - 32 * h, end);
         mmb__transpose4x4_qwords(v + 8 * h);
         mmb__transpose4x4_qwords(v + 8 * h + 4);
         _Pragma("GCC unroll 4") for (size_t q = 0; q < 4; q++) {
@@ -1503,7 +1550,7 @@ lanes8_qwords(size_t rs, bool to_soa, char *aos, char *const *p, const size_t *s
       mmb__transpose4x4_qwords(v + 8 * h);
       mmb__transpose4x4_qwords(v + 8 * h + 4);
     }
-    records_store8(rec, rs, v, vw);
+    records_store8(rec, rs, v, vw, end);
   }
 }
 
@@ -1549,16 +1596,34 @@ static inline void plane_runs(const lanes8 *l, char *const *run, char *scratch, 
 
 /* n_blocks blocks in the cache, by lanes8_qwords or lanes8_words: per word
    of the record, p and st give where its vectors go (see
-   lanes8_cache_blocks). */
+   lanes8_cache_blocks); with end, the last of them is the run's last. */
+__attribute__((target("avx2"), always_inline)) static inline void lanes8_cache_span(
+    const lanes8 *l, size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
+    uint32_t dbl, size_t n_blocks, const bool end) {
+  if (l->qwords && l->vw == 8) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 8, end);
+  else if (l->qwords) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 16, end);
+  else if (l->vw == 3) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 3, end);
+  else if (l->vw == 4) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 4, end);
+  else if (l->vw == 8) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 8, end);
+  else lanes8_words(rs, to_soa, aos, p, st, n_blocks, 16, end);
+}
+
+/* n_blocks blocks in the cache, the last in a call of its own (its last
+   record taken exactly: records_load8), so that the others test nothing.
+   With a test in each block instead, records of 56 bytes went from
+   0.69-0.73x memcpy to 0.63-0.64x into SoA at 1 MiB; with the blocks in
+   two spans of one loop (blocks b0 to b1), records of 16 bytes from 0.90
+   to 0.81x, GCC keeping fewer of their offsets in registers
+   (bench/records-ab.sh, 8-10 runs, the Zen 3 of lanes8_qwords). */
 __attribute__((target("avx2"), always_inline)) static inline void lanes8_cache_loops(
     const lanes8 *l, size_t rs, bool to_soa, char *aos, char *const *p, const size_t *st,
     uint32_t dbl, size_t n_blocks) {
-  if (l->qwords && l->vw == 8) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 8);
-  else if (l->qwords) lanes8_qwords(rs, to_soa, aos, p, st, dbl, n_blocks, 16);
-  else if (l->vw == 3) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 3);
-  else if (l->vw == 4) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 4);
-  else if (l->vw == 8) lanes8_words(rs, to_soa, aos, p, st, n_blocks, 8);
-  else lanes8_words(rs, to_soa, aos, p, st, n_blocks, 16);
+  if (!n_blocks) return;
+  size_t b = n_blocks - 1;
+  char *last[16];
+  for (size_t w = 0; w < 16; w++) last[w] = p[w] + b * st[w];
+  lanes8_cache_span(l, rs, to_soa, aos, p, st, dbl, b, false);
+  lanes8_cache_span(l, rs, to_soa, aos + 8 * b * rs, last, st, dbl, 1, true);
 }
 
 /* Records with lone fields (a particle's char flag, up to LONE_MAX) in
@@ -1685,6 +1750,13 @@ static bool in_whole_lines(const convert *c, size_t f) {
   return c->sh && in_registers(c, f) && c->r->size[f] >= 4;
 }
 
+/* Whether AVX2's blocks are the in-cache loops (lanes8_words,
+   lanes8_qwords), which reach past no block: the conversion does not
+   stream, and the records' moved fields are words, or qwords. */
+static bool in_cache_loops(const convert *c) {
+  return !c->sh && (c->l8.words || c->l8.qwords) && !c->stream;
+}
+
 /* n records (a multiple of 16 with AVX-512's table, of 8 with AVX2's
    blocks) between AoS at `aos` and the moved fields' runs. */
 static void registers(const convert *c, bool to_soa, char *aos, char *const *run, size_t n,
@@ -1709,7 +1781,7 @@ static void convert_block(const convert *c, size_t doff, size_t dst, size_t soff
   if (dst == 1 && sst == 1)
     fast = c->sh            ? m / 16 * 16
            : !c->l8.fields  ? 0
-           : run_end        ? lanes8_count(&c->l8, c->aos->record_size, m)
+           : run_end && !in_cache_loops(c) ? lanes8_count(&c->l8, c->aos->record_size, m)
                             : m / 8 * 8;   /* (reaching into the next block, converted after) */
   outflow *o = c->out;
   char *buf = o ? o->stage[o->turn] : c->buf;
