@@ -62,7 +62,7 @@ static void check_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt)
   } while (index_next(idx, lo, t->upper, t->rank));
 }
 
-/* A particle: 3 floats, a char flag, a double (C pads it to 32 bytes). */
+/* A particle: 3 floats, a char flag, a double (C pads it to 24 bytes). */
 typedef struct particle {
   float x, y, z;
   char flag;
