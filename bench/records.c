@@ -27,6 +27,11 @@
    converts that many bytes of records, each round repeating every
    operation to about 64 MiB and timing its mean (the device part stays at
    64 MiB).
+   Then particles tile by tile, as a tile loop converts them: a square
+   array of about that size (96 KiB at least) in 32 x 32 and in 64 x 64
+   tiles, each copied by mmb_tile_copy into an SoA array's tile and back,
+   against a memcpy per tile row of the same bytes (a tile's rows are
+   short runs).
    Usage: bench-records [rounds [bytes, with K or M]] */
 #include <mmb/mmb.h>
 
@@ -358,6 +363,29 @@ static size_t parse_size(const char *s) {
   return *end || *s == '-' || v > (SIZE_MAX >> shift) ? 0 : (size_t)v << shift;
 }
 
+/* ---- particles tile by tile ------------------------------------------------ */
+/* Every tile of array s (a grid of g x g) copied into d's, by mmb_tile_copy. */
+static void tiles_copy(mmbArray *d, mmbArray *s, size_t g) {
+  for (size_t i = 0; i < g; i++)
+    for (size_t j = 0; j < g; j++) {
+      mmbArrayTile *td, *ts;
+      CHECK(mmb_tile_at(d, &(mmbIndex){2, {i, j}}, &td));
+      CHECK(mmb_tile_at(s, &(mmbIndex){2, {i, j}}, &ts));
+      CHECK(mmb_tile_copy(td, ts));
+    }
+}
+
+/* The same tiles (t x t of a side x side array of esize-byte elements)
+   between two plain buffers, a memcpy per tile row. */
+static void rows_copy(char *d, const char *s, size_t side, size_t t, size_t esize) {
+  for (size_t ti = 0; ti < side / t; ti++)
+    for (size_t tj = 0; tj < side / t; tj++)
+      for (size_t r = 0; r < t; r++) {
+        size_t o = ((ti * t + r) * side + tj * t) * esize;
+        memcpy(d + o, s + o, t * esize);
+      }
+}
+
 /* Runs `what` reps times and adds the mean to the timing t. */
 #define TIMED(t, reps, what)                            \
   do {                                                  \
@@ -365,6 +393,68 @@ static size_t parse_size(const char *s) {
     for (size_t k_ = 0; k_ < (reps); k_++) what;        \
     add(&(t), (now() - t0_) / (double)(reps));          \
   } while (0)
+
+/* Particles tile by tile: a square array of about `bytes` of them (its
+   side a multiple of 64) in 32 x 32 and 64 x 64 tiles, each tile copied
+   by mmb_tile_copy into an SoA array's and back (a tile's rows are short
+   runs, each converted by a call of its own), against a memcpy per tile
+   row of the same bytes between two plain buffers, round by round in
+   turn. */
+static void tiles_section(mmbMemInterface *iface, int rounds, size_t bytes) {
+  const record_case *rc = &cases[2];
+  size_t side = 64;
+  while ((side + 64) * (side + 64) * rc->size <= bytes) side += 64;
+  size_t n = side * side, all = n * rc->size, reps = BYTES / all ? BYTES / all : 1;
+  mmbLayout *la, *ls;
+  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 2,
+                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
+  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_SOA, 2,
+                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, &ls));
+  mmbArray *aos, *soa;
+  mmbDimensions d = {2, {side, side}};
+  CHECK(mmb_array_create(&d, la, iface, MMB_READ_WRITE, &aos));
+  CHECK(mmb_array_create(&d, ls, iface, MMB_READ_WRITE, &soa));
+  r32 *a = mmb_array_ptr(aos);
+  for (size_t i = 0; i < n; i++)
+    a[i] = (r32){.x = (float)i, .y = 1, .z = 2, .flag = (char)i, .mass = (double)i};
+  char *x = aligned_alloc(64, all), *y = aligned_alloc(64, all);
+  if (!x || !y) exit(1);
+  memset(x, 1, all);
+  memset(y, 2, all);
+  for (size_t t = 32; t <= 64; t *= 2) {
+    size_t g = side / t;
+    CHECK(mmb_array_tile(aos, &(mmbDimensions){2, {t, t}}));
+    CHECK(mmb_array_tile(soa, &(mmbDimensions){2, {t, t}}));
+    tiles_copy(soa, aos, g);   /* warm-up: pages faulted in */
+    tiles_copy(aos, soa, g);
+    timing t_to = {0}, t_from = {0}, t_rows = {0};
+    for (int r = 0; r < rounds; r++) {
+      TIMED(t_to, reps, tiles_copy(soa, aos, g));
+      TIMED(t_rows, reps, rows_copy(y, x, side, t, rc->size));
+      TIMED(t_from, reps, tiles_copy(aos, soa, g));
+    }
+    mmbField fx;   /* the conversion is exact: x where the particles put it */
+    CHECK(mmb_array_get_field(soa, 0, &fx));
+    for (size_t i = 0; i < n; i++)
+      if (((const float *)fx.ptr)[i] != a[i].x) {
+        fprintf(stderr, "bench-records: a tile's x differs at particle %zu\n", i);
+        exit(1);
+      }
+    printf("particles in %zu x %zu tiles of a %zu x %zu array (%zu KiB)\n", t, t, side, side,
+           all >> 10);
+    row("mmb AoS -> SoA, tile by tile", &t_to, (double)all);
+    row("mmb SoA -> AoS, tile by tile", &t_from, (double)all);
+    row("memcpy, a tile row at a time", &t_rows, (double)all);
+    printf("  ratio vs memcpy by tile rows:   AoS->SoA %.2fx, SoA->AoS %.2fx\n",
+           median(&t_rows) / median(&t_to), median(&t_rows) / median(&t_from));
+  }
+  free(x);
+  free(y);
+  CHECK(mmb_array_destroy(aos));
+  CHECK(mmb_array_destroy(soa));
+  CHECK(mmb_layout_destroy(la));
+  CHECK(mmb_layout_destroy(ls));
+}
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 7;
@@ -484,6 +574,7 @@ int main(int argc, char **argv) {
   }
   free(src);
   free(dst);
+  tiles_section(iface, rounds, bytes);
   if (iface2) {
     nt2.stop = true;   /* the baseline's helper returns */
     pthread_barrier_wait(&nt2.go);
