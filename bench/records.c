@@ -363,6 +363,18 @@ static size_t parse_size(const char *s) {
   return *end || *s == '-' || v > (SIZE_MAX >> shift) ? 0 : (size_t)v << shift;
 }
 
+/* The AoS and SoA layouts of rc's records and an array of each, of dims d,
+   on iface. */
+static void record_arrays(const record_case *rc, const mmbDimensions *d, mmbMemInterface *iface,
+                          mmbLayout **la, mmbLayout **ls, mmbArray **aos, mmbArray **soa) {
+  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, d->size,
+                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, la));
+  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_SOA, d->size,
+                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, ls));
+  CHECK(mmb_array_create(d, *la, iface, MMB_READ_WRITE, aos));
+  CHECK(mmb_array_create(d, *ls, iface, MMB_READ_WRITE, soa));
+}
+
 /* ---- particles tile by tile ------------------------------------------------ */
 /* Every tile of array s (a grid of g x g) copied into d's, by mmb_tile_copy. */
 static void tiles_copy(mmbArray *d, mmbArray *s, size_t g) {
@@ -406,14 +418,8 @@ static void tiles_section(mmbMemInterface *iface, int rounds, size_t bytes) {
   while ((side + 64) * (side + 64) * rc->size <= bytes) side += 64;
   size_t n = side * side, all = n * rc->size, reps = BYTES / all ? BYTES / all : 1;
   mmbLayout *la, *ls;
-  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 2,
-                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
-  CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_SOA, 2,
-                                 MMB_ROWMAJOR, (mmbLayoutPadding){0}, &ls));
   mmbArray *aos, *soa;
-  mmbDimensions d = {2, {side, side}};
-  CHECK(mmb_array_create(&d, la, iface, MMB_READ_WRITE, &aos));
-  CHECK(mmb_array_create(&d, ls, iface, MMB_READ_WRITE, &soa));
+  record_arrays(rc, &(mmbDimensions){2, {side, side}}, iface, &la, &ls, &aos, &soa);
   r32 *a = mmb_array_ptr(aos);
   for (size_t i = 0; i < n; i++)
     a[i] = (r32){.x = (float)i, .y = 1, .z = 2, .flag = (char)i, .mass = (double)i};
@@ -488,14 +494,9 @@ int main(int argc, char **argv) {
     const record_case *rc = &cases[c];
     size_t n = bytes / rc->size, aos_bytes = n * rc->size;
     mmbLayout *la, *ls;
-    CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_AOS, 1,
-                                   MMB_ROWMAJOR, (mmbLayoutPadding){0}, &la));
-    CHECK(mmb_layout_create_record(rc->fields, rc->n_fields, rc->size, MMB_RECORD_SOA, 1,
-                                   MMB_ROWMAJOR, (mmbLayoutPadding){0}, &ls));
     mmbArray *aos, *soa;
     mmbDimensions d = {1, {n}};
-    CHECK(mmb_array_create(&d, la, iface, MMB_READ_WRITE, &aos));
-    CHECK(mmb_array_create(&d, ls, iface, MMB_READ_WRITE, &soa));
+    record_arrays(rc, &d, iface, &la, &ls, &aos, &soa);
     char *a = mmb_array_ptr(aos), *planes = malloc(planes_bytes(rc, n));
     for (size_t i = 0; i < aos_bytes; i++) a[i] = (char)(i * 7);
     memset(mmb_array_ptr(soa), 0, n);   /* (touched by the warm-up below) */
