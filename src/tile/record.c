@@ -895,24 +895,21 @@ static bool lanes8_make(const mmb__fieldset *r, lanes8 *l) {
   size_t moved = 0, words_moved = 0, pair_words = 0, lone = 0, astride = 0;
   for (size_t f = 0; f < r->n; f++)
     if ((word_field(r, f) && r->size[f] <= 8) || lone_field(r, f)) {
+      size_t w = r->offset[f] / 4;
       l->fields |= 1u << f;
-      l->field[r->offset[f] / 4] = (int)f;
+      l->field[w] = (int)f;
+      l->step[w] = 8 * r->size[f];
+      if (r->size[f] == 8) l->dbl |= 1u << (w / 2);
+      if (r->size[f] < 4 && l->n_lone < LONE_MAX) {
+        l->lone_word[l->n_lone] = (unsigned)w, l->lone_size[l->n_lone] = (unsigned)r->size[f];
+        l->lone_shift[l->n_lone++] = (int)(8 * (r->offset[f] % 4));
+      }
       moved++;
       words_moved += r->size[f] == 8 ? 2 : 1;
       pair_words += r->size[f] == 8 ? 2 : 0;
       lone += r->size[f] < 4;
       astride += r->size[f] == 8 && r->offset[f] % 8;
     }
-  for (size_t w = 0; w < 16; w++) {
-    int f = l->field[w];
-    if (f < 0) continue;
-    l->step[w] = 8 * r->size[f];
-    if (r->size[f] == 8) l->dbl |= 1u << (w / 2);
-    if (r->size[f] < 4 && l->n_lone < LONE_MAX) {
-      l->lone_word[l->n_lone] = (unsigned)w, l->lone_size[l->n_lone] = (unsigned)r->size[f];
-      l->lone_shift[l->n_lone++] = (int)(8 * (r->offset[f] % 4));
-    }
-  }
   l->words = !pair_words && lone <= LONE_MAX;
   l->qwords = pair_words && lone <= LONE_MAX && !astride && l->vw >= 8;
   l->lones = lone > 0;
@@ -1586,12 +1583,16 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_blocks
 }
 
 /* Per word of a record (l), where the in-cache loops put its vectors: its
-   field's plane run (p, from run), or scratch (l->step says how far the
-   next block's go). */
-static inline void plane_runs(const lanes8 *l, char *const *run, char *scratch, char **p) {
+   field's plane run (p, from run), or scratch; and st, a copy of l->step
+   (how far the next block's go) of the caller's own: read through l, GCC
+   reloads the steps after every store, which could write l's for all it
+   knows. */
+static inline void plane_runs(const lanes8 *l, char *const *run, char *scratch, char **p,
+                              size_t *st) {
   for (size_t w = 0; w < 16; w++) p[w] = scratch;
   for (size_t w = 0; w < l->vw; w++)
     if (l->field[w] >= 0) p[w] = run[l->field[w]];
+  memcpy(st, l->step, sizeof l->step);
 }
 
 /* n_blocks blocks in the cache, by lanes8_qwords or lanes8_words: per word
@@ -1645,9 +1646,8 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_lone_b
   size_t st[16], rs = r->record_size, n_lone = l->n_lone;
   const unsigned *at = l->lone_word, *size = l->lone_size;
   const int *shift = l->lone_shift;
-  plane_runs(l, run, scratch, p);
-  memcpy(st, l->step, sizeof st);   /* (the lone words': their stages') */
-  for (size_t k = 0; k < n_lone; k++) st[at[k]] = 32;
+  plane_runs(l, run, scratch, p, st);
+  for (size_t k = 0; k < n_lone; k++) st[at[k]] = 32;   /* (the lone words': their stages') */
   for (size_t b0 = 0; b0 < n_blocks; b0 += LONE_BLOCKS) {
     size_t nb = n_blocks - b0 < LONE_BLOCKS ? n_blocks - b0 : LONE_BLOCKS;
     if (b0 == 0) memcpy(q, p, sizeof q);
@@ -1678,9 +1678,8 @@ __attribute__((target("avx2"), noinline, aligned(64))) static void lanes8_cache_
     size_t n_blocks) {
   _Alignas(32) char scratch[32] = {0};
   char *p[16];
-  size_t st[16];   /* (a copy of its own: the loops' stores could write l's, for all GCC knows) */
-  plane_runs(l, run, scratch, p);
-  memcpy(st, l->step, sizeof st);
+  size_t st[16];
+  plane_runs(l, run, scratch, p, st);
   lanes8_cache_loops(l, r->record_size, to_soa, aos, p, st, l->dbl, n_blocks);
 }
 
