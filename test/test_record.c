@@ -802,36 +802,55 @@ MMB_TEST(record, word_records_convert_by_avx2) {
   mmb__record_use_avx512(true);
 }
 
-/* Arrays of 9 x `cols` records of one shape, AoS (filled with salt 1) and
-   SoA (salt 2), tiled 9 x `tile_cols`: their first tiles copied from one
-   into the other (into SoA or into AoS), which then holds the other's
-   values, while the destination's tile beside it keeps its own. */
+/* One side of tile_copied: records stored AoS (of the shape's record
+   size) or SoA, rows padded to row_alignment bytes (0: none). */
+typedef struct side {
+  mmbRecordKind kind;
+  size_t row_alignment;
+} side;
+
+/* Arrays of 9 x `cols` records of one shape, `to` (filled with salt 2) and
+   `from` (salt 1), tiled 9 x `tile_cols`: tile (0, t) copied from one into
+   the other, whose tile then holds the other's values, while the
+   destination's tiles beside it keep their own. */
+static void tile_copied(mmbMemInterface *iface, const mmbRecordField *shape, size_t n_fields,
+                        size_t rs, size_t cols, size_t tile_cols, size_t t, side to_side,
+                        side from_side) {
+  mmbLayout *lt, *lf;
+  OK(mmb_layout_create_record(shape, n_fields, to_side.kind == MMB_RECORD_AOS ? rs : 0,
+                              to_side.kind, 2, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){to_side.row_alignment}, &lt));
+  OK(mmb_layout_create_record(shape, n_fields, from_side.kind == MMB_RECORD_AOS ? rs : 0,
+                              from_side.kind, 2, MMB_ROWMAJOR,
+                              (mmbLayoutPadding){from_side.row_alignment}, &lf));
+  mmbDimensions d = dims2(9, cols);
+  mmbArray *to = make(iface, &d, lt), *from = make(iface, &d, lf);
+  walk_array(from, 1, true);
+  walk_array(to, 2, true);
+  OK(mmb_array_tile(to, &(mmbDimensions){2, {9, tile_cols}}));
+  OK(mmb_array_tile(from, &(mmbDimensions){2, {9, tile_cols}}));
+  mmbArrayTile *dst, *src, *beside;
+  OK(mmb_tile_at(to, &(mmbIndex){2, {0, t}}, &dst));
+  OK(mmb_tile_at(from, &(mmbIndex){2, {0, t}}, &src));
+  OK(mmb_tile_copy(dst, src));
+  check_tile(dst, d.d, 1);
+  for (size_t b = t ? t - 1 : 1; b <= t + 1 && b * tile_cols < cols; b += 2) {
+    OK(mmb_tile_at(to, &(mmbIndex){2, {0, b}}, &beside));
+    check_tile(beside, d.d, 2);
+  }
+  OK(mmb_array_destroy(to));
+  OK(mmb_array_destroy(from));
+  OK(mmb_layout_destroy(lt));
+  OK(mmb_layout_destroy(lf));
+}
+
+/* The first tile, between AoS and SoA, rows unpadded. */
 static void first_tile_copied(mmbMemInterface *iface, const mmbRecordField *shape,
                               size_t n_fields, size_t rs, size_t cols, size_t tile_cols,
                               bool into_soa) {
-  mmbLayout *la, *ls;
-  OK(mmb_layout_create_record(shape, n_fields, rs, MMB_RECORD_AOS, 2, MMB_ROWMAJOR,
-                              (mmbLayoutPadding){0}, &la));
-  OK(mmb_layout_create_record(shape, n_fields, 0, MMB_RECORD_SOA, 2, MMB_ROWMAJOR,
-                              (mmbLayoutPadding){0}, &ls));
-  mmbDimensions d = dims2(9, cols);
-  mmbArray *a = make(iface, &d, la), *s = make(iface, &d, ls);
-  walk_array(a, 1, true);
-  walk_array(s, 2, true);
-  OK(mmb_array_tile(a, &(mmbDimensions){2, {9, tile_cols}}));
-  OK(mmb_array_tile(s, &(mmbDimensions){2, {9, tile_cols}}));
-  mmbArray *to = into_soa ? s : a, *from = into_soa ? a : s;
-  mmbArrayTile *dst, *src, *beside;
-  OK(mmb_tile_at(to, &(mmbIndex){2, {0, 0}}, &dst));
-  OK(mmb_tile_at(from, &(mmbIndex){2, {0, 0}}, &src));
-  OK(mmb_tile_at(to, &(mmbIndex){2, {0, 1}}, &beside));
-  OK(mmb_tile_copy(dst, src));
-  check_tile(dst, d.d, into_soa ? 1 : 2);
-  check_tile(beside, d.d, into_soa ? 2 : 1);
-  OK(mmb_array_destroy(a));
-  OK(mmb_array_destroy(s));
-  OK(mmb_layout_destroy(la));
-  OK(mmb_layout_destroy(ls));
+  side aos = {MMB_RECORD_AOS, 0}, soa = {MMB_RECORD_SOA, 0};
+  tile_copied(iface, shape, n_fields, rs, cols, tile_cols, 0, into_soa ? soa : aos,
+              into_soa ? aos : soa);
 }
 
 /* AVX2's loads and stores of a record reach past it into the next (by 4
@@ -865,6 +884,53 @@ MMB_TEST(record, avx2_stores_stay_inside_their_tile) {
     for (size_t k = 0; k < sizeof rs / sizeof *rs; k++)
       for (int into_soa = 0; into_soa < 2; into_soa++)
         first_tile_copied(iface, shapes[k], n_fields[k], rs[k], 40, 24, into_soa);
+  }
+  mmb__record_use_avx512(true);
+}
+
+/* In the cache, a tile's rows convert in one call, each a whole run:
+   tiles of 13 and 21 columns (their last 5 records of each row field by
+   field) and a tile starting at column 13, between AoS and SoA both ways,
+   rows padded or not, and between SoA arrays of different padding, land
+   whole and leave the tiles beside them as they were (padded AoS rows
+   where the record size divides their 512 bytes). The shapes take each
+   of the register paths: words (3 of them, and 3 in 16 bytes), qwords
+   with a lone byte (the particle, in 24 and in 32 bytes), a field too
+   wide for the registers among words, a double astride two qwords and
+   five half-words (AVX2's tested loop), with AVX-512's blocks too where
+   the CPU has them. */
+MMB_TEST(record, tile_rows_convert_in_one_call) {
+  static const mmbRecordField shapes[][6] = {
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}, {"mass", 8, 16}},
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}},
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"flag", 1, 12}, {"mass", 8, 16}},
+    {{"x", 4, 0}, {"y", 4, 4}, {"z", 4, 8}, {"v", 16, 12}, {"id", 4, 28}},
+    {{"a", 4, 0}, {"d", 8, 4}, {"b", 4, 12}},
+    {{"a", 2, 0}, {"b", 2, 4}, {"c", 2, 8}, {"d", 2, 12}, {"e", 2, 16}, {"f", 4, 20}},
+  };
+  static const size_t n_fields[] = {3, 5, 3, 5, 5, 3, 6}, rs[] = {12, 24, 16, 32, 32, 16, 32};
+  static const struct {
+    side to, from;
+  } pairs[] = {
+    {{MMB_RECORD_SOA, 0}, {MMB_RECORD_AOS, 0}},   {{MMB_RECORD_AOS, 0}, {MMB_RECORD_SOA, 0}},
+    {{MMB_RECORD_SOA, 64}, {MMB_RECORD_AOS, 512}}, {{MMB_RECORD_AOS, 512}, {MMB_RECORD_SOA, 64}},
+    {{MMB_RECORD_SOA, 0}, {MMB_RECORD_SOA, 64}},  {{MMB_RECORD_SOA, 64}, {MMB_RECORD_SOA, 0}},
+  };
+  static const size_t tiles[][2] = {{13, 0}, {21, 0}, {13, 1}};   /* columns, tile */
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  for (int avx512 = 0; avx512 < 2; avx512++) {
+    if (avx512 && !__builtin_cpu_supports("avx512f")) break;
+    mmb__record_use_avx512(avx512);
+    for (size_t k = 0; k < sizeof rs / sizeof *rs; k++)
+      for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+        bool aos_padded = (pairs[p].to.kind == MMB_RECORD_AOS && pairs[p].to.row_alignment) ||
+                          (pairs[p].from.kind == MMB_RECORD_AOS && pairs[p].from.row_alignment);
+        if (aos_padded && 512 % rs[k]) continue;
+        for (size_t t = 0; t < 3; t++)
+          tile_copied(iface, shapes[k], n_fields[k], rs[k], 40, tiles[t][0], tiles[t][1],
+                      pairs[p].to, pairs[p].from);
+      }
   }
   mmb__record_use_avx512(true);
 }
