@@ -1780,8 +1780,9 @@ static void registers_run(const convert *c, bool to_soa, char *aos, char *const 
    a time, as they take a single run, and so stay as they are for single
    runs. With the rows inside lanes8_cache_blocks and lanes8_lone_blocks
    instead, a 96 x 96 array of particles went by 32 x 32 tiles in 35
-   rather than 39.5 us (the Zen 3 of lanes8_qwords), but the loops took 2%
-   more instructions for a single run of 56-byte records (callgrind). */
+   rather than 39.5 us (the Zen 3 of lanes8_qwords), but
+   lanes8_cache_blocks took 1.3% more instructions for single runs of
+   56-byte records (callgrind). */
 static void registers(const convert *c, bool to_soa, char *aos, char *const *run, size_t n,
                       bool nt, const rows *rw) {
   if (!rw) {
