@@ -935,6 +935,22 @@ MMB_TEST(record, tile_rows_convert_in_one_call) {
   mmb__record_use_avx512(true);
 }
 
+/* Streaming stages each run of the destination and writes it out whole,
+   so it takes runs whose records, or planes' elements, are contiguous. A
+   tile one column wide has its runs a row apart: streamed, its 9 records
+   land where they belong, into SoA (rows padded or not) and into AoS, and
+   the columns beside it keep their own. */
+MMB_TEST(record, streamed_tiles_one_column_wide) {
+  side aos = {MMB_RECORD_AOS, 0}, soa = {MMB_RECORD_SOA, 0}, soa64 = {MMB_RECORD_SOA, 64};
+  stream_every_conversion();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  const mmbRecordField *shape = particle_fields;
+  tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 0, soa, aos);
+  tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, soa64, aos);
+  tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, aos, soa64);
+  tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, soa, soa64);
+}
+
 /* AVX2's streamed blocks into SoA stage word or qword planes, which go out
    interleaved, narrowed or halved: element by element up to a 32-byte
    boundary of the destination, then in vectors, the rest element by

@@ -2028,8 +2028,12 @@ void mmb__record_convert(const mmb__view *d, const mmb__view *s) {
   if (c.block < 64) c.block = 64;   /* (a multiple of 64: plane runs start on cache lines) */
   convert_job j = {.c = &c, .esize = d->esize, .bytes = mmb__view_bytes(d)};
   mmb__plan_make(d, s, &j.p);
-  /* streaming into AoS needs the records contiguous along the run */
-  j.runs = c.d_soa || (j.p.n && j.p.ds[0] == 1);
+  /* streaming stages a run of the destination and writes it out whole:
+     the run's records, or each plane's elements, must lie contiguous. A
+     tile one element thick along the destination's fastest dimension
+     (whose plan drops it), or a padded SoA array of extent 1 there, has
+     its runs a row pitch apart, and goes element by element instead. */
+  j.runs = j.p.n && j.p.ds[0] == 1;
   /* split as a copy of as many bytes between the same interfaces would be */
   size_t outer = !j.p.n ? 1 : j.p.n == 1 ? j.p.dim[0] / 64 : j.p.dim[j.p.n - 1];
   size_t n = j.p.n ? j.p.dim[j.p.n - 1] : 1;
