@@ -46,8 +46,9 @@ static void walk_array(mmbArray *a, unsigned salt, bool fill) {
   } while (index_next(idx, lo, d.d, d.size));
 }
 
-/* Checks every field of a host tile of an array of extents `dims`. */
-static void check_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt) {
+/* Writes (fill) or checks every field of a host tile of an array of
+   extents `dims`. */
+static void walk_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt, bool fill) {
   size_t idx[MMB_MAX_DIMS], lo[MMB_MAX_DIMS];
   for (size_t k = 0; k < t->rank; k++) idx[k] = lo[k] = t->lower[k];
   do {
@@ -56,10 +57,16 @@ static void check_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt)
     for (size_t f = 0; mmb_tile_get_field(t, f, &fld) == MMB_OK; f++) {
       unsigned char *p = fld.ptr;
       for (size_t k = 0; k < t->rank; k++) p += (idx[k] - t->lower[k]) * fld.byte_stride[k];
-      for (size_t b = 0; b < fld.size; b++)
-        cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu", e, f);
+      for (size_t b = 0; b < fld.size; b++) {
+        if (fill) p[b] = ref_byte(e, f, b, salt);
+        else cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu", e, f);
+      }
     }
   } while (index_next(idx, lo, t->upper, t->rank));
+}
+
+static void check_tile(const mmbArrayTile *t, const size_t *dims, unsigned salt) {
+  walk_tile(t, dims, salt, false);
 }
 
 /* A particle: 3 floats, a char flag, a double (C pads it to 24 bytes). */
@@ -935,6 +942,45 @@ MMB_TEST(record, tile_rows_convert_in_one_call) {
   mmb__record_use_avx512(true);
 }
 
+/* A box of indices [lo, hi) holding salt. */
+typedef struct box {
+  size_t lo[MMB_MAX_DIMS], hi[MMB_MAX_DIMS];
+  unsigned salt;
+} box;
+
+static box box_of(const mmbArrayTile *t, unsigned salt) {
+  box b = {.salt = salt};
+  for (size_t k = 0; k < t->rank; k++) b.lo[k] = t->lower[k], b.hi[k] = t->upper[k];
+  return b;
+}
+
+/* Checks every field of every element of a host array: those inside one
+   of the n boxes hold the salt of the last box they are in, the others
+   salt 2. */
+static void check_boxes(mmbArray *a, const box *boxes, size_t n) {
+  mmbDimensions d;
+  OK(mmb_array_get_dims(a, &d));
+  size_t idx[MMB_MAX_DIMS] = {0}, zero[MMB_MAX_DIMS] = {0};
+  do {
+    unsigned salt = 2;
+    for (size_t b = 0; b < n; b++) {
+      bool in = true;
+      for (size_t k = 0; k < d.size; k++)
+        in = in && boxes[b].lo[k] <= idx[k] && idx[k] < boxes[b].hi[k];
+      if (in) salt = boxes[b].salt;
+    }
+    size_t e = linear(idx, d.d, d.size);
+    mmbField fld;
+    for (size_t f = 0; mmb_array_get_field(a, f, &fld) == MMB_OK; f++) {
+      unsigned char *p = fld.ptr;
+      for (size_t k = 0; k < d.size; k++) p += idx[k] * fld.byte_stride[k];
+      for (size_t b = 0; b < fld.size; b++)
+        cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu byte %zu (salt %u)", e,
+                     f, b, salt);
+    }
+  } while (index_next(idx, zero, d.d, d.size));
+}
+
 /* Streaming stages each run of the destination and writes it out whole,
    so it takes runs whose records, or planes' elements, are contiguous. A
    tile one column wide has its runs a row apart: streamed, its 9 records
@@ -949,6 +995,156 @@ MMB_TEST(record, streamed_tiles_one_column_wide) {
   tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, soa64, aos);
   tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, aos, soa64);
   tile_copied(iface, shape, 5, sizeof(particle), 40, 1, 7, soa, soa64);
+}
+
+/* A random side of a tile copy: AoS or SoA, its rows padded where the
+   layout allows it (AoS to 512 bytes where the record divides them, SoA
+   to 64 where every field does), either order. */
+static mmbLayout *random_side(uint64_t *seed, const mmbRecordField *fields, size_t n, size_t rs,
+                              size_t rank, bool pow2) {
+  bool soa = test_rand(seed) % 2, padded = test_rand(seed) % 2;
+  size_t ra = !padded ? 0 : soa ? (pow2 ? 64 : 0) : (512 % rs ? 0 : 512);
+  mmbLayoutOrder o = test_rand(seed) % 4 ? MMB_ROWMAJOR : MMB_COLMAJOR;
+  mmbLayout *l;
+  OK(mmb_layout_create_record(fields, n, soa ? 0 : rs, soa ? MMB_RECORD_SOA : MMB_RECORD_AOS,
+                              rank, o, (mmbLayoutPadding){.row_alignment = ra}, &l));
+  return l;
+}
+
+/* Random tiles of random records (fixed seed), against the reference: 1 to 8
+   fields, either of whole words at their own alignment (the register
+   paths) or of odd sizes with gaps; rank 1 to 3, tiles of any extents,
+   regular or irregular (up to 6 along each dimension, between random
+   boundaries), each side AoS or SoA, padded or not, in either order, on
+   the system or the pinned provider. A tile of one array is duplicated in
+   the other's storage, rewritten there and merged back; three tiles of
+   the other are copied into it; in the cache and then streamed (every
+   conversion), with AVX-512 on and off where the CPU has it. The copies
+   again by a device kernel's moves (blocks of 1 to 9 threads, chunks of 1
+   to 64 elements); one of them acquired in another space's tile cache,
+   rewritten, flushed home. A tile of the other array migrated into the
+   first one's storage, rewritten, brought home. Those tiles hold what was
+   written to them, every other element its own. */
+static void random_tiles_round(uint64_t *seed, mmbMemInterface *const *ifaces,
+                               mmbMemSpace *fast) {
+  static const size_t words[] = {1, 2, 4, 4, 4, 8, 8, 16}, odd[] = {1, 2, 3, 4, 5, 7, 8, 12, 16};
+  bool aligned = test_rand(seed) % 2;
+  size_t n = 1 + test_rand(seed) % 8, off = 0, align = 1;
+  bool pow2 = true;
+  mmbRecordField fields[8];
+  for (size_t f = 0; f < n; f++) {
+    size_t s = aligned ? words[test_rand(seed) % 8] : odd[test_rand(seed) % 9];
+    size_t a = aligned ? (s < 8 ? s : 8) : 1;
+    off = (off + a - 1) / a * a;
+    fields[f] = (mmbRecordField){NULL, s, off};
+    off += s + (aligned ? 0 : test_rand(seed) % 3);
+    align = a > align ? a : align;
+    pow2 = pow2 && !(s & (s - 1));
+  }
+  size_t rs = (off + align - 1) / align * align + (aligned ? 0 : test_rand(seed) % 4);
+  size_t rank = 1 + test_rand(seed) % 3;
+  static const size_t most[3][3] = {{300}, {9, 70}, {5, 6, 40}};
+  mmbDimensions d = {rank, {0}}, tiling = {rank, {0}}, grid = {rank, {0}};
+  bool irregular = test_rand(seed) % 2;
+  size_t bounds[3 * 7], *b = bounds;   /* irregular: up to 6 tiles along each */
+  for (size_t k = 0; k < rank; k++) {
+    d.d[k] = 1 + test_rand(seed) % most[rank - 1][k];
+    tiling.d[k] = 1 + test_rand(seed) % d.d[k];
+    grid.d[k] = (d.d[k] + tiling.d[k] - 1) / tiling.d[k];
+    if (!irregular) continue;
+    size_t cuts = test_rand(seed) % (d.d[k] < 6 ? d.d[k] : 6);   /* of the d - 1 inside */
+    grid.d[k] = cuts + 1;
+    *b++ = 0;
+    for (size_t i = 1, left = cuts; i < d.d[k]; i++)   /* each with chance left / (d - i) */
+      if (left && test_rand(seed) % (d.d[k] - i) < left) *b++ = i, left--;
+    *b++ = d.d[k];
+  }
+  mmbLayout *lt = random_side(seed, fields, n, rs, rank, pow2);
+  mmbLayout *lf = random_side(seed, fields, n, rs, rank, pow2);
+  mmbArray *to = make(ifaces[test_rand(seed) % 2], &d, lt);
+  mmbArray *from = make(ifaces[test_rand(seed) % 2], &d, lf);
+  walk_array(from, 1, true);
+  walk_array(to, 2, true);
+  if (irregular) {
+    OK(mmb_array_tile_irregular(to, &grid, bounds));
+    OK(mmb_array_tile_irregular(from, &grid, bounds));
+  } else {
+    OK(mmb_array_tile(to, &tiling));
+    OK(mmb_array_tile(from, &tiling));
+  }
+  /* a tile of `to` duplicated in the other side's storage, rewritten there
+     (salt 3) and merged back */
+  mmbIndex at = {rank, {0}};
+  for (size_t k = 0; k < rank; k++) at.d[k] = test_rand(seed) % grid.d[k];
+  mmbMemSpace *dram;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram));
+  mmbArrayTile *t, *dup, *dst[3], *src[3];
+  OK(mmb_tile_at(to, &at, &t));
+  OK(mmb_tile_duplicate(t, dram, MMB_READ_WRITE, lf, &dup));
+  check_tile(dup, d.d, 2);
+  walk_tile(dup, d.d, 3, true);
+  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
+  box boxes[4] = {box_of(t, 3)};
+  for (size_t c = 0; c < 3; c++) {   /* then three tiles of `from` copied in */
+    for (size_t k = 0; k < rank; k++) at.d[k] = test_rand(seed) % grid.d[k];
+    OK(mmb_tile_at(to, &at, &dst[c]));
+    OK(mmb_tile_at(from, &at, &src[c]));
+    OK(mmb_tile_copy(dst[c], src[c]));
+    boxes[c + 1] = box_of(dst[c], 1);
+  }
+  check_boxes(to, boxes, 4);
+  walk_array(to, 2, true);   /* the same copies, as a device's kernel moves them */
+  size_t T = 1 + test_rand(seed) % 9, chunk = 1 + test_rand(seed) % 64;
+  for (size_t c = 0; c < 3; c++) {
+    mmb__view dv = mmb__tile_view(mmb__tile_of(dst[c]));
+    mmb__view sv = mmb__tile_view(mmb__tile_of(src[c]));
+    mmb__record_moves m;
+    mmb__record_moves_make(&dv, &sv, &m);
+    run_kernel(&m, T, chunk);
+  }
+  check_boxes(to, boxes + 1, 3);
+  /* one of those tiles acquired in a cache of another space, rewritten
+     there (salt 5), released and flushed home */
+  mmbArrayTile *local;
+  OK(mmb_tile_acquire(dst[1], fast, MMB_READ_WRITE, &local));
+  cr_assert(local != dst[1] && local->space == fast, "a copy in the cache");
+  check_tile(local, d.d, 1);
+  walk_tile(local, d.d, 5, true);
+  OK(mmb_tile_release(local));
+  OK(mmb_array_flush(to));
+  boxes[0] = box_of(dst[1], 5);
+  check_boxes(to, (box[]){boxes[1], boxes[2], boxes[3], boxes[0]}, 4);
+  /* a tile of `from` migrated into `to`'s storage, rewritten there (salt
+     4), brought home */
+  OK(mmb_tile_migrate(src[0], dram, MMB_READ_WRITE, lt));
+  check_tile(src[0], d.d, 1);
+  walk_tile(src[0], d.d, 4, true);
+  OK(mmb_tile_migrate(src[0], dram, MMB_READ_WRITE, NULL));
+  box all = {.salt = 1};
+  for (size_t k = 0; k < rank; k++) all.hi[k] = d.d[k];
+  check_boxes(from, (box[]){all, box_of(src[0], 4)}, 2);
+  OK(mmb_array_destroy(to));
+  OK(mmb_array_destroy(from));
+  OK(mmb_layout_destroy(lt));
+  OK(mmb_layout_destroy(lf));
+}
+
+MMB_TEST(record, random_tiles_copy_between_any_two_storages) {
+  uint64_t seed = 0x711e5;
+  for (int streamed = 0; streamed < 2; streamed++) {
+    if (streamed) stream_every_conversion();
+    mmbMemInterface *ifaces[] = {test_interface(MMB_PROVIDER_SYSTEM, 0),
+                                 test_interface(MMB_PROVIDER_PINNED, 0)};
+    mmbMemSpace *fast;
+    OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20,
+                                                                  .name = "fast"}, &fast));
+    for (int avx512 = 0; avx512 < 2; avx512++) {
+      if (avx512 && !__builtin_cpu_supports("avx512f")) break;
+      mmb__record_use_avx512(avx512);
+      for (int round = 0; round < 400; round++) random_tiles_round(&seed, ifaces, fast);
+    }
+  }
+  mmb__record_use_avx512(true);
 }
 
 /* AVX2's streamed blocks into SoA stage word or qword planes, which go out
