@@ -27,23 +27,44 @@ static size_t linear(const size_t *idx, const size_t *dims, size_t rank) {
   return e;
 }
 
-/* Writes (fill) or checks every field of every element of a host array. */
-static void walk_array(mmbArray *a, unsigned salt, bool fill) {
+/* A box of indices [lo, hi) holding salt. */
+typedef struct box {
+  size_t lo[MMB_MAX_DIMS], hi[MMB_MAX_DIMS];
+  unsigned salt;
+} box;
+
+/* Writes (fill) or checks every field of every element of a host array:
+   an element inside one of the n boxes with the salt of the last box it
+   is in, the others with `salt`. */
+static void walk_boxes(mmbArray *a, unsigned salt, const box *boxes, size_t n, bool fill) {
   mmbDimensions d;
   OK(mmb_array_get_dims(a, &d));
   size_t idx[MMB_MAX_DIMS] = {0}, lo[MMB_MAX_DIMS] = {0};
   do {
+    unsigned s = salt;
+    for (size_t i = 0; i < n; i++) {
+      bool in = true;
+      for (size_t k = 0; k < d.size; k++)
+        in = in && boxes[i].lo[k] <= idx[k] && idx[k] < boxes[i].hi[k];
+      if (in) s = boxes[i].salt;
+    }
     size_t e = linear(idx, d.d, d.size);
     mmbField fld;
     for (size_t f = 0; mmb_array_get_field(a, f, &fld) == MMB_OK; f++) {
       unsigned char *p = fld.ptr;
       for (size_t k = 0; k < d.size; k++) p += idx[k] * fld.byte_stride[k];
       for (size_t b = 0; b < fld.size; b++) {
-        if (fill) p[b] = ref_byte(e, f, b, salt);
-        else cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu byte %zu", e, f, b);
+        if (fill) p[b] = ref_byte(e, f, b, s);
+        else cr_assert_eq(p[b], ref_byte(e, f, b, s), "element %zu field %zu byte %zu (salt %u)",
+                          e, f, b, s);
       }
     }
   } while (index_next(idx, lo, d.d, d.size));
+}
+
+/* Writes (fill) or checks every field of every element with one salt. */
+static void walk_array(mmbArray *a, unsigned salt, bool fill) {
+  walk_boxes(a, salt, NULL, 0, fill);
 }
 
 /* Writes (fill) or checks every field of a host tile of an array of
@@ -335,11 +356,14 @@ MMB_TEST(record, duplicates_convert_on_a_cuda_device) {
 
 /* What a CUDA device's conversion kernel runs (os/record_move.h), run here
    on the host: blocks of T threads, chunks of `chunk` elements. */
+static void kernel_moves(const mmb__view *d, const mmb__view *s, size_t T, size_t chunk) {
+  mmb__record_moves m;
+  mmb__record_moves_make(d, s, &m);
+  run_kernel(&m, T, chunk);
+}
 static void kernel_copy_by(mmbArray *dst, mmbArray *src, size_t T, size_t chunk) {
   mmb__view d = mmb__array_view(dst), s = mmb__array_view(src);
-  mmb__record_moves m;
-  mmb__record_moves_make(&d, &s, &m);
-  run_kernel(&m, T, chunk);
+  kernel_moves(&d, &s, T, chunk);
 }
 static void kernel_copy(mmbArray *dst, mmbArray *src) { kernel_copy_by(dst, src, 5, 13); }
 
@@ -942,43 +966,10 @@ MMB_TEST(record, tile_rows_convert_in_one_call) {
   mmb__record_use_avx512(true);
 }
 
-/* A box of indices [lo, hi) holding salt. */
-typedef struct box {
-  size_t lo[MMB_MAX_DIMS], hi[MMB_MAX_DIMS];
-  unsigned salt;
-} box;
-
 static box box_of(const mmbArrayTile *t, unsigned salt) {
   box b = {.salt = salt};
   for (size_t k = 0; k < t->rank; k++) b.lo[k] = t->lower[k], b.hi[k] = t->upper[k];
   return b;
-}
-
-/* Checks every field of every element of a host array: those inside one
-   of the n boxes hold the salt of the last box they are in, the others
-   salt 2. */
-static void check_boxes(mmbArray *a, const box *boxes, size_t n) {
-  mmbDimensions d;
-  OK(mmb_array_get_dims(a, &d));
-  size_t idx[MMB_MAX_DIMS] = {0}, zero[MMB_MAX_DIMS] = {0};
-  do {
-    unsigned salt = 2;
-    for (size_t b = 0; b < n; b++) {
-      bool in = true;
-      for (size_t k = 0; k < d.size; k++)
-        in = in && boxes[b].lo[k] <= idx[k] && idx[k] < boxes[b].hi[k];
-      if (in) salt = boxes[b].salt;
-    }
-    size_t e = linear(idx, d.d, d.size);
-    mmbField fld;
-    for (size_t f = 0; mmb_array_get_field(a, f, &fld) == MMB_OK; f++) {
-      unsigned char *p = fld.ptr;
-      for (size_t k = 0; k < d.size; k++) p += idx[k] * fld.byte_stride[k];
-      for (size_t b = 0; b < fld.size; b++)
-        cr_assert_eq(p[b], ref_byte(e, f, b, salt), "element %zu field %zu byte %zu (salt %u)", e,
-                     f, b, salt);
-    }
-  } while (index_next(idx, zero, d.d, d.size));
 }
 
 /* Streaming stages each run of the destination and writes it out whole,
@@ -1084,7 +1075,7 @@ static void random_tiles_round(uint64_t *seed, mmbMemInterface *const *ifaces,
   check_tile(dup, d.d, 2);
   walk_tile(dup, d.d, 3, true);
   OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
-  box boxes[4] = {box_of(t, 3)};
+  box boxes[5] = {box_of(t, 3)};   /* in the order written */
   for (size_t c = 0; c < 3; c++) {   /* then three tiles of `from` copied in */
     for (size_t k = 0; k < rank; k++) at.d[k] = test_rand(seed) % grid.d[k];
     OK(mmb_tile_at(to, &at, &dst[c]));
@@ -1092,17 +1083,15 @@ static void random_tiles_round(uint64_t *seed, mmbMemInterface *const *ifaces,
     OK(mmb_tile_copy(dst[c], src[c]));
     boxes[c + 1] = box_of(dst[c], 1);
   }
-  check_boxes(to, boxes, 4);
+  walk_boxes(to, 2, boxes, 4, false);
   walk_array(to, 2, true);   /* the same copies, as a device's kernel moves them */
   size_t T = 1 + test_rand(seed) % 9, chunk = 1 + test_rand(seed) % 64;
   for (size_t c = 0; c < 3; c++) {
     mmb__view dv = mmb__tile_view(mmb__tile_of(dst[c]));
     mmb__view sv = mmb__tile_view(mmb__tile_of(src[c]));
-    mmb__record_moves m;
-    mmb__record_moves_make(&dv, &sv, &m);
-    run_kernel(&m, T, chunk);
+    kernel_moves(&dv, &sv, T, chunk);
   }
-  check_boxes(to, boxes + 1, 3);
+  walk_boxes(to, 2, boxes + 1, 3, false);
   /* one of those tiles acquired in a cache of another space, rewritten
      there (salt 5), released and flushed home */
   mmbArrayTile *local;
@@ -1112,17 +1101,16 @@ static void random_tiles_round(uint64_t *seed, mmbMemInterface *const *ifaces,
   walk_tile(local, d.d, 5, true);
   OK(mmb_tile_release(local));
   OK(mmb_array_flush(to));
-  boxes[0] = box_of(dst[1], 5);
-  check_boxes(to, (box[]){boxes[1], boxes[2], boxes[3], boxes[0]}, 4);
+  boxes[4] = box_of(dst[1], 5);
+  walk_boxes(to, 2, boxes + 1, 4, false);
   /* a tile of `from` migrated into `to`'s storage, rewritten there (salt
      4), brought home */
   OK(mmb_tile_migrate(src[0], dram, MMB_READ_WRITE, lt));
   check_tile(src[0], d.d, 1);
   walk_tile(src[0], d.d, 4, true);
   OK(mmb_tile_migrate(src[0], dram, MMB_READ_WRITE, NULL));
-  box all = {.salt = 1};
-  for (size_t k = 0; k < rank; k++) all.hi[k] = d.d[k];
-  check_boxes(from, (box[]){all, box_of(src[0], 4)}, 2);
+  box migrated = box_of(src[0], 4);
+  walk_boxes(from, 1, &migrated, 1, false);
   OK(mmb_array_destroy(to));
   OK(mmb_array_destroy(from));
   OK(mmb_layout_destroy(lt));
