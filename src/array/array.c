@@ -10,7 +10,7 @@ mmbError mmb__array_new(const char *func, const size_t *dims, size_t rank, const
   MMB__ARG(!mmb__access_valid(access), func, "unknown access %d", (int)access);
   MMB__ARG(rank != l->rank, func, "%zu dims for a layout of rank %zu", rank, l->rank);
   for (size_t k = 0; k < rank; k++) MMB__ARG(dims[k] == 0, func, "extent %zu is 0", k);
-  size_t stride[MMB_MAX_DIMS], bytes;
+  size_t stride[MMB_MAX_DIMS], bytes = 0;   /* (set when err is MMB_OK; LTO cannot tell) */
   mmbError err = mmb__layout_strides(func, l, rank, dims, stride, &bytes);
   if (err != MMB_OK) return err;
   mmbArray *a = mmb__object_new(MMB__KIND_ARRAY, sizeof *a);
@@ -96,8 +96,8 @@ mmbError mmb_array_create_opts(const mmbDimensions *dims, const mmbLayout *layou
   if (o.region) {
     err = place_in_region(__func__, a, &o);
   } else {
-    mmbAllocation *home;
-    mmbMemInterface *landed;
+    mmbAllocation *home = NULL;   /* (both set when err is MMB_OK) */
+    mmbMemInterface *landed = NULL;
     if ((err = mmb__array_alloc_home(__func__, a->bytes, a->alignment, interface, o.flags,
                                      &home, &landed)) == MMB_OK)
       mmb__array_take_home(a, home, interface, landed);

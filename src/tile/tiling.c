@@ -121,7 +121,7 @@ mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
     c[k] = mmb__min(chunk[k], a->dims[k]);
     grid[k] = a->dims[k] / c[k] + (a->dims[k] % c[k] != 0);
   }
-  struct mmb__tiling *g;
+  struct mmb__tiling *g = NULL;   /* (set when err is MMB_OK; LTO cannot tell) */
   mmbError err = tiling_alloc(func, a, grid, &g);
   if (err != MMB_OK) return err;
   for (size_t k = 0; k < a->rank; k++) {

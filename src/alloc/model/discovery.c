@@ -197,7 +197,7 @@ static mmbError add_storage_space(void) {
    index-th space (its NUMA node, and its providers unless device_only). */
 static mmbError add_user_layer(const char *func, const char *name,
                                const mmbLayerProperties *props, mmbMemLayer *out) {
-  mmbMemLayer l;
+  mmbMemLayer l = MMB_MEMLAYER_MAX;   /* (set when err is MMB_OK; LTO cannot tell) */
   mmbError err = mmb__layer_add(func, name, props, &l);   /* (checks the name and backing) */
   if (err != MMB_OK) return err;
   const mmbMemSpace *base = mmb__space_find_discovered(props->backing, MMB_CPU, props->numa_node);
