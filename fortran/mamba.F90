@@ -7,7 +7,10 @@
 ! when it succeeds. Wrapped data of any type and rank is checked against its
 ! layout (rank, element size, contiguity, extent) through its descriptor, and
 ! mmb_tile_get_pointer hands a tile's elements to Fortran as a pointer array
-! with the tile's bounds. See docs/fortran.md.
+! with the tile's bounds. Procedure arguments (type(c_funptr)) are taken by
+! value: gfortran makes c_funloc(f), written in a call, a constant in .rodata
+! when the dummy is a reference, and a PIE program then links with text
+! relocations. See docs/fortran.md.
 module mamba
   use, intrinsic :: iso_c_binding
   use mamba_c
@@ -222,7 +225,7 @@ contains
   ! fn: a bind(C) subroutine (integer(c_int), value :: level; type(c_ptr), value
   ! :: message, user_data); c_null_funptr goes back to stderr.
   subroutine mmb_logging_set_callback(fn, user_data, err)
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: user_data
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_logging_set_callback(fn, user_data))
@@ -1071,7 +1074,7 @@ contains
   ! element_size: integer(c_size_t), value; user_data: type(c_ptr), value).
   subroutine mmb_array_merge_with(array, fn, user_data, err)
     type(mmbArray), intent(inout) :: array
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: user_data
     integer(mmbErrorKind), intent(out), optional :: err
     integer(c_int) :: rc
@@ -1129,7 +1132,7 @@ contains
 
   subroutine mmb_array_merge_with_async(array, fn, user_data, queue, request, err)
     type(mmbArray), intent(inout) :: array
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: user_data
     type(mmbQueue), intent(in) :: queue
     type(mmbRequest), intent(inout), optional :: request
@@ -1314,7 +1317,7 @@ contains
 
   subroutine mmb_tile_merge_with(tile, fn, user_data, err)
     type(mmbArrayTile), intent(inout) :: tile
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: user_data
     integer(mmbErrorKind), intent(out), optional :: err
     integer(c_int) :: rc
@@ -1386,7 +1389,7 @@ contains
 
   subroutine mmb_tile_merge_with_async(tile, fn, user_data, queue, request, err)
     type(mmbArrayTile), intent(inout) :: tile
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: user_data
     type(mmbQueue), intent(in) :: queue
     type(mmbRequest), intent(inout), optional :: request
@@ -1592,7 +1595,7 @@ contains
   ! fire and forget.
   subroutine mmb_queue_submit(queue, fn, arg, request, err)
     type(mmbQueue), intent(in) :: queue
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: arg
     type(mmbRequest), intent(inout), optional :: request
     integer(mmbErrorKind), intent(out), optional :: err
@@ -1603,7 +1606,7 @@ contains
   ! is the request's error.
   subroutine mmb_queue_submit_task(queue, fn, arg, request, err)
     type(mmbQueue), intent(in) :: queue
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: arg
     type(mmbRequest), intent(inout), optional :: request
     integer(mmbErrorKind), intent(out), optional :: err
@@ -1887,7 +1890,7 @@ contains
   ! (integer(c_size_t)), attempt (integer(c_int)) and arg (type(c_ptr)).
   subroutine mmb_space_add_oom_handler(space, fn, arg, err)
     type(mmbMemSpace), intent(in) :: space
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: arg
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_space_add_oom_handler(space%ptr, fn, arg))
@@ -1895,7 +1898,7 @@ contains
 
   subroutine mmb_space_remove_oom_handler(space, fn, arg, err)
     type(mmbMemSpace), intent(in) :: space
-    type(c_funptr), intent(in) :: fn
+    type(c_funptr), value :: fn
     type(c_ptr), intent(in) :: arg
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_space_remove_oom_handler(space%ptr, fn, arg))
