@@ -171,6 +171,37 @@ MMB_TEST(cache, pinned_copies_never_move_and_a_full_pin_is_refused_at_once) {
   OK(mmb_array_destroy(a));
 }
 
+/* A destroy that is refused leaves the array as it was: a pinned copy, an
+   iterator or another duplicate of a tile makes it MMB_BUSY before any
+   dirty copy is dropped, so what was written there still reaches home. */
+MMB_TEST(cache, a_refused_destroy_drops_no_written_copy) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *w, *pinned, *dup;
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_WRITE, &w));
+  MMB_TILE_AT_2D(w, double, 0, 0) = -1.0;
+  OK(mmb_tile_release(w));   /* dirty, unpinned */
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &pinned));
+  FAILS(mmb_array_destroy(a), MMB_BUSY);
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.used_bytes == 2 * TILE_BYTES && st.dirty_bytes == TILE_BYTES,
+            "both copies stay: %zu bytes used, %zu dirty", (size_t)st.used_bytes,
+            (size_t)st.dirty_bytes);
+  OK(mmb_tile_release(pinned));
+  OK(mmb_tile_duplicate(tile(a, 2), fast, MMB_READ_WRITE, NULL, &dup));
+  FAILS(mmb_array_destroy(a), MMB_BUSY);   /* a duplicate that is not the cache's */
+  cr_assert_eq(stats(fast).dirty_bytes, TILE_BYTES, "the written copy stays");
+  OK(mmb_tile_merge(dup, MMB_MERGE_OVERWRITE));
+  mmbTileIterator *it;
+  OK(mmb_tile_iterator_create(a, NULL, &it));
+  FAILS(mmb_array_destroy(a), MMB_BUSY);
+  OK(mmb_tile_iterator_destroy(it));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(tile(a, 0)), -1.0, "the write reached home");
+  OK(mmb_array_destroy(a));
+  cr_assert_eq(stats(fast).used_bytes, 0, "the copies went with the array");
+}
+
 /* Every acquire, release, eviction, write-back and prefetch is in the trace,
    with the cache's occupancy (test/trace/check_trace.py reads it). */
 MMB_TEST(cache, the_trace_records_what_the_cache_does) {

@@ -77,10 +77,12 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_wrapped(void *data, const mmb
 /**
  * Destroys an array, its tiling and its home storage (not a wrapped buffer,
  * nor region memory, which goes with its region). Destroying a duplicate
- * array discards it without merging. Tiles migrated away are freed with it.
- * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY (and nothing changes)
- *         while duplicates of the array or of its tiles, or iterators over it,
- *         are live; MMB_NOT_INITIALIZED.
+ * array discards it without merging. Tiles migrated away are freed with it,
+ * and the copies of its tiles in tile caches, unwritten (mmb/cache.h).
+ * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY (and nothing changes,
+ *         cached copies included) while duplicates of the array or of its
+ *         tiles, tiles acquired in a cache, or iterators over it, are live;
+ *         MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_destroy(mmbArray *array);
 

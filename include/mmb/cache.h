@@ -18,8 +18,9 @@
  * tile (mmb/tile.h), so while tiles of an array are cached, the array
  * cannot be re-tiled (MMB_BUSY) and its tiles' other duplicates see the same
  * rules. mmb_array_flush writes every dirty copy home; mmb_array_evict drops
- * an array's copies from a space; mmb_array_destroy drops the unpinned
- * copies of its tiles (without writing them back: the array is going).
+ * an array's copies from a space; mmb_array_destroy drops the copies of its
+ * tiles (without writing them back: the array is going), unless one is
+ * pinned: then it is MMB_BUSY and drops none.
  *
  * The calls of this header may be made from several threads at once: one
  * lock guards every space's cache, and it is never held while data moves.

@@ -136,11 +136,14 @@ mmbError mmb_array_create_wrapped(void *data, const mmbDimensions *dims, const m
 mmbError mmb_array_destroy(mmbArray *array) {
   MMB__REQUIRE_INIT();
   MMB__ARRAY_ARG(array, __func__);
-  if (array->n_cached) array->cache_drop(array);   /* its tiles' cached copies go with it */
-  if (array->n_array_dups || array->n_tile_dups || array->n_iterators)
+  /* refused before anything goes: the cached copies of its tiles (tile
+     duplicates too) go with it, unless one is pinned */
+  size_t tile_dups = array->n_tile_dups - array->n_cached;
+  if (array->n_array_dups || tile_dups || array->n_iterators)
     return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
-                     "iterators are live", array->n_array_dups, array->n_tile_dups,
-                     array->n_iterators);
+                     "iterators are live", array->n_array_dups, tile_dups, array->n_iterators);
+  mmbError err = array->n_cached ? array->cache_drop(array) : MMB_OK;
+  if (err != MMB_OK) return err;
   mmb__pending_wait(&array->pending);
   if (array->tiling_release) array->tiling_release(array);
   if (array->origin) array->origin->n_array_dups--;

@@ -118,7 +118,7 @@ struct mmbArray {
   void (*tiling_release)(mmbArray *array);
   size_t n_tile_dups;            /* live duplicates of its tiles (cached copies included) */
   size_t n_cached;               /* copies of its tiles in tile caches */
-  void (*cache_drop)(mmbArray *array);   /* drops the unpinned ones (src/tile) */
+  mmbError (*cache_drop)(mmbArray *array);   /* drops them all, or none if one is pinned */
   size_t n_migrated;             /* tiles living away from home */
   size_t n_placed;               /* ... of them, placed there by tiling (preferred) */
   mmbMemSpace *preferred;        /* the interface's space, when the home landed in its

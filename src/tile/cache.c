@@ -695,16 +695,27 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
   return err;
 }
 
-void mmb__cache_drop_array(mmbArray *array) {
+/* The copies of a destroyed array's tiles go, without going home; none
+   goes while one is pinned (MMB_BUSY: the destroy is refused, and what was
+   written in the others must still reach home). */
+mmbError mmb__cache_drop_array(mmbArray *array) {
   struct mmb__tiling *g = array->tiling;
-  if (!g) return;
+  if (!g) return MMB_OK;
   cache_lock();
+  for (size_t i = 0; i < g->n_tiles; i++)
+    for (cache_entry *e = g->slots[i].tile.cached; e; e = e->next_of_tile)
+      if (e->pins) {
+        cache_unlock();
+        return mmb__fail(MMB_BUSY, "mmb_array_destroy", "a copy of tile %zu is acquired in %s "
+                         "(release it first)", i, e->sc->space->info.name);
+      }
   for (size_t i = 0; i < g->n_tiles; i++)
     for (cache_entry *e = g->slots[i].tile.cached, *next; e; e = next) {
       next = e->next_of_tile;
-      if (!e->pins) (void)evict("mmb_array_destroy", e, false, NULL);
+      (void)evict("mmb_array_destroy", e, false, NULL);
     }
   cache_unlock();
+  return MMB_OK;
 }
 
 /* ---- settings and counters ----------------------------------------------------- */
