@@ -17,6 +17,7 @@
 #define N 64      /* an N x N array of doubles */
 #define T 16      /* in T x T tiles: 16 tiles of 2 KiB */
 #define TILE_BYTES (T * T * sizeof(double))
+#define TILES ((N / T) * (N / T))
 
 static mmbMemSpace *fast_space(void) {
   mmbMemSpace *s;
@@ -829,150 +830,306 @@ MMB_TEST(cache, an_iterator_walks_through_the_cache_in_its_schedule) {
   OK(mmb_array_destroy(a));
 }
 
-/* ---- a randomized run against a reference model ---------------------------------- */
+/* ---- a randomized run against a reference model -------------- */
 
-#define TILES 16
-typedef struct model_tile {
-  bool cached, dirty;
+/* The cache as one list of copies with pins, advice, dirtiness and the
+   versions of their data, driven at random: two arrays whose tiles have
+   many sizes (an irregular tiling beside a regular one with edge tiles)
+   share one space's budget. Acquires (read, write or both; now or on a
+   queue), releases (and a release too many, refused), advice, flushes
+   (then every element at home is checked), evictions, writes to a tile's
+   home while a clean copy is cached (the next read refreshes it), budgets
+   and clean shares changed (write-ahead under pressure), and destroys,
+   refused while a copy is pinned. After each step the counters match the
+   model's; every element of each copy acquired for reading is the version
+   the model says. (WILLNEED's prefetch is left out: whether it is taken
+   depends on when earlier write-backs finish. It has its own tests above.) */
+#define MT_ARRAYS 2
+#define MT_TILES 12   /* per array: a 3 x 4 grid */
+#define MT_ALL (MT_ARRAYS * MT_TILES)
+
+typedef struct mt_tile {
+  bool cached, dirty, behind;   /* behind: home written since the copy was made */
   unsigned pins, write_pins;
   mmbAdvice advice;
-  long stamp;   /* the list's order: last use; WONTNEED: before every use, latest first */
-  double home, copy;     /* the first element's value, at home and in the copy */
+  long stamp;
+  unsigned home, copy;          /* versions of the data at home and in the copy */
+  size_t bytes;
   mmbArrayTile *local;
-} model_tile;
+} mt_tile;
 
-typedef struct model {
-  model_tile t[TILES];
-  size_t budget;   /* in tiles */
-  unsigned long clock, writebacks, drops;
-} model;
+typedef struct mt_model {
+  mt_tile t[MT_ALL];
+  size_t budget;
+  double clean_share;
+  unsigned long clock, writebacks, drops, hits, misses, fetched;
+  unsigned next_version;
+} mt_model;
 
-static size_t model_used(const model *m, bool pinned_only) {
+static const size_t mt_dims[MT_ARRAYS][2] = {{48, 40}, {40, 56}};
+
+static double mt_value(size_t k, size_t i, size_t j, unsigned version) {
+  return (double)(k + 1) * 1e9 + (double)version * 1e4 + (double)(i * 100 + j);
+}
+
+/* Writes (fill) or checks a tile's elements: version `v` of array k's data. */
+static void mt_walk(const mmbArrayTile *t, size_t k, unsigned v, bool fill, const char *what,
+                    int step) {
+  for (size_t i = t->lower[0]; i < t->upper[0]; i++)
+    for (size_t j = t->lower[1]; j < t->upper[1]; j++) {
+      double *p = &MMB_TILE_AT_2D(t, double, i, j);
+      if (fill) *p = mt_value(k, i, j, v);
+      else cr_assert_eq(*p, mt_value(k, i, j, v), "step %d: %s of array %zu, (%zu, %zu): %.0f, "
+                        "not version %u", step, what, k, i, j, *p, v);
+    }
+}
+
+static mmbArray *mt_array(size_t k) {
+  mmbDimensions d = dims2(mt_dims[k][0], mt_dims[k][1]);
+  mmbArray *a = test_array(test_interface(MMB_PROVIDER_SYSTEM, 0), &d, MMB_ROWMAJOR, 0);
+  if (k == 0) {
+    const size_t bounds[] = {0, 5, 23, 48, 0, 1, 17, 30, 40};
+    OK(mmb_array_tile_irregular(a, &(mmbDimensions){2, {3, 4}}, bounds));
+  } else {
+    OK(mmb_array_tile(a, &(mmbDimensions){2, {16, 16}}));   /* edge tiles of 8 rows or columns */
+  }
+  for (size_t i = 0; i < MT_TILES; i++) {
+    mmbArrayTile *t;
+    OK(mmb_tile_at(a, &(mmbIndex){2, {i / 4, i % 4}}, &t));
+    mt_walk(t, k, 0, true, "", 0);
+  }
+  return a;
+}
+
+static mmbArrayTile *mt_at(mmbArray *a, size_t i) {
+  mmbArrayTile *t;
+  OK(mmb_tile_at(a, &(mmbIndex){2, {i / 4, i % 4}}, &t));
+  return t;
+}
+
+static size_t mt_sum(const mt_model *m, int what) {   /* 0 used, 1 pinned, 2 dirty */
   size_t n = 0;
-  for (size_t i = 0; i < TILES; i++)
-    if (m->t[i].cached && (!pinned_only || m->t[i].pins)) n++;
+  for (size_t g = 0; g < MT_ALL; g++) {
+    const mt_tile *t = &m->t[g];
+    if (t->cached && (what == 0 || (what == 1 && t->pins) || (what == 2 && t->dirty)))
+      n += t->bytes;
+  }
   return n;
 }
 
-static int model_rank(const model_tile *t) {
+static int mt_rank(const mt_tile *t) {
   if (!t->cached || t->pins || t->advice == MMB_ADVICE_KEEP) return -1;
   return t->advice == MMB_ADVICE_WONTNEED ? 0 : t->advice == MMB_ADVICE_WILLNEED ? 2 : 1;
 }
 
-static void model_evict(model *m, model_tile *t) {
-  if (t->dirty) {
-    t->home = t->copy;
-    m->writebacks++;
-  } else {
-    m->drops++;
-  }
-  t->cached = t->dirty = false;
+static void mt_write_home(mt_model *m, mt_tile *t) {
+  t->home = t->copy;
+  t->dirty = false;
+  m->writebacks++;
+}
+
+static void mt_evict(mt_model *m, mt_tile *t) {
+  if (t->dirty) mt_write_home(m, t);
+  else m->drops++;
+  t->cached = t->behind = false;
   t->advice = MMB_ADVICE_NORMAL;
 }
 
-/* What an acquire of a tile not cached does: false when it must be refused. */
-static bool model_room(model *m) {
+/* Room for `need` more bytes; false (and nothing evicted) when it cannot be made. */
+static bool mt_room(mt_model *m, size_t need) {
   size_t evictable = 0;
-  for (size_t i = 0; i < TILES; i++) evictable += model_rank(&m->t[i]) >= 0;
-  if (model_used(m, false) + 1 - evictable > m->budget) return false;
-  while (model_used(m, false) + 1 > m->budget) {
-    model_tile *victim = NULL;
+  for (size_t g = 0; g < MT_ALL; g++)
+    if (mt_rank(&m->t[g]) >= 0) evictable += m->t[g].bytes;
+  size_t used = mt_sum(m, 0);
+  if (need > m->budget || used - evictable > m->budget - need) return false;
+  while (mt_sum(m, 0) > m->budget - need) {
+    mt_tile *victim = NULL;
     for (int rank = 0; rank <= 2 && !victim; rank++)
-      for (size_t i = 0; i < TILES; i++)
-        if (model_rank(&m->t[i]) == rank && (!victim || m->t[i].stamp < victim->stamp))
-          victim = &m->t[i];
-    model_evict(m, victim);
+      for (size_t g = 0; g < MT_ALL; g++)
+        if (mt_rank(&m->t[g]) == rank && (!victim || m->t[g].stamp < victim->stamp))
+          victim = &m->t[g];
+    mt_evict(m, victim);
   }
   return true;
 }
 
+/* A dirty copy released for the last time, the cache under pressure: dirty
+   copies go home, least recently used first, down to the dirty share. */
+static void mt_write_ahead(mt_model *m, const mt_tile *released) {
+  if (mt_sum(m, 0) + released->bytes <= m->budget) return;
+  double allowed = (1.0 - m->clean_share) * (double)m->budget;
+  for (;;) {
+    if ((double)mt_sum(m, 2) <= allowed) return;
+    mt_tile *next = NULL;
+    for (size_t g = 0; g < MT_ALL; g++) {
+      mt_tile *t = &m->t[g];
+      if (t->cached && t->dirty && !t->pins && (!next || t->stamp < next->stamp)) next = t;
+    }
+    if (!next) return;
+    mt_write_home(m, next);
+  }
+}
+
+static void mt_check_stats(mmbMemSpace *fast, const mt_model *m, int step) {
+  mmbCacheStats st = stats(fast);
+  cr_assert_eq(st.used_bytes, mt_sum(m, 0), "step %d: used", step);
+  cr_assert_eq(st.pinned_bytes, mt_sum(m, 1), "step %d: pinned", step);
+  cr_assert_eq(st.dirty_bytes, mt_sum(m, 2), "step %d: dirty", step);
+  cr_assert_eq(st.writebacks, m->writebacks, "step %d: write-backs", step);
+  cr_assert_eq(st.clean_drops, m->drops, "step %d: clean drops", step);
+  cr_assert_eq(st.hits, m->hits, "step %d: hits", step);
+  cr_assert_eq(st.misses, m->misses, "step %d: misses", step);
+  cr_assert_eq(st.fetched_bytes, m->fetched, "step %d: fetched bytes", step);
+  cr_assert_eq(st.budget_bytes, m->budget, "step %d: budget", step);
+}
+
+static void mt_set_budget(mmbMemSpace *fast, mt_model *m, size_t budget, double share,
+                          int step) {
+  size_t old = m->budget;
+  m->budget = budget;
+  bool fits = mt_room(m, 0);
+  if (!fits) m->budget = old;
+  mmbError err = mmb_space_set_cache(fast, &(mmbCacheConfig){.budget_bytes = budget,
+                                                             .clean_share = share});
+  cr_assert_eq(err, fits ? MMB_OK : MMB_BUSY, "step %d: a budget of %zu", step, budget);
+  if (fits) m->clean_share = share;
+}
+
 MMB_TEST(cache, random_operations_match_a_reference_model) {
   mmbMemSpace *fast = fast_space();
-  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
-  model m = {.budget = 4};
-  budget_tiles(fast, m.budget);
-  for (size_t i = 0; i < TILES; i++) m.t[i].home = m.t[i].copy = first(tile(a, i));
-  unsigned seed = 20261125;
-  for (int step = 0; step < 4000; step++) {
-    size_t i = (size_t)rand_r(&seed) % TILES;
-    model_tile *mt = &m.t[i];
-    mmbArrayTile *t = tile(a, i);
-    int op = rand_r(&seed) % 10;
-    if (op < 4) {   /* acquire */
-      bool write = rand_r(&seed) % 2;
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  mmbArray *a[MT_ARRAYS], *scratch[MT_ARRAYS];
+  mt_model m = {.next_version = 1};
+  for (size_t k = 0; k < MT_ARRAYS; k++) {
+    a[k] = mt_array(k);
+    scratch[k] = mt_array(k);   /* the same tiling: the source of writes to a home */
+    for (size_t i = 0; i < MT_TILES; i++) {
+      const mmbArrayTile *t = mt_at(a[k], i);
+      m.t[k * MT_TILES + i].bytes =
+          (t->upper[0] - t->lower[0]) * (t->upper[1] - t->lower[1]) * sizeof(double);
+    }
+  }
+  mt_set_budget(fast, &m, 12 << 10, 0.5, -1);   /* about a third of the tiles' bytes */
+  unsigned seed = 0xcac4e;
+  for (int step = 0; step < 20000; step++) {
+    size_t g = (size_t)rand_r(&seed) % MT_ALL, k = g / MT_TILES, i = g % MT_TILES;
+    mt_tile *mt = &m.t[g];
+    int op = rand_r(&seed) % 17;
+    if (op < 6 && mt->pins < 2) {   /* acquire (a tile pinned twice is released instead) */
+      static const mmbAccessType how[] = {MMB_READ, MMB_READ_WRITE, MMB_WRITE};
+      mmbAccessType access = how[rand_r(&seed) % 3];
+      bool async = rand_r(&seed) % 4 == 0;
+      bool refresh = mt->cached && (access & MMB_READ) && !mt->dirty && mt->behind;
+      bool fits = mt->cached || mt_room(&m, mt->bytes);
       mmbArrayTile *l;
-      bool fits = mt->cached || model_room(&m);
-      mmbError err = mmb_tile_acquire(t, fast, write ? MMB_READ_WRITE : MMB_READ, &l);
-      cr_assert_eq(err, fits ? MMB_OK : MMB_OUT_OF_MEMORY, "step %d: acquire of %zu", step, i);
+      mmbRequest r = {0};
+      mmbError err = async ? mmb_tile_acquire_async(mt_at(a[k], i), fast, access, q, &r, &l)
+                           : mmb_tile_acquire(mt_at(a[k], i), fast, access, &l);
+      cr_assert_eq(err, fits ? MMB_OK : MMB_OUT_OF_MEMORY, "step %d: acquire of %zu", step, g);
       if (err != MMB_OK) continue;
-      if (!mt->cached) mt->copy = mt->home;
+      if (async) OK(mmb_wait(&r));
+      bool miss = !mt->cached || refresh;
+      m.hits += !miss;
+      m.misses += miss;
+      if (miss && (access & MMB_READ)) m.fetched += mt->bytes;
+      if (miss) mt->copy = mt->home;
+      mt->behind = mt->behind && !miss;
       mt->cached = true;
       mt->pins++;
       mt->stamp = (long)++m.clock;
       if (mt->advice == MMB_ADVICE_WILLNEED) mt->advice = MMB_ADVICE_NORMAL;
       mt->local = l;
-      cr_assert_eq(first(l), mt->copy, "step %d: tile %zu's copy", step, i);
-      if (write) {
+      if (access & MMB_READ) mt_walk(l, k, mt->copy, false, "the copy", step);
+      if (access & MMB_WRITE) {
         mt->write_pins++;
         mt->dirty = true;
-        mt->copy += 1.0;
-        MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = mt->copy;
+        mt->behind = false;
+        mt->copy = m.next_version++;
+        mt_walk(l, k, mt->copy, true, "", step);
       }
-    } else if (op < 7) {   /* release */
-      if (!mt->pins) {
-        if (mt->local) FAILS(mmb_tile_release(mt->local), MMB_INVALID_ARG);
-        continue;
-      }
+    } else if (op < 11) {   /* release: this tile, or the next one pinned */
+      if (mt->cached && !mt->pins && mt->local) FAILS(mmb_tile_release(mt->local), MMB_INVALID_ARG);
+      for (size_t n = 1; n < MT_ALL && !mt->pins; n++) mt = &m.t[(g + n) % MT_ALL];
+      if (!mt->pins) continue;
       OK(mmb_tile_release(mt->local));
       mt->pins--;
       if (mt->write_pins > mt->pins) mt->write_pins = mt->pins;
-    } else if (op == 7) {   /* advise */
-      mmbAdvice adv = (mmbAdvice)(rand_r(&seed) % 4);
-      if (adv == MMB_ADVICE_WILLNEED) adv = MMB_ADVICE_NORMAL;   /* (its prefetch: tested above) */
-      OK(mmb_tile_advise(t, fast, adv));
+      if (mt->dirty && !mt->pins) mt_write_ahead(&m, mt);
+    } else if (op == 11) {   /* advise */
+      static const mmbAdvice adv[] = {MMB_ADVICE_NORMAL, MMB_ADVICE_WONTNEED, MMB_ADVICE_KEEP};
+      mmbAdvice ad = adv[rand_r(&seed) % 3];
+      OK(mmb_tile_advise(mt_at(a[k], i), fast, ad));
       if (mt->cached) {
-        mt->advice = adv;
-        if (adv == MMB_ADVICE_WONTNEED) {
+        mt->advice = ad;
+        if (ad == MMB_ADVICE_WONTNEED) {
           mt->stamp = -(long)++m.clock;
-          if (mt->dirty && !mt->pins) {
-            mt->home = mt->copy;
-            mt->dirty = false;
-            m.writebacks++;
-          }
+          if (mt->dirty && !mt->pins) mt_write_home(&m, mt);
         }
       }
-    } else if (op == 8) {   /* flush */
-      OK(mmb_array_flush(a));
-      for (size_t k = 0; k < TILES; k++)
-        if (m.t[k].dirty) {
-          m.t[k].home = m.t[k].copy;
-          m.writebacks++;
-          m.t[k].dirty = m.t[k].write_pins > 0;
+    } else if (op == 12) {   /* flush, and every element at home */
+      OK(mmb_array_flush(a[k]));
+      for (size_t n = 0; n < MT_TILES; n++) {
+        mt_tile *t = &m.t[k * MT_TILES + n];
+        if (t->dirty) {
+          mt_write_home(&m, t);
+          t->dirty = t->write_pins > 0;
         }
-    } else {   /* evict */
+        mt_walk(mt_at(a[k], n), k, t->home, false, "home after a flush", step);
+      }
+    } else if (op == 13) {   /* evict the array's copies */
       bool busy = false;
-      for (size_t k = 0; k < TILES; k++) {
-        if (!m.t[k].cached) continue;
-        if (m.t[k].pins) busy = true;
-        else model_evict(&m, &m.t[k]);
+      for (size_t n = 0; n < MT_TILES; n++) {
+        mt_tile *t = &m.t[k * MT_TILES + n];
+        if (!t->cached) continue;
+        if (t->pins) busy = true;
+        else mt_evict(&m, t);
       }
-      FAILS(mmb_array_evict(a, fast), busy ? MMB_BUSY : MMB_OK);
+      FAILS(mmb_array_evict(a[k], rand_r(&seed) % 2 ? fast : NULL), busy ? MMB_BUSY : MMB_OK);
+    } else if (op == 14) {   /* write a home: of a tile with a clean, idle copy if one is cached */
+      for (size_t n = 1; n < MT_ALL && !(mt->cached && !mt->dirty && !mt->pins); n++)
+        mt = &m.t[g = (g + 1) % MT_ALL];
+      k = g / MT_TILES;
+      i = g % MT_TILES;
+      if (mt->cached && (mt->dirty || mt->pins)) continue;
+      unsigned v = m.next_version++;
+      mmbArrayTile *src = mt_at(scratch[k], i);
+      mt_walk(src, k, v, true, "", step);
+      OK(mmb_tile_copy(mt_at(a[k], i), src));
+      mt->home = v;
+      mt->behind = mt->cached;
+    } else if (op == 15) {   /* destroy: refused while a copy is pinned, else made anew */
+      bool pinned = false;
+      for (size_t n = 0; n < MT_TILES; n++) pinned |= m.t[k * MT_TILES + n].pins > 0;
+      mmbError err = mmb_array_destroy(a[k]);
+      cr_assert_eq(err, pinned ? MMB_BUSY : MMB_OK, "step %d: destroy of array %zu", step, k);
+      if (pinned) continue;
+      for (size_t n = 0; n < MT_TILES; n++) {
+        mt_tile *t = &m.t[k * MT_TILES + n];
+        if (t->cached && !t->dirty) m.drops++;   /* dirty ones go unwritten, uncounted */
+        *t = (mt_tile){.bytes = t->bytes};
+      }
+      a[k] = mt_array(k);
+    } else {   /* another budget and clean share */
+      static const size_t budgets[] = {8 << 10, 12 << 10, 16 << 10};
+      mt_set_budget(fast, &m, budgets[rand_r(&seed) % 3], rand_r(&seed) % 2 ? 0.5 : 0.0,
+                    step);
     }
-    mmbCacheStats st = stats(fast);
-    cr_assert_eq(st.used_bytes, model_used(&m, false) * TILE_BYTES, "step %d: used", step);
-    cr_assert_eq(st.pinned_bytes, model_used(&m, true) * TILE_BYTES, "step %d: pinned", step);
-    size_t dirty = 0;
-    for (size_t k = 0; k < TILES; k++) dirty += m.t[k].dirty;
-    cr_assert_eq(st.dirty_bytes, dirty * TILE_BYTES, "step %d: dirty", step);
-    cr_assert_eq(st.writebacks, m.writebacks, "step %d: write-backs", step);
-    cr_assert_eq(st.clean_drops, m.drops, "step %d: drops", step);
+    mt_check_stats(fast, &m, step);
   }
-  for (size_t i = 0; i < TILES; i++)
-    while (m.t[i].pins--) OK(mmb_tile_release(m.t[i].local));
-  OK(mmb_array_flush(a));
-  for (size_t i = 0; i < TILES; i++)
-    cr_assert_eq(first(tile(a, i)), m.t[i].cached ? m.t[i].copy : m.t[i].home, "tile %zu", i);
-  OK(mmb_array_destroy(a));
+  for (size_t g = 0; g < MT_ALL; g++)
+    while (m.t[g].pins--) OK(mmb_tile_release(m.t[g].local));
+  for (size_t k = 0; k < MT_ARRAYS; k++) {
+    OK(mmb_array_flush(a[k]));
+    for (size_t i = 0; i < MT_TILES; i++) {
+      const mt_tile *t = &m.t[k * MT_TILES + i];
+      mt_walk(mt_at(a[k], i), k, t->dirty ? t->copy : t->home, false, "home at the end", -1);
+    }
+    OK(mmb_array_destroy(a[k]));
+    OK(mmb_array_destroy(scratch[k]));
+  }
+  OK(mmb_queue_destroy(NULL, &q));
+  cr_assert_eq(stats(fast).used_bytes, 0);
 }
 
 /* ---- the out-of-memory chain ----------------------------------------------------- */
