@@ -54,6 +54,12 @@ static void bring_down(void) {
   mmb__objects_finalize();
 }
 
+/* A space being released: the tile layer lets go of what it keeps there. */
+static void space_released(mmbMemSpace *space, bool gone) {
+  if (gone) mmb__cache_space_gone(space);
+  else mmb__dup_interface_released(space);
+}
+
 static mmbError bring_up(const mmbOptions *opts) {
   mmbError err = mmb__log_configure(opts ? opts->log_level : MMB_LOG_DEFAULT);
   if (err != MMB_OK) return err;
@@ -65,7 +71,7 @@ static mmbError bring_up(const mmbOptions *opts) {
       (err = mmb__caches_init()) == MMB_OK)
     err = mmb__trace_init();
   if (err == MMB_OK) {
-    mmb__space_set_release_hook(mmb__dup_interface_released);
+    mmb__space_set_release_hook(space_released);
     mmb__space_set_oom_hook(mmb__cache_oom_step);
   }
   else bring_down();

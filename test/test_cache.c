@@ -6,6 +6,7 @@
 #include "arrays.h"
 #include "fake_device.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -201,6 +202,65 @@ MMB_TEST(cache, a_refused_destroy_drops_no_written_copy) {
   cr_assert_eq(first(tile(a, 0)), -1.0, "the write reached home");
   OK(mmb_array_destroy(a));
   cr_assert_eq(stats(fast).used_bytes, 0, "the copies went with the array");
+}
+
+static size_t threads_now(void) {
+  size_t n = 0;
+  DIR *d = opendir("/proc/self/task");
+  cr_assert_not_null(d);
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* Its cache's copies of a tile, one written home through the cache's queue
+   (which starts a thread), all evicted. */
+static void use_cache(mmbArray *a, mmbMemSpace *s) {
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 0), s, MMB_READ_WRITE, &l));
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_advise(tile(a, 0), s, MMB_ADVICE_WONTNEED));   /* home on the queue */
+  OK(mmb_array_evict(a, s));
+}
+
+/* A released space's cache goes with it, its queue's thread too: a program
+   that makes a space for each phase does not gather threads. Replacing a
+   registered space is the same. A release refused while copies are cached
+   keeps the cache as it was. */
+MMB_TEST(cache, a_released_space_takes_its_cache_along) {
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  size_t threads = 0;
+  for (int round = 0; round < 20; round++) {
+    mmbMemSpace *fast = fast_space();
+    budget_tiles(fast, 3);
+    use_cache(a, fast);
+    OK(mmb_space_release(fast));
+    if (round == 0) threads = threads_now();   /* the library's own, started once */
+  }
+  cr_assert_leq(threads_now(), threads, "%zu threads, more than %zu", threads_now(), threads);
+  mmbMemSpaceConfig reg = {.size_limit = 8 << 20};
+  for (int round = 0; round < 5; round++) {
+    reg.size_limit += 4096;   /* a new space each time */
+    OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &reg, NULL));
+    mmbMemSpace *s;
+    OK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &s));
+    use_cache(a, s);
+  }
+  cr_assert_leq(threads_now(), threads + 1, "the registered space's cache alone has a thread");
+  mmbMemSpace *fast = fast_space();
+  budget_tiles(fast, 3);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &l));
+  OK(mmb_tile_release(l));
+  FAILS(mmb_space_release(fast), MMB_BUSY);   /* a copy of tile 1 is cached there */
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.budget_bytes == 3 * TILE_BYTES && st.used_bytes == TILE_BYTES && st.misses == 1,
+            "the cache stays: budget %llu, %llu used, %llu misses",
+            (unsigned long long)st.budget_bytes, (unsigned long long)st.used_bytes,
+            (unsigned long long)st.misses);
+  OK(mmb_array_evict(a, fast));
+  OK(mmb_space_release(fast));
+  OK(mmb_array_destroy(a));
 }
 
 /* Every acquire, release, eviction, write-back and prefetch is in the trace,

@@ -105,9 +105,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_register_memory(mmbMemLayer layer, mmbExec
 /**
  * Releases a space made by mmb_request_space with a config. Discovered
  * and registered spaces are the library's: releasing one does nothing and
- * returns MMB_OK.
+ * returns MMB_OK. The space's tile cache (mmb/cache.h) goes with it.
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while an interface or a
- *         space requested on it lives; MMB_NOT_INITIALIZED.
+ *         space requested on it lives, or copies of tiles are cached in it;
+ *         MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_release(mmbMemSpace *space);
 

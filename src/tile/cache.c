@@ -866,19 +866,38 @@ mmbError mmb__caches_init(void) {
   return MMB_OK;
 }
 
+/* A cache taken off the list goes, with its entries and its queue. */
+static void cache_free(space_cache *c) {
+  for (cache_entry *e = c->head, *next; e; e = next) {
+    next = e->next;
+    drop_arrival(e);
+    mmb__free(e);
+  }
+  if (c->queue && mmb_queue_destroy(NULL, &c->queue) != MMB_OK)
+    mmb__log(MMB_LOG_DEBUG, "the tile cache's queue of %s would not go", c->space->info.name);
+  mmb__free(c);
+}
+
+/* The space is released: its cache goes (it holds no copy, or the space
+   would be in use), and its queue's thread with it; a new space at the
+   same address starts with a cache of its own. */
+void mmb__cache_space_gone(mmbMemSpace *space) {
+  cache_lock();
+  space_cache **link = &caches;
+  while (*link && (*link)->space != space) link = &(*link)->next;
+  space_cache *c = *link;
+  if (c) *link = c->next;
+  cache_unlock();
+  if (c) cache_free(c);
+}
+
 void mmb__caches_finalize(void) {
   cache_lock();
-  while (caches) {
-    space_cache *c = caches;
-    caches = c->next;
-    for (cache_entry *e = c->head, *next; e; e = next) {
-      next = e->next;
-      drop_arrival(e);
-      mmb__free(e);
-    }
-    if (c->queue && mmb_queue_destroy(NULL, &c->queue) != MMB_OK)
-      mmb__log(MMB_LOG_DEBUG, "the tile cache's queue of %s would not go", c->space->info.name);
-    mmb__free(c);
-  }
+  space_cache *all = caches;
+  caches = NULL;
   cache_unlock();
+  for (space_cache *c = all, *next; c; c = next) {
+    next = c->next;
+    cache_free(c);
+  }
 }

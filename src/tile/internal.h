@@ -111,6 +111,7 @@ bool mmb__tile_dup_idle(const mmb__tile *dup);
 /* The tile cache: an array's unpinned copies dropped (mmb_array_destroy's
    hook), everything forgotten (finalize). */
 mmbError mmb__cache_drop_array(mmbArray *array);
+void mmb__cache_space_gone(mmbMemSpace *space);
 void mmb__caches_finalize(void);
 mmbError mmb__caches_init(void);   /* reads MMB_CACHE */
 /* The tile cache's steps of a space's out-of-memory chain (the hook the

@@ -265,10 +265,15 @@ mmbMemSpace *mmb__space_find_discovered(mmbMemLayer layer, mmbExecutionContext c
   return NULL;
 }
 
-static void (*_Atomic release_hook)(mmbMemSpace *space);
+static void (*_Atomic release_hook)(mmbMemSpace *space, bool gone);
 
-void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space)) {
+void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space, bool gone)) {
   atomic_store(&release_hook, hook);
+}
+
+static void release_hook_call(mmbMemSpace *space, bool gone) {
+  void (*hook)(mmbMemSpace *, bool) = atomic_load(&release_hook);
+  if (hook) hook(space, gone);
 }
 
 /* ---- the out-of-memory chain's handlers ------------------------------------ */
@@ -379,8 +384,9 @@ static void link_requested_locked(mmbMemSpace *s) {
   requested = s;
 }
 
-/* Unlinks an unused requested space and frees it; MMB_BUSY if it is used. */
-static mmbError release_locked(const char *func, mmbMemSpace *space) {
+/* Unlinks an unused requested space, for space_free once the lock is let
+   go; MMB_BUSY if it is used. */
+static mmbError unlink_space_locked(const char *func, mmbMemSpace *space) {
   mmbMemSpace **link = &requested;
   while (*link && *link != space) link = &(*link)->next;
   if (!*link) return mmb__fail(MMB_INVALID_ARG, func, "%p is not a live space", (void *)space);
@@ -389,8 +395,13 @@ static mmbError release_locked(const char *func, mmbMemSpace *space) {
                      atomic_load(&space->n_users));
   *link = space->next;
   atomic_fetch_sub(&space->parent->n_users, 1);
-  mmb__object_free(space);
   return MMB_OK;
+}
+
+/* An unlinked space goes: what the floor above keeps for it first. */
+static void space_free(mmbMemSpace *space) {
+  release_hook_call(space, true);
+  mmb__object_free(space);
 }
 
 mmbError mmb_request_space(mmbMemLayer layer, mmbExecutionContext ctx,
@@ -453,8 +464,7 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
               had->provider_options == icfg.provider_options;
   pthread_mutex_unlock(&requested_lock);
   if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
-  void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
-  if (old && hook) hook(old);   /* the duplicates' interface on it, if idle */
+  if (old) release_hook_call(old, false);   /* the duplicates' interface on it, if idle */
   pthread_mutex_lock(&requested_lock);
   if (*slot != old) {   /* another thread registered meanwhile */
     pthread_mutex_unlock(&requested_lock);
@@ -462,7 +472,8 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
                      mmb_layer_name(layer));
   }
   mmbMemSpace *s = NULL;
-  if (old) err = release_locked(__func__, old);
+  if (old) err = unlink_space_locked(__func__, old);
+  bool unlinked = old && err == MMB_OK;
   if (err == MMB_OK) {
     *slot = NULL;
     err = new_space(__func__, layer, ctx, &cfg, &s);
@@ -479,6 +490,7 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
     *slot = s;
   }
   pthread_mutex_unlock(&requested_lock);
+  if (unlinked) space_free(old);
   return err;
 }
 
@@ -492,11 +504,11 @@ mmbError mmb_space_release(mmbMemSpace *space) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   if (is_discovered(space) || space->registered) return MMB_OK;   /* the library's */
-  void (*hook)(mmbMemSpace *) = atomic_load(&release_hook);
-  if (hook) hook(space);   /* the duplicates' interface, if idle */
+  release_hook_call(space, false);   /* the duplicates' interface, if idle */
   pthread_mutex_lock(&requested_lock);
-  mmbError err = release_locked(__func__, space);
+  mmbError err = unlink_space_locked(__func__, space);
   pthread_mutex_unlock(&requested_lock);
+  if (err == MMB_OK) space_free(space);
   return err;
 }
 
