@@ -204,6 +204,56 @@ MMB_TEST(cache, a_refused_destroy_drops_no_written_copy) {
   cr_assert_eq(stats(fast).used_bytes, 0, "the copies went with the array");
 }
 
+/* mmb's own writes to a home (a tile copy, an array copy, a merge) come
+   after what was written in the cache: a dirty copy goes home first, then
+   the write, and a later flush or eviction does not put the older data
+   back. A merge that adds adds to what the copy held. A copy acquired for
+   writing makes such a write MMB_BUSY. */
+MMB_TEST(cache, a_write_to_a_home_comes_after_its_dirty_copies) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArray *b = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 1000.0);
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, 0, 0) = -1.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_array_copy(a, b));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(tile(a, 0)), 1000.0, "the array copy stays: %g", first(tile(a, 0)));
+  OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &l));
+  cr_assert_eq(first(l), 1000.0, "the cached copy was refreshed");
+  OK(mmb_tile_release(l));
+  /* a tile copy */
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -2.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_copy(tile(a, 1), tile(b, 5)));
+  OK(mmb_array_evict(a, fast));
+  cr_assert_eq(first(tile(a, 1)), first(tile(b, 5)), "the tile copy stays");
+  /* a merge that adds, from a duplicate made before the copy was written */
+  mmbArrayTile *dup;
+  OK(mmb_tile_duplicate(tile(a, 2), fast, MMB_READ_WRITE, NULL, &dup));
+  OK(mmb_tile_acquire(tile(a, 2), fast, MMB_READ_WRITE, &l));
+  double before = first(l);
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = 5.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_merge(dup, MMB_MERGE_SUM));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(tile(a, 2)), 5.0 + before, "the sum of the copy's 5 and the duplicate's "
+               "%g: %g", before, first(tile(a, 2)));
+  /* pinned for writing: refused, and nothing moves */
+  OK(mmb_tile_acquire(tile(a, 3), fast, MMB_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -3.0;
+  FAILS(mmb_tile_copy(tile(a, 3), tile(b, 3)), MMB_BUSY);
+  FAILS(mmb_array_copy(a, b), MMB_BUSY);
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(tile(a, 3)), -3.0);
+  OK(mmb_array_evict(a, NULL));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+}
+
 static size_t threads_now(void) {
   size_t n = 0;
   DIR *d = opendir("/proc/self/task");
@@ -897,8 +947,9 @@ MMB_TEST(cache, an_iterator_walks_through_the_cache_in_its_schedule) {
    many sizes (an irregular tiling beside a regular one with edge tiles)
    share one space's budget. Acquires (read, write or both; now or on a
    queue), releases (and a release too many, refused), advice, flushes
-   (then every element at home is checked), evictions, writes to a tile's
-   home while a clean copy is cached (the next read refreshes it), budgets
+   (then every element at home is checked), evictions, copies into a tile
+   or a whole array (dirty copies go home first, a copy pinned for writing
+   makes it MMB_BUSY, and the next read refreshes a copy), budgets
    and clean shares changed (write-ahead under pressure), and destroys,
    refused while a copy is pinned. After each step the counters match the
    model's; every element of each copy acquired for reading is the version
@@ -1146,18 +1197,24 @@ MMB_TEST(cache, random_operations_match_a_reference_model) {
         else mt_evict(&m, t);
       }
       FAILS(mmb_array_evict(a[k], rand_r(&seed) % 2 ? fast : NULL), busy ? MMB_BUSY : MMB_OK);
-    } else if (op == 14) {   /* write a home: of a tile with a clean, idle copy if one is cached */
-      for (size_t n = 1; n < MT_ALL && !(mt->cached && !mt->dirty && !mt->pins); n++)
-        mt = &m.t[g = (g + 1) % MT_ALL];
-      k = g / MT_TILES;
-      i = g % MT_TILES;
-      if (mt->cached && (mt->dirty || mt->pins)) continue;
+    } else if (op == 14) {   /* mmb writes a tile's home, or the whole array's */
+      bool whole = rand_r(&seed) % 4 == 0;
+      size_t first_tile = whole ? 0 : i, n_tiles = whole ? MT_TILES : 1;
+      bool busy = false;   /* a copy pinned for writing */
+      for (size_t n = first_tile; n < first_tile + n_tiles; n++)
+        busy |= m.t[k * MT_TILES + n].write_pins > 0;
       unsigned v = m.next_version++;
-      mmbArrayTile *src = mt_at(scratch[k], i);
-      mt_walk(src, k, v, true, "", step);
-      OK(mmb_tile_copy(mt_at(a[k], i), src));
-      mt->home = v;
-      mt->behind = mt->cached;
+      for (size_t n = first_tile; n < first_tile + n_tiles; n++)
+        mt_walk(mt_at(scratch[k], n), k, v, true, "", step);
+      mmbError err = whole ? mmb_array_copy(a[k], scratch[k])
+                           : mmb_tile_copy(mt_at(a[k], i), mt_at(scratch[k], i));
+      cr_assert_eq(err, busy ? MMB_BUSY : MMB_OK, "step %d: a write to a home", step);
+      for (size_t n = first_tile; !busy && n < first_tile + n_tiles; n++) {
+        mt_tile *t = &m.t[k * MT_TILES + n];
+        if (t->dirty) mt_write_home(&m, t);   /* dirty copies go home first */
+        t->home = v;
+        t->behind = t->cached;
+      }
     } else if (op == 15) {   /* destroy: refused while a copy is pinned, else made anew */
       bool pinned = false;
       for (size_t n = 0; n < MT_TILES; n++) pinned |= m.t[k * MT_TILES + n].pins > 0;

@@ -120,9 +120,12 @@ mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interf
 /**
  * Copies every element of \p src into \p dst: same rank, extents and element
  * size; any spaces, orders and paddings. Tiles of \p dst that have
- * read-only duplicates see those duplicates go stale.
+ * read-only duplicates see those duplicates go stale; copies of them cached
+ * dirty (mmb/cache.h) go home first, so that none later puts older data
+ * back.
  * \return MMB_OK (also when dst == src); MMB_INVALID_ARG for NULLs, shapes or
- *         element sizes that differ; MMB_INVALID_STATE when \p dst is
+ *         element sizes that differ; MMB_BUSY while a copy of a tile of
+ *         \p dst is acquired for writing in a cache; MMB_INVALID_STATE when \p dst is
  *         read-only (made or duplicated without MMB_WRITE), a tile of either
  *         array lives away from home (migrated), or \p src is a read-only
  *         duplicate gone stale;
@@ -198,7 +201,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_field(const mmbArray *array, siz
  *         MIN or MAX on a layout without an element type; MMB_INVALID_STATE
  *         when \p in_array is not a duplicate, its origin is read-only, or a
  *         tile of it or of its origin is migrated away; MMB_BUSY while the duplicate has live
- *         duplicates or iterators of its own; MMB_UNSUPPORTED;
+ *         duplicates or iterators of its own, or a copy of a tile of the
+ *         origin is acquired for writing in a cache (dirty ones go home
+ *         first, as for mmb_array_copy); MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge);

@@ -82,9 +82,12 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_at(mmbArray *array, const mmbIndex *t
 
 /**
  * Copies \p src_tile into \p dst_tile: same rank, extents and element size;
- * any spaces and strides, either side a grid tile or a duplicate.
+ * any spaces and strides, either side a grid tile or a duplicate. Copies of
+ * \p dst_tile cached dirty (mmb/cache.h) go home first, so that none later
+ * puts older data back; the others are refreshed when next read.
  * \return MMB_OK (also for dst == src); MMB_INVALID_ARG for NULLs, tiles not
- *         made by mmb, or shapes or element sizes that differ;
+ *         made by mmb, or shapes or element sizes that differ; MMB_BUSY while
+ *         a copy of \p dst_tile is acquired for writing in a cache;
  *         MMB_INVALID_STATE when \p dst_tile is read-only (a read-only
  *         duplicate, or a tile of an array made without MMB_WRITE) or
  *         \p src_tile a stale read-only duplicate; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
@@ -140,12 +143,15 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_migrate(mmbArrayTile *in_tile, mmbMem
 /**
  * Folds a duplicate back into its origin with \p in_merge and releases it:
  * \p in_tile is invalid afterwards. A read-only duplicate moves no bytes.
+ * Copies of the origin cached dirty go home first, as for mmb_tile_copy (a
+ * SUM adds to what they held).
  * \return MMB_OK; MMB_INVALID_ARG for NULL, a tile not made by mmb, an
  *         unknown merge type, or SUM, MIN or MAX without an element type
  *         (mmb_layout_set_element_type on the array's layout);
  *         MMB_INVALID_STATE when \p in_tile is not a duplicate, or a
  *         writable duplicate of a read-only origin; MMB_BUSY while
- *         it has live duplicates of its own; MMB_UNSUPPORTED;
+ *         it has live duplicates of its own, or a copy of the origin is
+ *         acquired for writing in a cache; MMB_UNSUPPORTED;
  *         MMB_OUT_OF_MEMORY (for staging: nothing changes); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_merge(mmbArrayTile *in_tile, mmbMergeType in_merge);

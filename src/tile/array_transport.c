@@ -54,7 +54,8 @@ static mmbError array_copy(const char *func, mmbArray *dst, mmbArray *src, mmbQu
   mmbError err;
   if ((err = check_writable(func, dst, "the destination")) != MMB_OK) return err;
   if ((err = check_home_valid(func, src, "the source")) != MMB_OK ||
-      (err = check_home_valid(func, dst, "the destination")) != MMB_OK)
+      (err = check_home_valid(func, dst, "the destination")) != MMB_OK ||
+      (err = mmb__cache_before_home_write(func, dst, NULL)) != MMB_OK)
     return err;
   mmb__job j = {.func = func, .name = "array copy", .kind = MMB__JOB_COPY,
                 .dst = mmb__array_view(dst), .src = mmb__array_view(src),
@@ -169,7 +170,8 @@ static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op, mm
   bool writes = d->access & MMB_WRITE;   /* (a read-only one is released, stale or not) */
   if (writes && ((err = check_home_valid(func, d, "the duplicate")) != MMB_OK ||
                  (err = check_home_valid(func, o, "the origin")) != MMB_OK ||
-                 (err = check_writable(func, o, "the origin")) != MMB_OK))
+                 (err = check_writable(func, o, "the origin")) != MMB_OK ||
+                 (err = mmb__cache_before_home_write(func, o, NULL)) != MMB_OK))
     return err;
   mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
                 .dst = mmb__array_view(o), .src = mmb__array_view(d), .op = *op,

@@ -635,6 +635,38 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
   return MMB_OK;
 }
 
+/* ---- writes to a home ------------------------------------------------------------ */
+
+/* mmb is about to write the home of tile t (t NULL: of every tile of
+   array a). Its copies cached dirty go home first, on their cache's queue:
+   the write owns the tile, so it comes after them (a merge that adds adds
+   to what they held), and the copies, clean, are then behind the tile: the
+   next acquire that reads refreshes them. Otherwise an eviction or a flush
+   would later put the older data back over the write. A copy pinned for
+   writing may still be written: MMB_BUSY, and nothing moves. */
+mmbError mmb__cache_before_home_write(const char *func, mmbArray *a, mmb__tile *t) {
+  if (t ? !t->cached : !a->n_cached || !a->tiling) return MMB_OK;
+  size_t n = t ? 1 : a->tiling->n_tiles;
+  cache_lock();
+  for (size_t i = 0; i < n; i++)
+    for (cache_entry *e = (t ? t : &a->tiling->slots[i].tile)->cached; e; e = e->next_of_tile)
+      if (e->write_pins) {
+        cache_unlock();
+        return mmb__fail(MMB_BUSY, func, "a copy of the %s is acquired for writing in %s "
+                         "(release it first)", t ? "tile" : "array's tiles",
+                         e->sc->space->info.name);
+      }
+  mmbError err = MMB_OK;
+  for (size_t i = 0; i < n && err == MMB_OK; i++)
+    for (cache_entry *e = (t ? t : &a->tiling->slots[i].tile)->cached; e && err == MMB_OK;
+         e = e->next_of_tile) {
+      (void)arrived(e);   /* a lost copy is clean */
+      if (e->dirty) err = write_home(func, e, queue_of(e->sc));
+    }
+  cache_unlock();
+  return err;
+}
+
 /* ---- arrays -------------------------------------------------------------------- */
 
 static mmbError array_arg(const char *func, mmbArray *array, struct mmb__tiling **out) {

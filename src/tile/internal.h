@@ -112,6 +112,7 @@ bool mmb__tile_dup_idle(const mmb__tile *dup);
    hook), everything forgotten (finalize). */
 mmbError mmb__cache_drop_array(mmbArray *array);
 void mmb__cache_space_gone(mmbMemSpace *space);
+mmbError mmb__cache_before_home_write(const char *func, mmbArray *a, mmb__tile *t);
 void mmb__caches_finalize(void);
 mmbError mmb__caches_init(void);   /* reads MMB_CACHE */
 /* The tile cache's steps of a space's out-of-memory chain (the hook the
