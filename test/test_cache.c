@@ -207,8 +207,9 @@ MMB_TEST(cache, a_refused_destroy_drops_no_written_copy) {
 /* mmb's own writes to a home (a tile copy, an array copy, a merge) come
    after what was written in the cache: a dirty copy goes home first, then
    the write, and a later flush or eviction does not put the older data
-   back. A merge that adds adds to what the copy held. A copy acquired for
-   writing makes such a write MMB_BUSY. */
+   back. A merge that adds adds to what the copy held. Its reads (a copy
+   out, a duplicate) see what the cache held. A copy acquired for writing
+   makes such a write MMB_BUSY. */
 MMB_TEST(cache, a_write_to_a_home_comes_after_its_dirty_copies) {
   mmbMemSpace *fast = fast_space();
   mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
@@ -223,6 +224,19 @@ MMB_TEST(cache, a_write_to_a_home_comes_after_its_dirty_copies) {
   OK(mmb_tile_acquire(tile(a, 0), fast, MMB_READ, &l));
   cr_assert_eq(first(l), 1000.0, "the cached copy was refreshed");
   OK(mmb_tile_release(l));
+  /* mmb's reads see what was written in the cache */
+  OK(mmb_tile_acquire(tile(a, 4), fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -4.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_copy(tile(b, 4), tile(a, 4)));
+  cr_assert_eq(first(tile(b, 4)), -4.0, "a tile copy out reads the cached write");
+  OK(mmb_tile_acquire(tile(a, 5), fast, MMB_READ_WRITE, &l));
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -5.0;
+  OK(mmb_tile_release(l));
+  mmbArrayTile *seen;
+  OK(mmb_tile_duplicate(tile(a, 5), fast, MMB_READ, NULL, &seen));
+  cr_assert_eq(first(seen), -5.0, "so does a duplicate");
+  OK(mmb_tile_merge(seen, MMB_MERGE_OVERWRITE));   /* read-only: moves nothing */
   /* a tile copy */
   OK(mmb_tile_acquire(tile(a, 1), fast, MMB_WRITE, &l));
   MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -2.0;
@@ -947,9 +961,10 @@ MMB_TEST(cache, an_iterator_walks_through_the_cache_in_its_schedule) {
    many sizes (an irregular tiling beside a regular one with edge tiles)
    share one space's budget. Acquires (read, write or both; now or on a
    queue), releases (and a release too many, refused), advice, flushes
-   (then every element at home is checked), evictions, copies into a tile
-   or a whole array (dirty copies go home first, a copy pinned for writing
-   makes it MMB_BUSY, and the next read refreshes a copy), budgets
+   (then every element at home is checked), evictions, copies into or out
+   of a tile or a whole array (dirty copies go home first, a copy pinned
+   for writing makes it MMB_BUSY, a copy out reads what the cache held, and
+   after a copy in the next acquire that reads refreshes a copy), budgets
    and clean shares changed (write-ahead under pressure), and destroys,
    refused while a copy is pinned. After each step the counters match the
    model's; every element of each copy acquired for reading is the version
@@ -1197,8 +1212,8 @@ MMB_TEST(cache, random_operations_match_a_reference_model) {
         else mt_evict(&m, t);
       }
       FAILS(mmb_array_evict(a[k], rand_r(&seed) % 2 ? fast : NULL), busy ? MMB_BUSY : MMB_OK);
-    } else if (op == 14) {   /* mmb writes a tile's home, or the whole array's */
-      bool whole = rand_r(&seed) % 4 == 0;
+    } else if (op == 14) {   /* mmb writes or reads a tile's home, or the whole array's */
+      bool whole = rand_r(&seed) % 4 == 0, read = rand_r(&seed) % 3 == 0;
       size_t first_tile = whole ? 0 : i, n_tiles = whole ? MT_TILES : 1;
       bool busy = false;   /* a copy pinned for writing */
       for (size_t n = first_tile; n < first_tile + n_tiles; n++)
@@ -1206,14 +1221,19 @@ MMB_TEST(cache, random_operations_match_a_reference_model) {
       unsigned v = m.next_version++;
       for (size_t n = first_tile; n < first_tile + n_tiles; n++)
         mt_walk(mt_at(scratch[k], n), k, v, true, "", step);
-      mmbError err = whole ? mmb_array_copy(a[k], scratch[k])
-                           : mmb_tile_copy(mt_at(a[k], i), mt_at(scratch[k], i));
-      cr_assert_eq(err, busy ? MMB_BUSY : MMB_OK, "step %d: a write to a home", step);
+      mmbArray *dst = read ? scratch[k] : a[k], *src = read ? a[k] : scratch[k];
+      mmbError err = whole ? mmb_array_copy(dst, src) : mmb_tile_copy(mt_at(dst, i), mt_at(src, i));
+      cr_assert_eq(err, busy ? MMB_BUSY : MMB_OK, "step %d: a %s of a home", step,
+                   read ? "read" : "write");
       for (size_t n = first_tile; !busy && n < first_tile + n_tiles; n++) {
         mt_tile *t = &m.t[k * MT_TILES + n];
         if (t->dirty) mt_write_home(&m, t);   /* dirty copies go home first */
-        t->home = v;
-        t->behind = t->cached;
+        if (read) {
+          mt_walk(mt_at(scratch[k], n), k, t->home, false, "what a copy read", step);
+        } else {
+          t->home = v;
+          t->behind = t->cached;
+        }
       }
     } else if (op == 15) {   /* destroy: refused while a copy is pinned, else made anew */
       bool pinned = false;

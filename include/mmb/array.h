@@ -120,12 +120,13 @@ mmbError mmb_array_interface(const mmbArray *array, mmbMemInterface **out_interf
 /**
  * Copies every element of \p src into \p dst: same rank, extents and element
  * size; any spaces, orders and paddings. Tiles of \p dst that have
- * read-only duplicates see those duplicates go stale; copies of them cached
- * dirty (mmb/cache.h) go home first, so that none later puts older data
- * back.
+ * read-only duplicates see those duplicates go stale. Copies of tiles of
+ * either array cached dirty (mmb/cache.h) go home first: the copy reads
+ * what the cache held, and no cached copy later puts older data over
+ * \p dst.
  * \return MMB_OK (also when dst == src); MMB_INVALID_ARG for NULLs, shapes or
  *         element sizes that differ; MMB_BUSY while a copy of a tile of
- *         \p dst is acquired for writing in a cache; MMB_INVALID_STATE when \p dst is
+ *         either array is acquired for writing in a cache; MMB_INVALID_STATE when \p dst is
  *         read-only (made or duplicated without MMB_WRITE), a tile of either
  *         array lives away from home (migrated), or \p src is a read-only
  *         duplicate gone stale;
@@ -149,9 +150,12 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_migrate(mmbArray *in_array, mmbMemIn
 
 /**
  * Makes \p *out_array, a duplicate of \p in_array in \p in_interface: same
- * shape and layout. MMB_READ copies the data in; a duplicate without
+ * shape and layout. MMB_READ copies the data in (what dirty copies of its
+ * tiles in tile caches held, which go home first); a duplicate without
  * MMB_WRITE is read-only, and merging it moves no bytes.
- * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown access;
+ * \return MMB_OK; MMB_INVALID_ARG for NULLs or an unknown access; MMB_BUSY
+ *         with MMB_READ while a copy of one of its tiles is acquired for
+ *         writing in a cache;
  *         MMB_INVALID_STATE when a tile of \p in_array is migrated away, or
  *         \p in_array is a stale read-only duplicate; MMB_OVERFLOW;
  *         MMB_OUT_OF_MEMORY (nothing changes); MMB_NOT_INITIALIZED.

@@ -83,11 +83,12 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_at(mmbArray *array, const mmbIndex *t
 /**
  * Copies \p src_tile into \p dst_tile: same rank, extents and element size;
  * any spaces and strides, either side a grid tile or a duplicate. Copies of
- * \p dst_tile cached dirty (mmb/cache.h) go home first, so that none later
- * puts older data back; the others are refreshed when next read.
+ * either tile cached dirty (mmb/cache.h) go home first: the copy reads what
+ * the cache held, and no cached copy later puts older data over \p dst_tile
+ * (its copies are refreshed when next read).
  * \return MMB_OK (also for dst == src); MMB_INVALID_ARG for NULLs, tiles not
  *         made by mmb, or shapes or element sizes that differ; MMB_BUSY while
- *         a copy of \p dst_tile is acquired for writing in a cache;
+ *         a copy of either tile is acquired for writing in a cache;
  *         MMB_INVALID_STATE when \p dst_tile is read-only (a read-only
  *         duplicate, or a tile of an array made without MMB_WRITE) or
  *         \p src_tile a stale read-only duplicate; MMB_UNSUPPORTED; MMB_OUT_OF_MEMORY (for
@@ -112,10 +113,12 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_copy_transposed(mmbArrayTile *dst_til
  * Makes \p *out_tile, a duplicate of \p in_tile in \p in_space, with the same
  * absolute indices (lower, upper). \p in_layout gives the order and padding of
  * its storage (its rank must be the tile's and its element size the tile's);
- * NULL means contiguous, in the array's order. MMB_READ copies the data in;
- * without MMB_WRITE the duplicate is read-only.
+ * NULL means contiguous, in the array's order. MMB_READ copies the data in
+ * (what a dirty copy in a tile cache held, which goes home first); without
+ * MMB_WRITE the duplicate is read-only.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access or a layout
- *         that does not fit; MMB_INVALID_STATE when \p in_tile is a stale
+ *         that does not fit; MMB_BUSY with MMB_READ while a copy of the tile
+ *         is acquired for writing in a cache; MMB_INVALID_STATE when \p in_tile is a stale
  *         read-only duplicate, or MMB_WRITE is asked of a read-only tile (a
  *         read-only duplicate, or a tile of an array made without MMB_WRITE),
  *         whose duplicate could never be merged; MMB_OUT_OF_MEMORY when \p in_space has no room

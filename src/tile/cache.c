@@ -635,17 +635,19 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
   return MMB_OK;
 }
 
-/* ---- writes to a home ------------------------------------------------------------ */
+/* ---- mmb's reads and writes of a home ----------------------------------------- */
 
-/* mmb is about to write the home of tile t (t NULL: of every tile of
-   array a). Its copies cached dirty go home first, on their cache's queue:
-   the write owns the tile, so it comes after them (a merge that adds adds
-   to what they held), and the copies, clean, are then behind the tile: the
-   next acquire that reads refreshes them. Otherwise an eviction or a flush
-   would later put the older data back over the write. A copy pinned for
-   writing may still be written: MMB_BUSY, and nothing moves. */
-mmbError mmb__cache_before_home_write(const char *func, mmbArray *a, mmb__tile *t) {
-  if (t ? !t->cached : !a->n_cached || !a->tiling) return MMB_OK;
+/* mmb is about to read or write the home of tile t (t NULL: of every tile
+   of array a). Its copies cached dirty go home first, on their cache's
+   queue; the read or write owns the tile, so it comes after them. A read
+   then sees what was written in the cache. After a write (a merge that adds
+   adds to what they held) the copies, clean, are behind the tile, and the
+   next acquire that reads refreshes them: no eviction or flush puts older
+   data back over it. A copy pinned for writing may still be written:
+   MMB_BUSY, and nothing moves. The cache's own copies and write-backs,
+   made under its lock, are left alone. */
+mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t) {
+  if (held || (t ? !t->cached : !a->n_cached || !a->tiling)) return MMB_OK;
   size_t n = t ? 1 : a->tiling->n_tiles;
   cache_lock();
   for (size_t i = 0; i < n; i++)

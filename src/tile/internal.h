@@ -108,11 +108,12 @@ bool mmb__tile_dup_behind(const mmb__tile *dup);
 /* True when releasing the duplicate without writing it back would not wait:
    no work is pending on it, its origin or the origin's array. */
 bool mmb__tile_dup_idle(const mmb__tile *dup);
-/* The tile cache: an array's unpinned copies dropped (mmb_array_destroy's
-   hook), everything forgotten (finalize). */
+/* The tile cache: an array's copies dropped unless one is pinned
+   (mmb_array_destroy's hook), a released space's cache gone, dirty copies
+   home before mmb reads or writes a home, everything forgotten (finalize). */
 mmbError mmb__cache_drop_array(mmbArray *array);
 void mmb__cache_space_gone(mmbMemSpace *space);
-mmbError mmb__cache_before_home_write(const char *func, mmbArray *a, mmb__tile *t);
+mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t);
 void mmb__caches_finalize(void);
 mmbError mmb__caches_init(void);   /* reads MMB_CACHE */
 /* The tile cache's steps of a space's out-of-memory chain (the hook the
