@@ -39,6 +39,7 @@ static void bring_down(void) {
   mmb__queues_finalize();
   mmb__layouts_finalize();
   mmb__space_set_release_hook(NULL);
+  mmb__home_current_hook = NULL;
   mmb__space_set_oom_hook(NULL);
   mmb__dup_interfaces_forget();
   mmb__interfaces_finalize();
@@ -72,6 +73,7 @@ static mmbError bring_up(const mmbOptions *opts) {
     err = mmb__trace_init();
   if (err == MMB_OK) {
     mmb__space_set_release_hook(space_released);
+    mmb__home_current_hook = mmb__cache_home_current;
     mmb__space_set_oom_hook(mmb__cache_oom_step);
   }
   else bring_down();

@@ -55,8 +55,8 @@ static mmbError array_copy(const char *func, mmbArray *dst, mmbArray *src, mmbQu
   if ((err = check_writable(func, dst, "the destination")) != MMB_OK) return err;
   if ((err = check_home_valid(func, src, "the source")) != MMB_OK ||
       (err = check_home_valid(func, dst, "the destination")) != MMB_OK ||
-      (err = mmb__cache_home_current(func, dst, NULL)) != MMB_OK ||
-      (err = mmb__cache_home_current(func, src, NULL)) != MMB_OK)
+      (err = mmb__home_current(func, dst, NULL)) != MMB_OK ||
+      (err = mmb__home_current(func, src, NULL)) != MMB_OK)
     return err;
   mmb__job j = {.func = func, .name = "array copy", .kind = MMB__JOB_COPY,
                 .dst = mmb__array_view(dst), .src = mmb__array_view(src),
@@ -96,7 +96,7 @@ static mmbError array_duplicate(const char *func, mmbArray *in_array,
   MMB__ARG(!out_array, func, "out_array is NULL");
   mmbError err = check_layout(func, in_array, &layout);
   if (err == MMB_OK) err = check_home_valid(func, in_array, "the array");
-  if (err == MMB_OK && (in_access & MMB_READ)) err = mmb__cache_home_current(func, in_array, NULL);
+  if (err == MMB_OK && (in_access & MMB_READ)) err = mmb__home_current(func, in_array, NULL);
   if (err != MMB_OK) return err;
   mmbArray *d;
   err = mmb__array_new(func, in_array->dims, in_array->rank, layout, in_interface, in_access, &d);
@@ -173,7 +173,7 @@ static mmbError array_merge(const char *func, mmbArray *d, mmb__merge_op *op, mm
   if (writes && ((err = check_home_valid(func, d, "the duplicate")) != MMB_OK ||
                  (err = check_home_valid(func, o, "the origin")) != MMB_OK ||
                  (err = check_writable(func, o, "the origin")) != MMB_OK ||
-                 (err = mmb__cache_home_current(func, o, NULL)) != MMB_OK))
+                 (err = mmb__home_current(func, o, NULL)) != MMB_OK))
     return err;
   mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
                 .dst = mmb__array_view(o), .src = mmb__array_view(d), .op = *op,

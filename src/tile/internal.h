@@ -114,6 +114,13 @@ bool mmb__tile_dup_idle(const mmb__tile *dup);
 mmbError mmb__cache_drop_array(mmbArray *array);
 void mmb__cache_space_gone(mmbMemSpace *space);
 mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t);
+/* mmb__cache_home_current as tile.c and array_transport.c reach it:
+   through a hook (defined in tile.c, set by the lifecycle), since cache.c
+   calls tile.c and a direct call back would make a cycle. */
+extern mmbError (*mmb__home_current_hook)(const char *func, mmbArray *a, mmb__tile *t);
+static inline mmbError mmb__home_current(const char *func, mmbArray *a, mmb__tile *t) {
+  return mmb__home_current_hook ? mmb__home_current_hook(func, a, t) : MMB_OK;
+}
 void mmb__caches_finalize(void);
 mmbError mmb__caches_init(void);   /* reads MMB_CACHE */
 /* The tile cache's steps of a space's out-of-memory chain (the hook the

@@ -42,6 +42,8 @@ static mmbError check_writable(const char *func, const mmb__tile *t, const char 
   return MMB_OK;
 }
 
+mmbError (*mmb__home_current_hook)(const char *func, mmbArray *a, mmb__tile *t);
+
 /* Something mmb did changed the tile's data. */
 static void wrote(mmb__tile *t) {
   t->version++;
@@ -81,8 +83,8 @@ static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile
       (err = check_readable(func, s, "the source")) != MMB_OK)
     return err;
   if (d == s) return MMB_OK;   /* one element: its own transpose */
-  if ((err = mmb__cache_home_current(func, NULL, d)) != MMB_OK ||
-      (err = mmb__cache_home_current(func, NULL, s)) != MMB_OK)
+  if ((err = mmb__home_current(func, NULL, d)) != MMB_OK ||
+      (err = mmb__home_current(func, NULL, s)) != MMB_OK)
     return err;
   mmb__job j = {.func = func, .name = transposed ? "tile transpose" : "tile copy",
                 .kind = MMB__JOB_COPY, .dst = mmb__tile_view(d), .src = sv,
@@ -136,7 +138,7 @@ static mmbError tile_duplicate(const char *func, mmbArrayTile *in_tile, mmbMemSp
   if ((err = check_target(func, t, in_space, in_access, in_layout)) != MMB_OK ||
       (err = check_readable(func, t, "the tile")) != MMB_OK ||
       ((in_access & MMB_WRITE) && (err = check_writable(func, t, "the tile")) != MMB_OK) ||
-      ((in_access & MMB_READ) && (err = mmb__cache_home_current(func, NULL, t)) != MMB_OK))
+      ((in_access & MMB_READ) && (err = mmb__home_current(func, NULL, t)) != MMB_OK))
     return err;   /* (a writable duplicate could never be merged into it) */
   mmb__tile *d = mmb__object_new(MMB__KIND_TILE, sizeof *d);
   if (!d) return MMB_OUT_OF_MEMORY;
@@ -207,7 +209,7 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   mmb__tile *o = d->origin;
   bool writes = !discard && (d->access & MMB_WRITE);
   if (writes && ((err = check_writable(func, o, "the origin")) != MMB_OK ||
-                 (err = mmb__cache_home_current(func, NULL, o)) != MMB_OK))
+                 (err = mmb__home_current(func, NULL, o)) != MMB_OK))
     return err;
   mmb__job j = {.func = func, .name = "merge", .kind = writes ? MMB__JOB_MERGE : MMB__JOB_NONE,
                 .dst = mmb__tile_view(o), .src = mmb__tile_view(d), .op = *op,
