@@ -72,6 +72,47 @@ MMB_TEST(trace, events_and_counter_tracks) {
   OK(mmb_space_release(limited));
 }
 
+/* A program that requests a space per phase: each of hundreds of spaces,
+   one after the other (often at the address the last one freed), gets its
+   own counter track under its own name. */
+MMB_TEST(trace, every_space_of_a_long_run_has_its_track) {
+  enum { PHASES = 300 };
+  OK(mmb_trace_start());
+  mmbAllocation *kept = NULL;
+  mmbMemInterface *last_iface = NULL;
+  mmbMemSpace *last = NULL;
+  for (int i = 0; i < PHASES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "phase %d", i);
+    mmbMemSpace *s;
+    OK(mmb_request_space(MMB_DRAM, MMB_CPU,
+                         &(mmbMemSpaceConfig){.size_limit = 1 << 20, .name = name}, &s));
+    mmbMemInterface *iface;
+    OK(mmb_request_interface(s, NULL, &iface));
+    mmbAllocation *a;
+    OK(mmb_allocate(1000 * (size_t)(i % 7 + 1), iface, &a));
+    if (i == PHASES - 1) {   /* the last phase keeps a block, so its track ends above 0 */
+      OK(mmb_allocate(4096, iface, &kept));
+      last_iface = iface;
+      last = s;
+    }
+    OK(mmb_free(a));
+    if (i == PHASES - 1) break;
+    OK(mmb_interface_destroy(iface));
+    OK(mmb_space_release(s));
+  }
+  OK(mmb_trace_stop());
+  char *path = temp_path("phases");
+  OK(mmb_trace_dump(path));
+  cr_assert(trace_holds(path, "space='phase 0' final_used=0"));
+  cr_assert(trace_holds(path, "space='phase 128' final_used=0"));
+  cr_assert(trace_holds(path, "space='phase 299' final_used=4096"));
+  unlink(path);
+  OK(mmb_free(kept));
+  OK(mmb_interface_destroy(last_iface));
+  OK(mmb_space_release(last));
+}
+
 /* Bare blocks are traced like allocations: slab blocks by mmb_ptr_allocate's
    own path, larger ones by their handle's; on a pool and on a thread-safe
    one, whose quick paths (handles' and bare blocks') were warm before the

@@ -50,6 +50,10 @@ struct mmbMemSpace {
   struct { mmbOomHandler fn; void *arg; } oom[8];
   unsigned n_oom;
   _Atomic uint64_t oom_rounds, handler_calls, fallback_bytes;
+  /* its entry in the running trace (guarded by the trace's lock): valid
+     while trace_epoch is the trace's; a new space starts at 0, none */
+  unsigned trace_slot;
+  uint64_t trace_epoch;
 };
 
 /* The one hook a higher floor may set, called twice by mmb_space_release

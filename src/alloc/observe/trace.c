@@ -20,14 +20,13 @@
 #include <sys/syscall.h>
 
 #define DEFAULT_CAPACITY ((size_t)1 << 17)
-#define MAX_SPACES 128
+#define MAX_SPACES INT16_MAX   /* an event's levels are int16_t */
 #define MAX_LEVELS 3
 #define MAX_FRAMES 8
 
 _Atomic bool mmb__tracing;
 
 typedef struct trace_space {
-  const mmbMemSpace *space;
   char name[48];
   size_t used, reserved;
 } trace_space;
@@ -51,8 +50,9 @@ enum { KIND_DURATION = 16, KIND_CACHE = 17 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_event *ring;              /* guarded by lock, like everything below */
 static size_t capacity = DEFAULT_CAPACITY, recorded;
-static trace_space spaces[MAX_SPACES];
-static size_t n_spaces;
+static trace_space *spaces;           /* grows by doubling; n_spaces in use */
+static size_t n_spaces, spaces_cap;
+static uint64_t epoch;                 /* one per trace started; a space's slot is for it */
 static uint64_t start_ns;
 static unsigned frames_wanted;
 static char *env_path;                 /* MMB_TRACE */
@@ -63,14 +63,31 @@ static uint32_t thread_id(void) {
   return tid;
 }
 
-/* The trace's entry for a space (lock held); -1 when the table is full. */
+/* The trace's entry for a space (lock held); -1 when the table cannot grow.
+   A space keeps its entry's index, so finding it costs no search however
+   many spaces a program requests; a new name (a registered space made
+   again) gets a new entry, and a new space, even at a freed one's
+   address, starts with none. */
 static int space_index(const mmbMemSpace *s) {
-  for (size_t i = 0; i < n_spaces; i++)
-    if (spaces[i].space == s && !strcmp(spaces[i].name, s->info.name)) return (int)i;
-  if (n_spaces == MAX_SPACES) return -1;
+  mmbMemSpace *m = (mmbMemSpace *)s;   /* only the trace's fields, under its lock */
+  if (m->trace_epoch == epoch && m->trace_slot < n_spaces &&
+      !strcmp(spaces[m->trace_slot].name, s->info.name))
+    return (int)m->trace_slot;
+  if (n_spaces == spaces_cap) {
+    size_t cap = spaces_cap ? 2 * spaces_cap : 64;
+    if (cap > MAX_SPACES) cap = MAX_SPACES;
+    trace_space *more = cap > n_spaces ? mmb__malloc(cap * sizeof *more) : NULL;
+    if (!more) return -1;
+    if (n_spaces) memcpy(more, spaces, n_spaces * sizeof *more);
+    mmb__free(spaces);
+    spaces = more;
+    spaces_cap = cap;
+  }
   trace_space *t = &spaces[n_spaces];
-  *t = (trace_space){.space = s};
+  *t = (trace_space){0};
   snprintf(t->name, sizeof t->name, "%s", s->info.name);
+  m->trace_epoch = epoch;
+  m->trace_slot = (unsigned)n_spaces;
   return (int)n_spaces++;
 }
 
@@ -180,6 +197,7 @@ static mmbError trace_start(void) {
   ring = fresh;
   recorded = 0;
   n_spaces = 0;
+  epoch++;
   start_ns = mmb__now_ns();
   pthread_mutex_unlock(&lock);
   mmb__spaces_for_each(snapshot_space, NULL);
@@ -390,7 +408,10 @@ void mmb__trace_finalize(void) {
   mmb__free(ring);
   ring = NULL;
   recorded = 0;
-  n_spaces = 0;
+  mmb__free(spaces);
+  spaces = NULL;
+  n_spaces = spaces_cap = 0;
+  epoch++;
   capacity = DEFAULT_CAPACITY;
   frames_wanted = 0;
   pthread_mutex_unlock(&lock);
