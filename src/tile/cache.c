@@ -637,6 +637,21 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
 
 /* ---- mmb's reads and writes of a home ----------------------------------------- */
 
+/* The first copy of tile t (g NULL), or of any tile of tiling g, acquired for
+   writing (for_write), or at all; *at gets its tile's index in g when t is
+   NULL (cache lock held). Both callers refuse on it and move nothing. */
+static const cache_entry *first_pinned(const struct mmb__tiling *g, const mmb__tile *t,
+                                       bool for_write, size_t *at) {
+  size_t n = t ? 1 : g->n_tiles;
+  for (size_t i = 0; i < n; i++)
+    for (const cache_entry *e = (t ? t : &g->slots[i].tile)->cached; e; e = e->next_of_tile)
+      if (for_write ? e->write_pins : e->pins) {
+        *at = i;
+        return e;
+      }
+  return NULL;
+}
+
 /* mmb is about to read or write the home of tile t (t NULL: of every tile
    of array a). Its copies cached dirty go home first, on their cache's
    queue; the read or write owns the tile, so it comes after them. A read
@@ -648,16 +663,17 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
    made under its lock, are left alone. */
 mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t) {
   if (held || (t ? !t->cached : !a->n_cached || !a->tiling)) return MMB_OK;
-  size_t n = t ? 1 : a->tiling->n_tiles;
+  size_t n = t ? 1 : a->tiling->n_tiles, at;
   cache_lock();
-  for (size_t i = 0; i < n; i++)
-    for (cache_entry *e = (t ? t : &a->tiling->slots[i].tile)->cached; e; e = e->next_of_tile)
-      if (e->write_pins) {
-        cache_unlock();
-        return mmb__fail(MMB_BUSY, func, "a copy of the %s is acquired for writing in %s "
-                         "(release it first)", t ? "tile" : "array's tiles",
-                         e->sc->space->info.name);
-      }
+  const cache_entry *pinned = first_pinned(t ? NULL : a->tiling, t, true, &at);
+  if (pinned) {
+    cache_unlock();
+    if (t)
+      return mmb__fail(MMB_BUSY, func, "a copy of the tile is acquired for writing in %s "
+                       "(release it first)", pinned->sc->space->info.name);
+    return mmb__fail(MMB_BUSY, func, "a copy of the array's tile %zu is acquired for writing "
+                     "in %s (release it first)", at, pinned->sc->space->info.name);
+  }
   mmbError err = MMB_OK;
   for (size_t i = 0; i < n && err == MMB_OK; i++)
     for (cache_entry *e = (t ? t : &a->tiling->slots[i].tile)->cached; e && err == MMB_OK;
@@ -735,14 +751,14 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
 mmbError mmb__cache_drop_array(mmbArray *array) {
   struct mmb__tiling *g = array->tiling;
   if (!g) return MMB_OK;
+  size_t at;
   cache_lock();
-  for (size_t i = 0; i < g->n_tiles; i++)
-    for (cache_entry *e = g->slots[i].tile.cached; e; e = e->next_of_tile)
-      if (e->pins) {
-        cache_unlock();
-        return mmb__fail(MMB_BUSY, "mmb_array_destroy", "a copy of tile %zu is acquired in %s "
-                         "(release it first)", i, e->sc->space->info.name);
-      }
+  const cache_entry *pinned = first_pinned(g, NULL, false, &at);
+  if (pinned) {
+    cache_unlock();
+    return mmb__fail(MMB_BUSY, "mmb_array_destroy", "a copy of tile %zu is acquired in %s "
+                     "(release it first)", at, pinned->sc->space->info.name);
+  }
   for (size_t i = 0; i < g->n_tiles; i++)
     for (cache_entry *e = g->slots[i].tile.cached, *next; e; e = next) {
       next = e->next_of_tile;
