@@ -55,10 +55,16 @@ static void bring_down(void) {
   mmb__objects_finalize();
 }
 
-/* A space being released: the tile layer lets go of what it keeps there. */
-static void space_released(mmbMemSpace *space, bool gone) {
-  if (gone) mmb__cache_space_gone(space);
-  else mmb__dup_interface_released(space);
+/* A space being released: the tile layer lets go of what it keeps there
+   (or refuses, from an out-of-memory handler the cache's allocation ran). */
+static mmbError space_released(mmbMemSpace *space, bool gone) {
+  if (gone) {
+    mmb__cache_space_gone(space);
+    return MMB_OK;
+  }
+  mmbError err = mmb__cache_space_leaving("mmb_space_release");
+  if (err == MMB_OK) mmb__dup_interface_released(space);
+  return err;
 }
 
 static mmbError bring_up(const mmbOptions *opts) {

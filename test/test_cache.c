@@ -1454,6 +1454,81 @@ MMB_TEST(oom, a_handler_that_allocates_in_the_space_gets_an_error) {
   OK(mmb_interface_destroy(iface));
 }
 
+/* A handler that the cache's own allocation reached (a fetch its space
+   refused) runs while the cache is at work on its thread. The cache's
+   calls that would change it are refused with MMB_BUSY (before, each one
+   waited on the lock its own thread held: the program hung), its settings
+   and counters can be read, and what the handler frees the fetch gets. */
+typedef struct reentry {
+  mmbArray *a, *other;
+  mmbMemSpace *spare;
+  mmbAllocation *ballast;
+  unsigned calls;
+  mmbError busy[9], read[2];
+} reentry;
+
+static mmbOomAction reentering(mmbMemSpace *space, size_t need, unsigned attempt, void *arg) {
+  reentry *r = arg;
+  if (r->calls++) return MMB_OOM_GIVE_UP;
+  mmbCacheStats st;
+  mmbCacheConfig cfg;
+  mmbArrayTile *local = NULL;
+  r->read[0] = mmb_space_get_cache_stats(space, &st);
+  r->read[1] = mmb_space_get_cache(space, &cfg);
+  r->busy[0] = mmb_space_set_cache(space, &cfg);
+  r->busy[1] = mmb_array_flush(r->a);
+  r->busy[2] = mmb_array_evict(r->other, space);
+  r->busy[3] = mmb_tile_acquire(tile(r->other, 1), space, MMB_READ, &local);
+  r->busy[4] = mmb_tile_advise(tile(r->other, 2), space, MMB_ADVICE_WILLNEED);
+  r->busy[5] = mmb_tile_release(tile(r->other, 0));
+  r->busy[6] = mmb_array_destroy(r->other);   /* it has a copy cached */
+  r->busy[7] = mmb_space_release(r->spare);
+  r->busy[8] = mmb_register_memory(MMB_DRAM, MMB_CPU,   /* would release the one there */
+                                   &(mmbMemSpaceConfig){.size_limit = 2 << 20}, NULL);
+  OK(mmb_free(r->ballast));
+  r->ballast = NULL;
+  return MMB_OOM_RETRY;
+}
+
+MMB_TEST(oom, a_handler_the_caches_fetch_reached_gets_busy_not_a_hang) {
+  alarm(60);   /* the old code hung here: end the test rather than the suite */
+  mmbMemSpace *s = limited(256 << 10), *home = fast_space();
+  mmbMemInterface *on_home = basic_on(home, NULL), *on_s = basic_on(s, NULL);
+  reentry r = {.a = tiled_array(on_home, 0), .other = tiled_array(on_home, 1000),
+               .spare = limited(1 << 20)};
+  OK(mmb_space_set_cache(s, &(mmbCacheConfig){.budget_bytes = 1 << 20, .clean_share = 0.5}));
+  mmbArrayTile *l;
+  OK(mmb_tile_acquire(tile(r.other, 0), s, MMB_READ, &l));   /* other has a copy in s */
+  OK(mmb_tile_release(l));
+  mmbStats used;
+  OK(mmb_space_get_stats(s, &used));
+  OK(mmb_allocate((256 << 10) - used.reserved_current, on_s, &r.ballast));   /* s is full */
+  OK(mmb_register_memory(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 1 << 20}, NULL));
+  OK(mmb_space_add_oom_handler(s, reentering, &r));
+  OK(mmb_tile_acquire(tile(r.a, 5), s, MMB_READ_WRITE, &l));   /* refused, then freed for */
+  cr_assert_eq(r.calls, 1, "the handler was asked once (%u)", r.calls);
+  cr_assert_null(r.ballast, "the handler freed its ballast");
+  for (int k = 0; k < 2; k++) OK(r.read[k]);
+  for (int k = 0; k < 9; k++)
+    cr_assert_eq(r.busy[k], MMB_BUSY, "call %d from the handler got %d", k, (int)r.busy[k]);
+  cr_assert_eq(first(l), first(tile(r.a, 5)), "the copy holds the tile");
+  MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -7.0;
+  OK(mmb_tile_release(l));
+  OK(mmb_array_flush(r.a));
+  cr_assert_eq(first(tile(r.a, 5)), -7.0);
+  mmbCacheStats st = stats(s);
+  cr_assert_eq(st.used_bytes, 2 * TILE_BYTES, "both copies stay cached");
+  OK(mmb_space_remove_oom_handler(s, reentering, &r));
+  OK(mmb_array_destroy(r.other));
+  OK(mmb_array_destroy(r.a));
+  OK(mmb_space_release(r.spare));
+  OK(mmb_interface_destroy(on_s));
+  OK(mmb_interface_destroy(on_home));
+  OK(mmb_space_release(s));
+  OK(mmb_space_release(home));
+  alarm(0);
+}
+
 static mmbMemSpace *space_of_array(const mmbArray *a) {
   mmbMemInterface *i;
   mmbMemSpace *s;

@@ -199,7 +199,15 @@ typedef enum mmbOomAction {
 } mmbOomAction;
 
 /** A space's out-of-memory handler: \p bytes_needed is the refused
-    allocation's size, \p attempt counts the rounds from 0. */
+    allocation's size, \p attempt counts the rounds from 0. It may call
+    mmb: free, trim, destroy what it owns. When the refused allocation is
+    a tile cache's own copy (an acquire's fetch), the cache is at work on
+    the handler's thread: the calls that would change a cache
+    (mmb_tile_acquire, mmb_tile_release, mmb_tile_advise, mmb_array_flush,
+    mmb_array_evict, mmb_space_set_cache, mmb_space_release,
+    mmb_register_memory, and mmb_array_destroy of an array with cached
+    copies) return MMB_BUSY there, and nothing changes; the cache's
+    settings and counters can be read. */
 typedef mmbOomAction (*mmbOomHandler)(mmbMemSpace *space, size_t bytes_needed,
                                       unsigned attempt, void *arg);
 

@@ -96,7 +96,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_space(mmbMemLayer layer, mmbExecut
  * \return MMB_OK; MMB_INVALID_ARG for an unknown layer, context or flags, a
  *         negative index, a bad name; MMB_UNAVAILABLE if the node has no such
  *         space; MMB_BUSY while an interface draws on the space registered
- *         with other configs; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
+ *         with other configs, or, when one is registered, from an
+ *         out-of-memory handler a cache's fetch reached (mmbOomHandler);
+ *         MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
                                         const mmbMemSpaceConfig *space_cfg,
@@ -107,8 +109,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_register_memory(mmbMemLayer layer, mmbExec
  * and registered spaces are the library's: releasing one does nothing and
  * returns MMB_OK. The space's tile cache (mmb/cache.h) goes with it.
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while an interface or a
- *         space requested on it lives, or copies of tiles are cached in it;
- *         MMB_NOT_INITIALIZED.
+ *         space requested on it lives, or copies of tiles are cached in it,
+ *         or from an out-of-memory handler a cache's fetch reached
+ *         (mmbOomHandler); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_space_release(mmbMemSpace *space);
 

@@ -82,6 +82,27 @@ static void cache_unlock(void) {
   pthread_mutex_unlock(&lock);
 }
 
+/* A public call takes the lock through this. This thread already holds it
+   only when the call comes from an out-of-memory handler that the cache's
+   own allocation reached (a fetch refused by its space): waiting would be
+   waiting on itself, so the call is refused, and the fetch goes on. */
+static mmbError refuse_held(const char *func) {
+  return mmb__fail(MMB_BUSY, func, "the tile cache is allocating a copy on this thread (the "
+                   "call comes from an out-of-memory handler): call it after the handler");
+}
+static mmbError cache_enter(const char *func) {
+  if (held) return refuse_held(func);
+  cache_lock();
+  return MMB_OK;
+}
+/* Reads may come from such a handler: the lock is this thread's already.
+   True when this took it (and so lets it go). */
+static bool cache_lock_to_read(void) {
+  if (held) return false;
+  cache_lock();
+  return true;
+}
+
 static space_cache *find_cache(const mmbMemSpace *space) {
   for (space_cache *c = caches; c; c = c->next)
     if (c->space == space) return c;
@@ -443,7 +464,7 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
                           mmbArrayTile **out_local) {
   mmbError err = MMB_OK;
   mmb__deferred **defer = q ? NULL : copy_now;
-  cache_lock();
+  if ((err = cache_enter(func)) != MMB_OK) return err;
   space_cache *c = cache_of(space);
   if (!c) {
     cache_unlock();
@@ -580,7 +601,8 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(local, MMB__KIND_TILE, func, "tile");
   mmb__tile *t = (mmb__tile *)local;
-  cache_lock();
+  mmbError err = cache_enter(func);
+  if (err != MMB_OK) return err;
   cache_entry *e = t->entry;
   if (!e ? !t->home_pins : !e->pins) {
     cache_unlock();
@@ -610,7 +632,7 @@ mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpace *space, mmbAdvice advic
   MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   MMB__ARG((unsigned)advice > MMB_ADVICE_KEEP, func, "unknown advice %d", (int)advice);
   if (t->pub.space == space) return MMB_OK;   /* at home there: nothing to cache */
-  cache_lock();
+  if ((err = cache_enter(func)) != MMB_OK) return err;
   space_cache *c = cache_of(space);
   cache_entry *e = c ? entry_in(t, c) : NULL;
   if (!e && advice == MMB_ADVICE_WILLNEED && c) {
@@ -698,8 +720,7 @@ mmbError mmb_array_flush(mmbArray *array) {
   MMB__REQUIRE_INIT();
   struct mmb__tiling *g;
   mmbError err = array_arg(func, array, &g);
-  if (err != MMB_OK || !g) return err;
-  cache_lock();
+  if (err != MMB_OK || !g || (err = cache_enter(func)) != MMB_OK) return err;
   for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
     /* what was written home ahead of need, or by an eviction, has arrived
        before this returns */
@@ -726,7 +747,7 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
   if (space) MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   if (!g) return MMB_OK;
   bool busy = false;
-  cache_lock();
+  if ((err = cache_enter(func)) != MMB_OK) return err;
   for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
     for (cache_entry *e = g->slots[i].tile.cached, *next; e && err == MMB_OK; e = next) {
       next = e->next_of_tile;
@@ -752,7 +773,8 @@ mmbError mmb__cache_drop_array(mmbArray *array) {
   struct mmb__tiling *g = array->tiling;
   if (!g) return MMB_OK;
   size_t at;
-  cache_lock();
+  mmbError err = cache_enter("mmb_array_destroy");
+  if (err != MMB_OK) return err;
   const cache_entry *pinned = first_pinned(g, NULL, false, &at);
   if (pinned) {
     cache_unlock();
@@ -777,9 +799,9 @@ mmbError mmb_space_set_cache(mmbMemSpace *space, const mmbCacheConfig *config) {
   mmbCacheConfig cfg = config ? *config : (mmbCacheConfig){.clean_share = 0.5};
   MMB__ARG(!(cfg.clean_share >= 0.0 && cfg.clean_share <= 1.0), func,
            "clean_share %g is not in [0, 1]", cfg.clean_share);
-  cache_lock();
+  mmbError err = cache_enter(func);
+  if (err != MMB_OK) return err;
   space_cache *c = cache_of(space);
-  mmbError err = MMB_OK;
   if (!c) {
     err = mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
   } else {
@@ -802,11 +824,11 @@ mmbError mmb_space_get_cache(mmbMemSpace *space, mmbCacheConfig *out_config) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   MMB__ARG(!out_config, func, "out_config is NULL");
-  cache_lock();
+  bool locked = cache_lock_to_read();
   const space_cache *c = find_cache(space);
   *out_config = c ? (mmbCacheConfig){.budget_bytes = c->budget, .clean_share = c->clean_share}
                   : layer_default[space->info.layer];
-  cache_unlock();
+  if (locked) cache_unlock();
   return MMB_OK;
 }
 
@@ -815,7 +837,7 @@ mmbError mmb_space_get_cache_stats(const mmbMemSpace *space, mmbCacheStats *out)
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, func, "space");
   MMB__ARG(!out, func, "out is NULL");
-  cache_lock();
+  bool locked = cache_lock_to_read();
   const space_cache *c = find_cache(space);
   if (c) {
     *out = c->stats;
@@ -835,7 +857,7 @@ mmbError mmb_space_get_cache_stats(const mmbMemSpace *space, mmbCacheStats *out)
                          .budget = layer_default[space->info.layer].budget_bytes};
     out->budget_bytes = budget_of(&probe);
   }
-  cache_unlock();
+  if (locked) cache_unlock();
   return MMB_OK;
 }
 
@@ -926,6 +948,10 @@ static void cache_free(space_cache *c) {
   if (c->queue && mmb_queue_destroy(NULL, &c->queue) != MMB_OK)
     mmb__log(MMB_LOG_DEBUG, "the tile cache's queue of %s would not go", c->space->info.name);
   mmb__free(c);
+}
+
+mmbError mmb__cache_space_leaving(const char *func) {
+  return held ? refuse_held(func) : MMB_OK;
 }
 
 /* The space is released: its cache goes (it holds no copy, or the space

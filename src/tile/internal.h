@@ -109,9 +109,13 @@ bool mmb__tile_dup_behind(const mmb__tile *dup);
    no work is pending on it, its origin or the origin's array. */
 bool mmb__tile_dup_idle(const mmb__tile *dup);
 /* The tile cache: an array's copies dropped unless one is pinned
-   (mmb_array_destroy's hook), a released space's cache gone, dirty copies
-   home before mmb reads or writes a home, everything forgotten (finalize). */
+   (mmb_array_destroy's hook), a space's release refused from an
+   out-of-memory handler the cache's own allocation reached (its cache
+   would go under the lock this thread holds), a released space's cache
+   gone, dirty copies home before mmb reads or writes a home, everything
+   forgotten (finalize). */
 mmbError mmb__cache_drop_array(mmbArray *array);
+mmbError mmb__cache_space_leaving(const char *func);
 void mmb__cache_space_gone(mmbMemSpace *space);
 mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t);
 /* mmb__cache_home_current as tile.c and array_transport.c reach it:

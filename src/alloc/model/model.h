@@ -59,10 +59,11 @@ struct mmbMemSpace {
 /* The one hook a higher floor may set, called twice by mmb_space_release
    (and by mmb_register_memory for the space it replaces): before it checks
    that the space is unused, with gone false (the tile layer lets go of the
-   idle interface its duplicates draw on), and once the space is unlinked,
-   before its object is freed, with gone true (its tile cache goes). Set by
-   the lifecycle. */
-void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space, bool gone));
+   idle interface its duplicates draw on; an error refuses the release, and
+   nothing changes), and once the space is unlinked, before its object is
+   freed, with gone true (its tile cache goes; what it returns then is not
+   looked at). Set by the lifecycle. */
+void mmb__space_set_release_hook(mmbError (*hook)(mmbMemSpace *space, bool gone));
 /* The out-of-memory chain: the floor above's part (the tile cache: step 0
    drops clean copies cached in or under `space`, step 1 writes dirty ones
    home and drops them; true when something went), set by the lifecycle;

@@ -265,15 +265,15 @@ mmbMemSpace *mmb__space_find_discovered(mmbMemLayer layer, mmbExecutionContext c
   return NULL;
 }
 
-static void (*_Atomic release_hook)(mmbMemSpace *space, bool gone);
+static mmbError (*_Atomic release_hook)(mmbMemSpace *space, bool gone);
 
-void mmb__space_set_release_hook(void (*hook)(mmbMemSpace *space, bool gone)) {
+void mmb__space_set_release_hook(mmbError (*hook)(mmbMemSpace *space, bool gone)) {
   atomic_store(&release_hook, hook);
 }
 
-static void release_hook_call(mmbMemSpace *space, bool gone) {
-  void (*hook)(mmbMemSpace *, bool) = atomic_load(&release_hook);
-  if (hook) hook(space, gone);
+static mmbError release_hook_call(mmbMemSpace *space, bool gone) {
+  mmbError (*hook)(mmbMemSpace *, bool) = atomic_load(&release_hook);
+  return hook ? hook(space, gone) : MMB_OK;
 }
 
 /* ---- the out-of-memory chain's handlers ------------------------------------ */
@@ -400,7 +400,7 @@ static mmbError unlink_space_locked(const char *func, mmbMemSpace *space) {
 
 /* An unlinked space goes: what the floor above keeps for it first. */
 static void space_free(mmbMemSpace *space) {
-  release_hook_call(space, true);
+  (void)release_hook_call(space, true);
   mmb__object_free(space);
 }
 
@@ -464,7 +464,8 @@ mmbError mmb_register_memory(mmbMemLayer layer, mmbExecutionContext ctx,
               had->provider_options == icfg.provider_options;
   pthread_mutex_unlock(&requested_lock);
   if (same) return MMB_OK;   /* registering again what is registered: nothing to do */
-  if (old) release_hook_call(old, false);   /* the duplicates' interface on it, if idle */
+  if (old && (err = release_hook_call(old, false)) != MMB_OK)   /* the duplicates' interface */
+    return err;
   pthread_mutex_lock(&requested_lock);
   if (*slot != old) {   /* another thread registered meanwhile */
     pthread_mutex_unlock(&requested_lock);
@@ -504,9 +505,10 @@ mmbError mmb_space_release(mmbMemSpace *space) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(space, MMB__KIND_SPACE, __func__, "space");
   if (is_discovered(space) || space->registered) return MMB_OK;   /* the library's */
-  release_hook_call(space, false);   /* the duplicates' interface, if idle */
+  mmbError err = release_hook_call(space, false);   /* the duplicates' interface, if idle */
+  if (err != MMB_OK) return err;
   pthread_mutex_lock(&requested_lock);
-  mmbError err = unlink_space_locked(__func__, space);
+  err = unlink_space_locked(__func__, space);
   pthread_mutex_unlock(&requested_lock);
   if (err == MMB_OK) space_free(space);
   return err;
