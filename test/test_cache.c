@@ -1529,6 +1529,44 @@ MMB_TEST(oom, a_handler_the_caches_fetch_reached_gets_busy_not_a_hang) {
   alarm(0);
 }
 
+/* mmb_region_alloc's blocks run the chain as mmb_allocate's allocations do
+   (before, a full space refused a region's new block at once); a handler
+   that destroys the region gets the allocation refused, not a crash. */
+static mmbRegion *doomed;
+static mmbOomAction destroys_region(mmbMemSpace *space, size_t need, unsigned attempt,
+                                    void *arg) {
+  OK(mmb_region_destroy(doomed));
+  return MMB_OOM_RETRY;
+}
+
+MMB_TEST(oom, a_regions_new_block_runs_the_chain) {
+  mmbMemSpace *s = limited(1 << 20);
+  mmbMemInterface *iface = basic_on(s, NULL);
+  mmbAllocation *held;
+  OK(mmb_allocate(768 << 10, iface, &held));
+  handler_state h = {.held = held, .says = MMB_OOM_GIVE_UP};
+  OK(mmb_space_add_oom_handler(s, handler, &h));
+  mmbRegion *r;
+  OK(mmb_region_create(iface, &(mmbRegionOptions){.block_size = 512 << 10}, &r));
+  void *p = NULL;
+  OK(mmb_region_alloc(r, 1000, 0, &p));   /* its first block: room once the handler freed */
+  cr_assert(h.calls == 1 && !h.held && p, "the handler freed its block for the region's");
+  memset(p, 1, 1000);
+  void *big;   /* a dedicated block past the limit: the handler is asked, and gives up */
+  FAILS(mmb_region_alloc(r, 600 << 10, 0, &big), MMB_OUT_OF_MEMORY);
+  cr_assert_eq(h.calls, 2);
+  OK(mmb_space_remove_oom_handler(s, handler, &h));
+  OK(mmb_region_destroy(r));
+
+  OK(mmb_allocate(768 << 10, iface, &held));
+  OK(mmb_region_create(iface, &(mmbRegionOptions){.block_size = 512 << 10}, &doomed));
+  OK(mmb_space_add_oom_handler(s, destroys_region, NULL));
+  FAILS(mmb_region_alloc(doomed, 1000, 0, &p), MMB_INVALID_ARG);
+  OK(mmb_space_remove_oom_handler(s, destroys_region, NULL));
+  OK(mmb_free(held));
+  OK(mmb_interface_destroy(iface));
+}
+
 static mmbMemSpace *space_of_array(const mmbArray *a) {
   mmbMemInterface *i;
   mmbMemSpace *s;

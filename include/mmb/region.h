@@ -61,7 +61,8 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_region_push(mmbRegion *parent, mmbRegion *
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, \p n_bytes == 0 or a bad
  *         alignment; MMB_OVERFLOW for sizes that cannot be addressed; MMB_BUSY
  *         while \p region has a live child; MMB_OUT_OF_MEMORY when no block
- *         can be had (the region is left as it was); MMB_NOT_INITIALIZED.
+ *         can be had, after the space's out-of-memory chain (mmb/cache.h;
+ *         the region is left as it was); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_region_alloc(mmbRegion *region, size_t n_bytes, size_t alignment,
                                      void **out_ptr);

@@ -110,25 +110,57 @@ static void trim_for(mmbMemInterface *iface) {
   mmb__region_cache_trim(iface);
 }
 
+/* Steps 1 to 4 after a refusal of n bytes by iface's space, `again` after
+   each; the first answer that is not MMB_OUT_OF_MEMORY ends them. */
+static mmbError chain_steps(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
+                            void *ctx) {
+  mmbMemSpace *space = iface->space;
+  atomic_fetch_add_explicit(&space->oom_rounds, 1, memory_order_relaxed);
+  trim_for(iface);   /* 1: what the space's interfaces cache */
+  mmbError err = again(ctx);
+  for (int step = 0; err == MMB_OUT_OF_MEMORY && step < 2; step++)   /* 2, 3: the tile cache */
+    if (mmb__space_oom_hook(space, step)) err = again(ctx);
+  for (unsigned round = 0; err == MMB_OUT_OF_MEMORY && round < MMB_OOM_HANDLER_ROUNDS; round++) {
+    if (!mmb__space_oom_handlers(space, n, round)) break;   /* 4: every handler gave up */
+    err = again(ctx);
+  }
+  return err;
+}
+
+typedef struct attempt {
+  mmbMemInterface *iface;
+  size_t n, alignment;
+  unsigned flags;
+  mmbRegion *region;
+  mmbAllocation **a;
+} attempt;
+
+static mmbError attempt_again(void *ctx) {
+  const attempt *t = ctx;
+  return try_allocate(t->iface, t->n, t->alignment, t->flags, t->region, t->a);
+}
+
 static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, unsigned flags,
                           mmbRegion *region, mmbAllocation **a) {
   if (in_chain) return MMB_OUT_OF_MEMORY;
   in_chain = true;
-  mmbMemSpace *space = iface->space;
-  atomic_fetch_add_explicit(&space->oom_rounds, 1, memory_order_relaxed);
-  trim_for(iface);   /* 1: what the space's interfaces cache */
-  mmbError err = try_allocate(iface, n, alignment, flags, region, a);
-  for (int step = 0; err == MMB_OUT_OF_MEMORY && step < 2; step++)   /* 2, 3: the tile cache */
-    if (mmb__space_oom_hook(space, step)) err = try_allocate(iface, n, alignment, flags, region, a);
-  for (unsigned round = 0; err == MMB_OUT_OF_MEMORY && round < MMB_OOM_HANDLER_ROUNDS; round++) {
-    if (!mmb__space_oom_handlers(space, n, round)) break;   /* 4: every handler gave up */
-    err = try_allocate(iface, n, alignment, flags, region, a);
-  }
+  attempt t = {iface, n, alignment, flags, region, a};
+  mmbError err = chain_steps(iface, n, attempt_again, &t);
   if (err == MMB_OUT_OF_MEMORY && iface->fallback && !region &&   /* 5: the fallback space */
       mmb__object_is(iface->fallback, MMB__KIND_INTERFACE)) {   /* (unless a caller destroyed it) */
     err = try_allocate(iface->fallback, n, alignment, flags, NULL, a);
-    if (err == MMB_OK) atomic_fetch_add_explicit(&space->fallback_bytes, n, memory_order_relaxed);
+    if (err == MMB_OK) atomic_fetch_add_explicit(&iface->space->fallback_bytes, n,
+                                                 memory_order_relaxed);
   }
+  in_chain = false;
+  return err;
+}
+
+mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
+                              void *ctx) {
+  if (in_chain) return MMB_OUT_OF_MEMORY;
+  in_chain = true;
+  mmbError err = chain_steps(iface, n, again, ctx);
   in_chain = false;
   return err;
 }
@@ -147,6 +179,7 @@ mmbError mmb__allocate(mmbMemInterface *iface, size_t n_bytes, const mmbAllocate
   if (MMB__UNLIKELY(err == MMB_OUT_OF_MEMORY))
     err = oom_chain(iface, n_bytes, alignment, flags, region, &a);
   if (region) {   /* the region's blocks are what the stats and trace see */
+    if (err == MMB_OUT_OF_MEMORY) mmb__count_failure(iface);
     if (err != MMB_OK) return err;
     *out_allocation = mmb__handle_live(a);
     return MMB_OK;

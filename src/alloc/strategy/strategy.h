@@ -34,6 +34,13 @@ void mmb__interfaces_finalize(void);
 size_t mmb__pool_footprint(size_t bytes, size_t count);
 /* Counts a refused allocation on the interface and its spaces. */
 void mmb__count_failure(mmbMemInterface *iface);
+/* The space's out-of-memory chain (mmb/cache.h) for a refusal of n bytes
+   by iface that mmb_allocate did not make (mmb_region_alloc's block):
+   `again` after each step, until it is not MMB_OUT_OF_MEMORY; no fallback
+   space (a region's blocks are its interface's). MMB_OUT_OF_MEMORY at once
+   inside another chain (allocation.c). */
+mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
+                              void *ctx);
 
 /* What an interface caches back to its provider, down to `keep` bytes:
    frees whose fences have passed, a region's cached blocks, the strategy's
