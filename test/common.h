@@ -6,6 +6,8 @@
 #include <mmb/mmb.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,10 +70,13 @@ static inline mmbMemInterface *test_cuda_interface(void) {
   return iface;
 }
 
-/* Work calling back into its own queue: destroy, synchronize, finalize. */
+/* Work calling back into its own queue: destroy, synchronize, finalize,
+   and (once `later` is submitted behind it) wait for that request. */
 typedef struct test_own_work {
   mmbQueue *q;
-  mmbError destroyed, synchronized, finalized;
+  mmbError destroyed, synchronized, finalized, waited;
+  mmbRequest *later;
+  atomic_int later_submitted;
 } test_own_work;
 
 static inline void test_call_back_into_the_queue(void *arg) {
@@ -79,20 +84,32 @@ static inline void test_call_back_into_the_queue(void *arg) {
   mmbQueue *q = w->q;
   w->destroyed = mmb_queue_destroy(NULL, &q);
   w->synchronized = mmb_queue_synchronize(w->q);
+  if (w->later) {
+    while (!atomic_load(&w->later_submitted)) sched_yield();
+    w->waited = mmb_wait(w->later);
+  }
   w->finalized = mmb_finalize();
 }
+
+static inline void test_nothing(void *arg) { (void)arg; }
 
 /* From work on q, destroying or synchronising q or finalizing mmb is
    refused and q goes on; after a nested mmb_init, the work's finalize only
    counts down. Destroys q. */
 static inline void assert_own_work_is_refused(mmbQueue *q) {
-  test_own_work w = {.q = q, .destroyed = MMB_OK, .synchronized = MMB_OK, .finalized = MMB_OK};
-  mmbRequest req = {0};
+  mmbRequest req = {0}, later = {0};
+  test_own_work w = {.q = q, .destroyed = MMB_OK, .synchronized = MMB_OK, .finalized = MMB_OK,
+                     .waited = MMB_OK, .later = &later};
   OK(mmb_queue_submit(q, test_call_back_into_the_queue, &w, &req));
+  OK(mmb_queue_submit(q, test_nothing, NULL, &later));   /* behind the work */
+  atomic_store(&w.later_submitted, 1);
   OK(mmb_wait(&req));
   FAILS(w.destroyed, MMB_INVALID_STATE);
   FAILS(w.synchronized, MMB_INVALID_STATE);
+  FAILS(w.waited, MMB_INVALID_STATE);
   FAILS(w.finalized, MMB_INVALID_STATE);
+  OK(mmb_wait(&later));   /* still the caller's, and done after the work */
+  w.later = NULL;
   cr_assert(mmb_is_initialized());
   OK(mmb_init(NULL));   /* nested: the work's finalize counts it down */
   OK(mmb_queue_submit(q, test_call_back_into_the_queue, &w, &req));

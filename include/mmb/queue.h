@@ -139,7 +139,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_is_complete(mmbRequest *req, bool 
  * Waits for the work of \p req, releases the request and zeroes it.
  * \return the work's own error; MMB_OK for a zero request (never waited
  *         on, or waited on already); MMB_INVALID_ARG for NULL;
- *         MMB_NOT_INITIALIZED (wait before the last mmb_finalize).
+ *         MMB_INVALID_STATE when called from work running on the request's
+ *         queue for work not done yet, which runs after it (the request
+ *         stays the caller's); MMB_NOT_INITIALIZED (wait before the last
+ *         mmb_finalize).
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_wait(mmbRequest *req);
 
