@@ -1,9 +1,14 @@
 /* Fuzz target: random sequences of operations over the whole API, misuse
    included (double destroys, merges and waits, use after destroy, merge or
-   reset), checked against a reference model byte for byte: after every
-   operation each live array's home equals the model's copy, and each call
-   returns what the model says (MMB_INVALID_ARG for a handle that is gone,
-   MMB_BUSY for an array with live duplicates, MMB_OK otherwise). */
+   reset, releases of tiles not acquired), checked against a reference
+   model byte for byte: after every operation each live array's home equals
+   the model's copy (unless tiles written in the tile cache have not been
+   flushed: then at the next flush), every tile acquired for reading holds
+   the model's data, and each call returns what the model says
+   (MMB_INVALID_ARG for a handle that is gone, MMB_BUSY for an array with
+   live duplicates, acquired tiles or, to re-tile, cached copies, and for a
+   read or write of a home whose copy is acquired for writing, MMB_OK
+   otherwise). */
 #include "input.h"
 
 #include <stdbool.h>
@@ -25,6 +30,9 @@ typedef struct array_slot {
   size_t n[2], chunk[2];   /* chunk 0: untiled (one tile) */
   float *model;            /* row-major n[0] x n[1] */
   int dups;                /* live tile duplicates */
+  int pins;                /* tiles acquired in the cache, not released */
+  bool cached;             /* copies may be in the cache (until an evict of all) */
+  bool home_behind;        /* written in the cache since the last flush */
 } array_slot;
 
 typedef struct dup_slot {
@@ -48,6 +56,14 @@ typedef struct bare_slot {   /* a block of mmb_ptr_allocate on the pool */
   bool live;
 } bare_slot;
 
+#define N_LOCALS 4
+typedef struct local_slot {   /* a tile acquired in the cache of `small` */
+  mmbArrayTile *h;            /* kept after the release: releasing again is misuse */
+  bool live, write;
+  int array;
+  size_t lo[2], hi[2];
+} local_slot;
+
 static mmbMemSpace *dram, *small;
 static mmbMemInterface *iface, *pool;
 static mmbQueue *queue;
@@ -57,6 +73,7 @@ static array_slot arrays[N_ARRAYS];
 static dup_slot dups[N_DUPS];
 static region_slot regions[N_REGIONS];
 static bare_slot bare[N_BARE];
+static local_slot locals[N_LOCALS];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
@@ -84,7 +101,7 @@ static float *at(array_slot *a, size_t i, size_t j) { return &a->model[i * a->n[
 static void check_arrays(void) {
   for (int k = 0; k < N_ARRAYS; k++) {
     array_slot *a = &arrays[k];
-    if (!a->live) continue;
+    if (!a->live || a->home_behind) continue;
     const float *home = mmb_array_ptr(a->h);
     CHECK(home, "a live array has a home");
     for (size_t i = 0; i < a->n[0]; i++)
@@ -146,16 +163,24 @@ static void op_array_create(input *in) {
 static void op_array_destroy(input *in) {
   array_slot *a = &arrays[in_u8(in) % N_ARRAYS];
   if (!a->h) return;
-  EXPECT(mmb_array_destroy(a->h), !a->live ? MMB_INVALID_ARG : a->dups ? MMB_BUSY : MMB_OK);
-  if (a->live && !a->dups) a->live = false;
+  bool busy = a->dups || a->pins;
+  EXPECT(mmb_array_destroy(a->h), !a->live ? MMB_INVALID_ARG : busy ? MMB_BUSY : MMB_OK);
+  if (a->live && !busy) a->live = false;
 }
 
 static void op_array_tile(input *in) {
   array_slot *a = &arrays[in_u8(in) % N_ARRAYS];
   if (!a->h) return;
   size_t c0 = 1 + in_u8(in) % 8, c1 = 1 + in_u8(in) % 8;
-  EXPECT(mmb_array_tile(a->h, &(mmbDimensions){2, {c0, c1}}),
-         !a->live ? MMB_INVALID_ARG : a->dups ? MMB_BUSY : MMB_OK);
+  mmbError err = mmb_array_tile(a->h, &(mmbDimensions){2, {c0, c1}});
+  if (a->live && !a->dups && a->cached && (err == MMB_OK || err == MMB_BUSY)) {
+    /* busy while copies are cached: the budget or the out-of-memory chain
+       may have dropped them all, which the model does not follow */
+    if (err == MMB_BUSY) return;
+    a->cached = false;
+  } else {
+    EXPECT(err, !a->live ? MMB_INVALID_ARG : a->dups ? MMB_BUSY : MMB_OK);
+  }
   if (a->live && !a->dups) {
     a->chunk[0] = c0 < a->n[0] ? c0 : a->n[0];
     a->chunk[1] = c1 < a->n[1] ? c1 : a->n[1];
@@ -164,13 +189,24 @@ static void op_array_tile(input *in) {
 
 static void op_tile_write(input *in) {
   array_slot *a = &arrays[in_u8(in) % N_ARRAYS];
-  if (!a->live) return;
+  if (!a->live || a->cached) return;   /* (a write past mmb behind a copy: the caller's to order) */
   size_t lo[2], hi[2];
   mmbArrayTile *t = tile_of(in, a, lo, hi);
   size_t i = lo[0] + in_u8(in) % (hi[0] - lo[0]), j = lo[1] + in_u8(in) % (hi[1] - lo[1]);
   float v = (float)(in_u8(in) % 16);
   MMB_TILE_AT_2D(t, float, i, j) = v;
   *at(a, i, j) = v;
+}
+
+/* A tile of array ai (its first element lo) acquired for writing; any
+   tile of it when lo is NULL. */
+static bool write_pinned(int ai, const size_t *lo) {
+  for (int k = 0; k < N_LOCALS; k++) {
+    const local_slot *l = &locals[k];
+    if (l->live && l->write && l->array == ai && (!lo || (l->lo[0] == lo[0] && l->lo[1] == lo[1])))
+      return true;
+  }
+  return false;
 }
 
 static void op_dup(input *in, bool async) {
@@ -180,13 +216,15 @@ static void op_dup(input *in, bool async) {
   if (!a->live || d->live) return;
   size_t lo[2], hi[2];
   mmbArrayTile *t = tile_of(in, a, lo, hi), *h = NULL;
+  mmbError want = write_pinned(ai, lo) ? MMB_BUSY : MMB_OK;   /* its copy may still change */
   if (async) {
     mmbRequest req = {0};
-    EXPECT(mmb_tile_duplicate_async(t, dram, MMB_READ_WRITE, NULL, queue, &req, &h), MMB_OK);
+    EXPECT(mmb_tile_duplicate_async(t, dram, MMB_READ_WRITE, NULL, queue, &req, &h), want);
     EXPECT(mmb_wait(&req), MMB_OK);
   } else {
-    EXPECT(mmb_tile_duplicate(t, dram, MMB_READ_WRITE, NULL, &h), MMB_OK);
+    EXPECT(mmb_tile_duplicate(t, dram, MMB_READ_WRITE, NULL, &h), want);
   }
+  if (want != MMB_OK) return;
   free(d->model);
   size_t w = hi[1] - lo[1];
   *d = (dup_slot){.h = h, .live = true, .array = ai, .lo = {lo[0], lo[1]}, .hi = {hi[0], hi[1]},
@@ -216,10 +254,10 @@ static void op_merge(input *in) {
   mmbMergeType m = in_u8(in) % 2 ? MMB_MERGE_SUM : MMB_MERGE_OVERWRITE;
   bool async = in_u8(in) % 2;
   mmbRequest req = {0};
-  EXPECT(async ? mmb_tile_merge_async(d->h, m, queue, &req) : mmb_tile_merge(d->h, m),
-         d->live ? MMB_OK : MMB_INVALID_ARG);
+  mmbError want = !d->live ? MMB_INVALID_ARG : write_pinned(d->array, d->lo) ? MMB_BUSY : MMB_OK;
+  EXPECT(async ? mmb_tile_merge_async(d->h, m, queue, &req) : mmb_tile_merge(d->h, m), want);
   EXPECT(mmb_wait(&req), MMB_OK);
-  if (!d->live) return;
+  if (want != MMB_OK) return;
   array_slot *a = &arrays[d->array];
   size_t w = d->hi[1] - d->lo[1];
   for (size_t i = d->lo[0]; i < d->hi[0]; i++)
@@ -236,9 +274,13 @@ static void op_array_copy(input *in) {
   if (!x->h || !y->h || x == y) return;
   if (x->live && y->live && (x->dups || y->dups)) return;   /* (coherence rules: not modelled) */
   bool shaped = x->n[0] == y->n[0] && x->n[1] == y->n[1];
-  EXPECT(mmb_array_copy(x->h, y->h),
-         !x->live || !y->live || !shaped ? MMB_INVALID_ARG : MMB_OK);
-  if (x->live && y->live && shaped) memcpy(x->model, y->model, x->n[0] * x->n[1] * sizeof(float));
+  bool busy = x->live && y->live && (write_pinned((int)(x - arrays), NULL) ||
+                                     write_pinned((int)(y - arrays), NULL));
+  mmbError want = !x->live || !y->live || !shaped ? MMB_INVALID_ARG : busy ? MMB_BUSY : MMB_OK;
+  EXPECT(mmb_array_copy(x->h, y->h), want);
+  if (want != MMB_OK) return;
+  memcpy(x->model, y->model, x->n[0] * x->n[1] * sizeof(float));
+  x->home_behind = y->home_behind = false;   /* their written copies went home first */
 }
 
 static void op_region(input *in) {
@@ -322,7 +364,7 @@ static void op_requests(input *in) {
    failed creation must leave the array as it was). */
 static void op_iterate(input *in) {
   array_slot *a = &arrays[in_u8(in) % N_ARRAYS];
-  if (!a->h) return;
+  if (!a->h || a->cached) return;   /* (a plain walk reads homes a copy may be ahead of) */
   bool prefetch = in_u8(in) % 2;
   mmbTileIteratorOptions o = {.schedule = (mmbTileSchedule)(in_u8(in) % 3)};
   if (prefetch) {
@@ -365,7 +407,106 @@ static void op_iterate(input *in) {
   CHECK(mmb_tile_iterator_tile(it) == NULL, "a destroyed iterator has no tile");
 }
 
+/* The tile cache of `small`: acquire a tile (now or on the queue; for
+   reading, writing or both; a tile written whole when acquired for writing
+   alone), write a tile acquired for writing, release (a tile not acquired
+   any more is refused: a stale handle, unless another live tile has the
+   same address), flush, evict, or change the budget. A budget may refuse
+   an acquire or a smaller budget (pinned copies): both are allowed. */
+static void op_cache(input *in) {
+  local_slot *l = &locals[in_u8(in) % N_LOCALS];
+  int ai = in_u8(in) % N_ARRAYS;
+  array_slot *a = &arrays[ai];
+  switch (in_u8(in) % 6) {
+    case 0: {   /* acquire */
+      if (!a->live || l->live) return;
+      size_t lo[2], hi[2];
+      mmbArrayTile *t = tile_of(in, a, lo, hi), *h = NULL;
+      for (int k = 0; k < N_LOCALS; k++)   /* one acquire per tile (pins are modelled as 0 or 1) */
+        if (locals[k].live && locals[k].array == ai && locals[k].lo[0] == lo[0] &&
+            locals[k].lo[1] == lo[1])
+          return;
+      mmbAccessType acc = (mmbAccessType)(1 + in_u8(in) % 3);
+      mmbError err;
+      if (in_u8(in) % 2) {
+        mmbRequest req = {0};
+        err = mmb_tile_acquire_async(t, small, acc, queue, &req, &h);
+        if (err == MMB_OK) EXPECT(mmb_wait(&req), MMB_OK);
+      } else {
+        err = mmb_tile_acquire(t, small, acc, &h);
+      }
+      CHECK(err == MMB_OK || err == MMB_OUT_OF_MEMORY, "acquire: %s", mmb_error_name(err));
+      if (err != MMB_OK) return;
+      *l = (local_slot){.h = h, .live = true, .write = acc & MMB_WRITE, .array = ai,
+                        .lo = {lo[0], lo[1]}, .hi = {hi[0], hi[1]}};
+      a->pins++;
+      a->cached = true;
+      for (size_t i = lo[0]; i < hi[0]; i++)
+        for (size_t j = lo[1]; j < hi[1]; j++) {
+          if (acc & MMB_READ)
+            CHECK(MMB_TILE_AT_2D(h, float, i, j) == *at(a, i, j), "acquired (%zu,%zu): %g, model %g",
+                  i, j, MMB_TILE_AT_2D(h, float, i, j), *at(a, i, j));
+          else   /* written whole */
+            MMB_TILE_AT_2D(h, float, i, j) = *at(a, i, j) = (float)(in_u8(in) % 16);
+        }
+      if (acc == MMB_WRITE) a->home_behind = true;
+      return;
+    }
+    case 1: {   /* a write to an acquired tile */
+      if (!l->live || !l->write) return;
+      array_slot *o = &arrays[l->array];
+      size_t i = l->lo[0] + in_u8(in) % (l->hi[0] - l->lo[0]);
+      size_t j = l->lo[1] + in_u8(in) % (l->hi[1] - l->lo[1]);
+      MMB_TILE_AT_2D(l->h, float, i, j) = *at(o, i, j) = (float)(in_u8(in) % 16);
+      o->home_behind = true;
+      return;
+    }
+    case 2: {   /* release */
+      if (!l->h) return;
+      local_slot *owner = l->live ? l : NULL;
+      for (int k = 0; k < N_LOCALS && !owner; k++)
+        if (locals[k].live && locals[k].h == l->h) owner = &locals[k];
+      EXPECT(mmb_tile_release(l->h), owner ? MMB_OK : MMB_INVALID_ARG);
+      if (owner) {
+        owner->live = false;
+        arrays[owner->array].pins--;
+      }
+      return;
+    }
+    case 3:   /* flush */
+      if (!a->h) return;
+      EXPECT(mmb_array_flush(a->h), a->live ? MMB_OK : MMB_INVALID_ARG);
+      if (a->live) a->home_behind = false;
+      return;
+    case 4:   /* evict, from the cache's space or from every space */
+      if (!a->h) return;
+      EXPECT(mmb_array_evict(a->h, in_u8(in) % 2 ? small : NULL),
+             !a->live ? MMB_INVALID_ARG : a->pins ? MMB_BUSY : MMB_OK);
+      if (a->live && !a->pins) a->cached = a->home_behind = false;
+      return;
+    default: {   /* budget */
+      size_t budget = in_u8(in) % 4 ? (size_t)(1 + in_u8(in) % 16) * 256 : 0;   /* 0: the limit */
+      mmbError err = mmb_space_set_cache(small, &(mmbCacheConfig){.budget_bytes = budget,
+                                                                   .clean_share = 0.5});
+      CHECK(err == MMB_OK || (budget && err == MMB_BUSY), "budget %zu: %s", budget,
+            mmb_error_name(err));
+    }
+  }
+}
+
 static void cleanup(void) {
+  for (int k = 0; k < N_LOCALS; k++)
+    if (locals[k].live) EXPECT(mmb_tile_release(locals[k].h), MMB_OK);
+  memset(locals, 0, sizeof locals);
+  for (int k = 0; k < N_ARRAYS; k++) {
+    arrays[k].pins = 0;
+    if (arrays[k].live && arrays[k].home_behind) {
+      EXPECT(mmb_array_flush(arrays[k].h), MMB_OK);
+      arrays[k].home_behind = false;
+    }
+  }
+  check_arrays();
+  EXPECT(mmb_space_set_cache(small, NULL), MMB_OK);
   for (int k = 0; k < N_DUPS; k++) {
     if (dups[k].live) EXPECT(mmb_tile_merge(dups[k].h, MMB_MERGE_OVERWRITE), MMB_OK);
     free(dups[k].model);
@@ -392,7 +533,7 @@ static void cleanup(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   while (in.n) {
-    switch (in_u8(&in) % 16) {
+    switch (in_u8(&in) % 17) {
       case 0: op_layout(&in, true); break;
       case 1: op_layout(&in, false); break;
       case 2: op_array_create(&in); break;
@@ -407,6 +548,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 11: op_region(&in); break;
       case 12: op_requests(&in); break;
       case 13: op_bare(&in); break;
+      case 14: op_cache(&in); break;
       default: op_iterate(&in); break;
     }
     check_arrays();
