@@ -65,14 +65,12 @@ static uint32_t thread_id(void) {
 
 /* The trace's entry for a space (lock held); -1 when the table cannot grow.
    A space keeps its entry's index, so finding it costs no search however
-   many spaces a program requests; a new name (a registered space made
-   again) gets a new entry, and a new space, even at a freed one's
-   address, starts with none. */
+   many spaces a program requests; a new space, even at a freed one's
+   address, starts with none (its object is zeroed), and a space's name is
+   set once, when it is made. */
 static int space_index(const mmbMemSpace *s) {
   mmbMemSpace *m = (mmbMemSpace *)s;   /* only the trace's fields, under its lock */
-  if (m->trace_epoch == epoch && m->trace_slot < n_spaces &&
-      !strcmp(spaces[m->trace_slot].name, s->info.name))
-    return (int)m->trace_slot;
+  if (m->trace_epoch == epoch) return (int)m->trace_slot;
   if (n_spaces == spaces_cap) {
     size_t cap = spaces_cap ? 2 * spaces_cap : 64;
     if (cap > MAX_SPACES) cap = MAX_SPACES;
