@@ -106,6 +106,12 @@ mmbError mmb_finalize(void) {
     return mmb__fail(MMB_INVALID_STATE, __func__, "called from queue work: the last "
                      "mmb_finalize drains and destroys every queue");
   }
+  if (count == 1 && mmb__oom_chain_runs_for(NULL)) {
+    /* the chain goes on with the interface and space it runs for */
+    pthread_mutex_unlock(&init_lock);
+    return mmb__fail(MMB_INVALID_STATE, __func__, "called from an out-of-memory handler: "
+                     "the allocation that ran it still needs its interface");
+  }
   if (count == 1) bring_down();   /* while the count still says initialised */
   if (count > 0) mmb__set_init_count(count - 1);
   pthread_mutex_unlock(&init_lock);

@@ -1529,6 +1529,46 @@ MMB_TEST(oom, a_handler_the_caches_fetch_reached_gets_busy_not_a_hang) {
   alarm(0);
 }
 
+/* The chain goes on with the refused allocation's interface (and so its
+   space) after each handler: a handler cannot destroy that interface (nor
+   then release the space), nor finalize mmb. Before, it could, and the
+   chain's next try read the freed interface. */
+typedef struct pulls_the_rug {
+  mmbMemInterface *iface;
+  mmbMemSpace *space;
+  mmbAllocation *ballast;
+  mmbError destroyed, released, finalized;
+} pulls_the_rug;
+
+static mmbOomAction pulling(mmbMemSpace *space, size_t need, unsigned attempt, void *arg) {
+  pulls_the_rug *p = arg;
+  p->destroyed = mmb_interface_destroy(p->iface);
+  p->released = mmb_space_release(p->space);
+  p->finalized = mmb_finalize();
+  OK(mmb_free(p->ballast));
+  return MMB_OOM_RETRY;
+}
+
+MMB_TEST(oom, a_handler_cannot_destroy_the_interface_it_runs_for) {
+  pulls_the_rug p = {.space = limited(1 << 20)};
+  p.iface = basic_on(p.space, NULL);
+  mmbMemInterface *other = basic_on(p.space, NULL);
+  OK(mmb_allocate(768 << 10, other, &p.ballast));
+  OK(mmb_space_add_oom_handler(p.space, pulling, &p));
+  mmbAllocation *a;
+  OK(mmb_allocate(512 << 10, p.iface, &a));   /* refused, then served once the ballast went */
+  FAILS(p.destroyed, MMB_BUSY);
+  FAILS(p.released, MMB_BUSY);
+  FAILS(p.finalized, MMB_INVALID_STATE);
+  cr_assert(mmb_is_initialized());
+  memset(mmb_allocation_ptr(a), 7, 512 << 10);
+  OK(mmb_free(a));
+  OK(mmb_space_remove_oom_handler(p.space, pulling, &p));
+  OK(mmb_interface_destroy(p.iface));   /* outside the chain: as always */
+  OK(mmb_interface_destroy(other));
+  OK(mmb_space_release(p.space));
+}
+
 /* mmb_region_alloc's blocks run the chain as mmb_allocate's allocations do
    (before, a full space refused a region's new block at once); a handler
    that destroys the region gets the allocation refused, not a crash. */

@@ -200,7 +200,9 @@ typedef enum mmbOomAction {
 
 /** A space's out-of-memory handler: \p bytes_needed is the refused
     allocation's size, \p attempt counts the rounds from 0. It may call
-    mmb: free, trim, destroy what it owns. When the refused allocation is
+    mmb: free, trim, destroy what it owns, but not the interface whose
+    allocation was refused (MMB_BUSY: the chain goes on with it), nor
+    finalize mmb (MMB_INVALID_STATE). When the refused allocation is
     a tile cache's own copy (an acquire's fetch), the cache is at work on
     the handler's thread: the calls that would change a cache
     (mmb_tile_acquire, mmb_tile_release, mmb_tile_advise, mmb_array_flush,

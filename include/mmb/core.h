@@ -55,7 +55,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_init(const mmbOptions *opts);
  * Undoes one mmb_init. The last call releases every space, interface and
  * allocation the library still holds (live allocations are reported at warn
  * level, then freed).
- * \return MMB_OK; MMB_NOT_INITIALIZED if there is no matching mmb_init.
+ * \return MMB_OK; MMB_NOT_INITIALIZED if there is no matching mmb_init;
+ *         MMB_INVALID_STATE for the last call made from queue work or from
+ *         an out-of-memory handler (what runs it still needs the library).
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_finalize(void);
 

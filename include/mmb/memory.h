@@ -177,7 +177,8 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_request_interface(mmbMemSpace *space, cons
 /**
  * Destroys an interface that holds no live allocation, region or wrapped array.
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY while allocations
- *         (arrays' homes among them), regions or arrays wrapped on it live
+ *         (arrays' homes among them), regions or arrays wrapped on it live,
+ *         or from an out-of-memory handler run for an allocation from it
  *         (nothing changes); MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_interface_destroy(mmbMemInterface *interface);

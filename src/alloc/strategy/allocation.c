@@ -78,6 +78,11 @@ static mmbError try_allocate(mmbMemInterface *iface, size_t n, size_t alignment,
    may free room, and the allocation is tried again after it. A thread runs
    one chain at a time: what a step allocates and is refused is refused. */
 static _Thread_local bool in_chain;
+static _Thread_local const mmbMemInterface *chain_iface;   /* the one refused */
+
+bool mmb__oom_chain_runs_for(const mmbMemInterface *iface) {
+  return in_chain && (!iface || chain_iface == iface);
+}
 
 static const mmbMemSpace *root_of(const mmbMemSpace *s) {
   while (s->parent) s = s->parent;
@@ -144,6 +149,7 @@ static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, un
                           mmbRegion *region, mmbAllocation **a) {
   if (in_chain) return MMB_OUT_OF_MEMORY;
   in_chain = true;
+  chain_iface = iface;
   attempt t = {iface, n, alignment, flags, region, a};
   mmbError err = chain_steps(iface, n, attempt_again, &t);
   if (err == MMB_OUT_OF_MEMORY && iface->fallback && !region &&   /* 5: the fallback space */
@@ -153,6 +159,7 @@ static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, un
                                                  memory_order_relaxed);
   }
   in_chain = false;
+  chain_iface = NULL;
   return err;
 }
 
@@ -160,8 +167,10 @@ mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again
                               void *ctx) {
   if (in_chain) return MMB_OUT_OF_MEMORY;
   in_chain = true;
+  chain_iface = iface;
   mmbError err = chain_steps(iface, n, again, ctx);
   in_chain = false;
+  chain_iface = NULL;
   return err;
 }
 

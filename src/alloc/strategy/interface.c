@@ -129,6 +129,9 @@ static unsigned long long live_allocations(const mmbMemInterface *iface) {
 mmbError mmb_interface_destroy(mmbMemInterface *iface) {
   MMB__REQUIRE_INIT();
   MMB__HANDLE(iface, MMB__KIND_INTERFACE, __func__, "interface");
+  if (mmb__oom_chain_runs_for(iface))
+    return mmb__fail(MMB_BUSY, __func__, "an allocation from it is in its space's "
+                     "out-of-memory chain (called from a handler)");
   size_t regions = atomic_load(&iface->n_regions);
   if (regions) return mmb__fail(MMB_BUSY, __func__, "%zu regions still live", regions);
   size_t wrapped = atomic_load(&iface->n_wrapped);

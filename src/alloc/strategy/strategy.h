@@ -41,6 +41,10 @@ void mmb__count_failure(mmbMemInterface *iface);
    inside another chain (allocation.c). */
 mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
                               void *ctx);
+/* True while this thread runs a chain for an allocation refused to iface
+   (NULL: to any interface): the chain goes on with it after its handlers,
+   so a handler may not destroy it, nor finalize mmb. */
+bool mmb__oom_chain_runs_for(const mmbMemInterface *iface);
 
 /* What an interface caches back to its provider, down to `keep` bytes:
    frees whose fences have passed, a region's cached blocks, the strategy's
