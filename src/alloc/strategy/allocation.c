@@ -163,14 +163,42 @@ static mmbError oom_chain(mmbMemInterface *iface, size_t n, size_t alignment, un
   return err;
 }
 
-mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
-                              void *ctx) {
-  if (in_chain) return MMB_OUT_OF_MEMORY;
-  in_chain = true;
-  chain_iface = iface;
-  mmbError err = chain_steps(iface, n, again, ctx);
-  in_chain = false;
-  chain_iface = NULL;
+/* ---- mmb_region_alloc's way out of line ---------------------------------------- */
+
+typedef struct bump_again {
+  mmbRegion *r;
+  size_t n, align;
+  void **out;
+} bump_again;
+
+/* Again, after a step of the chain: a handler may have destroyed the
+   region (MMB_INVALID_ARG), or opened a child of it (MMB_BUSY). */
+static mmbError bump_again_run(void *ctx) {
+  const bump_again *b = ctx;
+  MMB__HANDLE(b->r, MMB__KIND_REGION, "mmb_region_alloc", "region");
+  return mmb__region_bump("mmb_region_alloc", b->r, b->n, b->align, b->out);
+}
+
+/* Parenthesised: region.h makes mmb_region_alloc(...) its inline fast path.
+   A new block the space refuses runs its out-of-memory chain, steps 1 to 4,
+   as mmb_allocate's allocations do (no fallback: a region's blocks are its
+   interface's). */
+mmbError (mmb_region_alloc)(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
+  MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
+  mmbError err = mmb__region_bump(__func__, region, n_bytes, alignment, out_ptr);
+  if (MMB__LIKELY(err != MMB_OUT_OF_MEMORY)) return err;
+  mmbMemInterface *iface = mmb__region_interface(region);
+  if (!in_chain) {   /* (inside one, refused at once) */
+    in_chain = true;
+    chain_iface = iface;
+    err = chain_steps(iface, n_bytes, bump_again_run,
+                      &(bump_again){region, n_bytes, alignment, out_ptr});
+    in_chain = false;
+    chain_iface = NULL;
+  }
+  if (err == MMB_OUT_OF_MEMORY) mmb__count_failure(iface);
   return err;
 }
 

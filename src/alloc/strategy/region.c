@@ -430,36 +430,9 @@ static inline mmbError region_bump(mmbRegion *r, size_t n, size_t align, void **
   return region_alloc_slow(r, n, align, out);
 }
 
-typedef struct bump_again {
-  mmbRegion *r;
-  size_t n, align;
-  void **out;
-} bump_again;
-
-/* Again, after a step of the chain: a handler may have destroyed the
-   region, or opened a child of it. */
-static mmbError bump_again_run(void *ctx) {
-  bump_again *b = ctx;
-  MMB__HANDLE(b->r, MMB__KIND_REGION, "mmb_region_alloc", "region");
-  mmbError err = region_check(b->r, b->n, &b->align, "mmb_region_alloc");
-  return err != MMB_OK ? err : region_bump(b->r, b->n, b->align, b->out);
-}
-
-/* Parenthesised: region.h makes mmb_region_alloc(...) its inline fast path.
-   A block the space refuses runs its out-of-memory chain, as mmb_allocate's
-   allocations do. */
-mmbError (mmb_region_alloc)(mmbRegion *region, size_t n_bytes, size_t alignment, void **out_ptr) {
-  MMB__REQUIRE_INIT();
-  MMB__HANDLE(region, MMB__KIND_REGION, __func__, "region");
-  MMB__ARG(!out_ptr, __func__, "out_ptr is NULL");
-  mmbError err = region_check(region, n_bytes, &alignment, __func__);
-  if (MMB__UNLIKELY(err != MMB_OK)) return err;
-  if ((err = region_bump(region, n_bytes, alignment, out_ptr)) == MMB_OUT_OF_MEMORY) {
-    bump_again b = {region, n_bytes, alignment, out_ptr};
-    err = mmb__oom_chain_retry(region->iface, n_bytes, bump_again_run, &b);
-    if (err == MMB_OUT_OF_MEMORY) mmb__count_failure(region->iface);
-  }
-  return err;
+mmbError mmb__region_bump(const char *func, mmbRegion *r, size_t n, size_t align, void **out) {
+  mmbError err = region_check(r, n, &align, func);
+  return err != MMB_OK ? err : region_bump(r, n, align, out);
 }
 
 mmbError mmb__region_allocate(mmbRegion *r, mmbMemInterface *iface, size_t n, size_t align,

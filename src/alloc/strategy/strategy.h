@@ -34,13 +34,6 @@ void mmb__interfaces_finalize(void);
 size_t mmb__pool_footprint(size_t bytes, size_t count);
 /* Counts a refused allocation on the interface and its spaces. */
 void mmb__count_failure(mmbMemInterface *iface);
-/* The space's out-of-memory chain (mmb/cache.h) for a refusal of n bytes
-   by iface that mmb_allocate did not make (mmb_region_alloc's block):
-   `again` after each step, until it is not MMB_OUT_OF_MEMORY; no fallback
-   space (a region's blocks are its interface's). MMB_OUT_OF_MEMORY at once
-   inside another chain (allocation.c). */
-mmbError mmb__oom_chain_retry(mmbMemInterface *iface, size_t n, mmbError (*again)(void *ctx),
-                              void *ctx);
 /* True while this thread runs a chain for an allocation refused to iface
    (NULL: to any interface): the chain goes on with it after its handlers,
    so a handler may not destroy it, nor finalize mmb. */
@@ -72,6 +65,10 @@ mmbError mmb__free_handle(mmbAllocation *handle) __attribute__((noinline));
 mmbError mmb__region_allocate(mmbRegion *region, mmbMemInterface *iface, size_t n,
                               size_t alignment, unsigned flags, mmbAllocation **out);
 void mmb__region_release(mmbAllocation *a);
+/* n bytes in r, its arguments checked (for func): a bump, or a new block
+   from the interface's strategy (MMB_OUT_OF_MEMORY when there is none;
+   mmb_region_alloc, in allocation.c, then runs the space's chain). */
+mmbError mmb__region_bump(const char *func, mmbRegion *r, size_t n, size_t align, void **out);
 /* The interface a region draws on. */
 mmbMemInterface *mmb__region_interface(const mmbRegion *region);
 /* Destroys an interface's leftover regions and cached blocks (teardown). */
