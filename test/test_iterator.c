@@ -241,6 +241,42 @@ static bool nothing(void *arg, const mmbDimensions *grid, size_t position, mmbIn
   return false;
 }
 
+/* An order_fn that pulls the array out from under the iterator being made:
+   destroying or re-tiling it is MMB_BUSY meanwhile (before, the destroy
+   went through and the creation read the freed array; the re-tiling left
+   the iterator on the old grid's tiles). */
+typedef struct meddler {
+  mmbArray *a;
+  mmbError destroyed, retiled;
+} meddler;
+
+static bool meddling(void *arg, const mmbDimensions *grid, size_t position, mmbIndex *out) {
+  meddler *m = arg;
+  if (position == 1) {
+    m->destroyed = mmb_array_destroy(m->a);
+    m->retiled = mmb_array_tile(m->a, &(mmbDimensions){2, {1, 1}});
+  }
+  if (position == grid->d[0] * grid->d[1]) return false;
+  *out = (mmbIndex){2, {position / grid->d[1], position % grid->d[1]}};
+  return true;
+}
+
+MMB_TEST(iterator, an_order_fn_cannot_destroy_or_retile_the_array) {
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbArray *a = tiled(iface, dims2(4, 4), dims2(2, 2));   /* 2 x 2 */
+  meddler m = {.a = a};
+  size_t got[16][2];
+  mmbTileIteratorOptions o = {.schedule = MMB_SCHEDULE_CUSTOM, .order_fn = meddling,
+                              .order_arg = &m};
+  cr_assert_eq(visit_with(a, &o, got, 16), 4);
+  FAILS(m.destroyed, MMB_BUSY);
+  FAILS(m.retiled, MMB_BUSY);
+  for (size_t i = 0; i < 4; i++) cr_assert(got[i][0] == i / 2 && got[i][1] == i % 2, "step %zu", i);
+  OK(mmb_array_tile(a, &(mmbDimensions){2, {1, 1}}));   /* the count went back down */
+  OK(mmb_array_destroy(a));
+  OK(mmb_interface_destroy(iface));
+}
+
 MMB_TEST(iterator, a_bad_custom_schedule_is_refused) {
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbArray *a = tiled(iface, dims2(4, 4), dims2(2, 2));   /* 2 x 2 */

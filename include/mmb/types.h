@@ -259,7 +259,8 @@ typedef struct mmbQueue mmbQueue;
     0, 1, 2, ... of the walk over a grid of `grid` tiles, writes the grid
     index of the tile to visit there into *out_tile and returns true, or
     returns false after the last one. mmb calls it at creation only, for
-    each position in turn, at most tiles + 1 times. */
+    each position in turn, at most tiles + 1 times; meanwhile the array
+    counts the iterator as live (destroying or re-tiling it is MMB_BUSY). */
 typedef bool (*mmbTileOrderFn)(void *arg, const mmbDimensions *grid, size_t position,
                                mmbIndex *out_tile);
 

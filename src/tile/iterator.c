@@ -210,7 +210,12 @@ mmbError mmb_tile_iterator_create(mmbArray *in_array, const mmbTileIteratorOptio
                           .space = o.space, .cached = o.space && !o.queue, .access = o.access,
                           .merge = o.merge};
   if (s == MMB_SCHEDULE_CUSTOM) {
-    if ((err = custom_order(__func__, it, in_array->rank, &o)) != MMB_OK) {
+    /* order_fn is the caller's code, and may call mmb: the array counts the
+       iterator meanwhile, so that it is neither destroyed nor re-tiled */
+    in_array->n_iterators++;
+    err = custom_order(__func__, it, in_array->rank, &o);
+    in_array->n_iterators--;
+    if (err != MMB_OK) {
       mmb__object_free(it);
       return err;
     }
