@@ -486,6 +486,44 @@ MMB_TEST(tile, a_user_merge_runs_over_contiguous_runs) {
   teardown(&f);
 }
 
+/* A merge function that calls back into mmb on the duplicate being merged
+   and on its array: the duplicate's handle is refused meanwhile, so the
+   array keeps counting it (before, a second merge went through from the
+   function, the array could then be destroyed, and the fold read freed
+   memory). */
+typedef struct meddling_merge {
+  mmbArrayTile *dup;
+  mmbArray *a;
+  mmbError merged, destroyed, retiled;
+  size_t calls;
+} meddling_merge;
+
+static void meddles(void *dst, const void *src, size_t n, size_t esize, void *user) {
+  meddling_merge *m = user;
+  if (!m->calls++) {
+    m->merged = mmb_tile_merge(m->dup, MMB_MERGE_OVERWRITE);
+    m->destroyed = mmb_array_destroy(m->a);
+    m->retiled = mmb_array_tile(m->a, &(mmbDimensions){2, {1, 1}});
+  }
+  memcpy(dst, src, n * esize);
+}
+
+MMB_TEST(tile, a_merge_function_cannot_merge_again_or_free_the_array) {
+  fixture f = setup(1 << 20);
+  mmbArrayTile *t = tile(f.a, 0, 0);
+  meddling_merge m = {.a = f.a};
+  OK(mmb_tile_duplicate(t, f.fast, MMB_READ_WRITE, NULL, &m.dup));
+  fill_tile(m.dup, 5);
+  OK(mmb_tile_merge_with(m.dup, meddles, &m));
+  FAILS(m.merged, MMB_INVALID_ARG);
+  FAILS(m.destroyed, MMB_BUSY);
+  FAILS(m.retiled, MMB_BUSY);
+  cr_assert_eq(m.calls, 4);
+  assert_tile_filled(t, 5);
+  FAILS(mmb_tile_merge(m.dup, MMB_MERGE_OVERWRITE), MMB_INVALID_ARG);   /* gone after its merge */
+  teardown(&f);
+}
+
 MMB_TEST(tile, migrate_moves_the_data_and_back) {
   fixture f = setup(1 << 20);
   mmbArrayTile *t = tile(f.a, 1, 1), *d;

@@ -214,7 +214,13 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_get_field(const mmbArray *array, siz
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge(mmbArray *in_array, mmbMergeType in_merge);
 
 /** A user merge: called on runs of \p count contiguous elements, \p dst in
-    the origin and \p src in the duplicate, both in host memory. */
+    the origin and \p src in the duplicate, both in host memory. It runs
+    inside the merge. In a synchronous merge, the duplicate being merged is
+    refused there (MMB_INVALID_ARG), and its array, still counting it, is
+    neither destroyed nor re-tiled (MMB_BUSY). In the _async twins it runs
+    on the queue's worker, after the duplicate's handle is gone: it must
+    not destroy or re-tile the array there, which would wait for the merge
+    it runs in. */
 typedef void (*mmbMergeFunction)(void *dst, const void *src, size_t count,
                                  size_t element_size, void *user_data);
 

@@ -37,6 +37,8 @@ struct mmb__tile {
   const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
   uint64_t cache_id;                 /* its name in the trace's cache events; 0: none yet */
   bool placed;               /* migrated to its array's preferred space by tiling */
+  bool merging;              /* a duplicate whose merge runs now (its merge function
+                                may call mmb: the handle is refused meanwhile) */
   /* records (NULL: plain elements); SoA: pub.ptr is field 0 of element
      `first` of planes of `cap` elements (mmb__view_field) */
   const mmb__fieldset *rec;

@@ -6,6 +6,8 @@
 
 static mmbError tile_arg(const char *func, mmbArrayTile *t, mmb__tile **out) {
   MMB__HANDLE(t, MMB__KIND_TILE, func, "tile");
+  MMB__ARG(((mmb__tile *)t)->merging, func, "the duplicate is being merged (a call from its "
+           "merge function?)");
   *out = (mmb__tile *)t;
   return MMB_OK;
 }
@@ -217,7 +219,10 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   mmb__job_own_tile(&j, 0, o);
   j.own[1] = &d->pending;
   retire_storage(&j, d);
-  if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
+  d->merging = true;   /* (a merge function runs in the job, now when q is NULL) */
+  err = mmb__job_start(&j, q, req);
+  d->merging = false;
+  if (err != MMB_OK) return err;
   if (writes) wrote(o);
   /* The duplicate goes now; its bytes live on in the job. */
   forget_storage(d);
