@@ -168,6 +168,59 @@ Test(misuse, a_queue_is_not_destroyed_synchronised_or_finalized_from_its_own_wor
   mmb_test_teardown();
 }
 
+/* Queue work that makes a synchronous copy of tiles with work queued behind
+   it on the same queue would wait for that work, which waits for it: the
+   copy is refused. Tiles whose work has run are copied as usual. */
+typedef struct copier {
+  mmbArrayTile *dst, *src;
+  atomic_int go;
+  mmbError behind, clear;
+} copier;
+
+static mmbError copy_from_work(void *arg) {
+  copier *c = arg;
+  while (!atomic_load(&c->go)) sched_yield();
+  c->behind = mmb_tile_copy(c->dst, c->src);
+  return MMB_OK;
+}
+
+static mmbError copy_again_from_work(void *arg) {
+  copier *c = arg;
+  c->clear = mmb_tile_copy(c->dst, c->src);
+  return MMB_OK;
+}
+
+Test(misuse, queue_work_cannot_wait_for_work_queued_behind_it) {
+  mmb_test_setup();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
+  mmbArray *a;
+  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
+  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  double *p = mmb_array_ptr(a);
+  for (int i = 0; i < 64; i++) p[i] = i;
+  copier c = {.behind = MMB_OK, .clear = MMB_ERROR};
+  OK(mmb_tile_at(a, &(mmbIndex){1, {0}}, &c.dst));
+  OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &c.src));
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  OK(mmb_queue_submit_task(q, copy_from_work, &c, NULL));
+  OK(mmb_tile_copy_async(c.dst, c.src, q, NULL));   /* behind the work */
+  atomic_store(&c.go, 1);
+  OK(mmb_queue_synchronize(q));
+  FAILS(c.behind, MMB_INVALID_STATE);
+  cr_assert_eq(p[0], 32.0, "the queued copy ran after the work");
+  OK(mmb_queue_submit_task(q, copy_again_from_work, &c, NULL));   /* nothing behind now */
+  OK(mmb_queue_synchronize(q));
+  OK(c.clear);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_interface_destroy(iface));
+  mmb_test_teardown();
+}
+
 /* MMB_TRACE_CAPACITY whose ring's bytes would wrap size_t. */
 Test(misuse, a_trace_capacity_past_addressable_memory_fails_init) {
   char path[] = "/tmp/mmb-misuse-trace-XXXXXX";

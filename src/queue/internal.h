@@ -81,6 +81,10 @@ void mmb__queues_finalize(void);
 /* The queue whose work the calling thread is running now; NULL outside
    queue work. Waiting on that queue from there would wait for itself. */
 mmbQueue *mmb__queue_running_here(void);
+/* MMB_INVALID_STATE (for func) when r is work of the queue the calling
+   thread runs that has not run yet: work queued behind the caller, which
+   a wait for it would wait for forever. MMB_OK otherwise (r NULL too). */
+mmbError mmb__request_not_behind(const char *func, mmb__request *r);
 
 /* mmb_queue_create once the backend is chosen (tests pass their own). */
 mmbError mmb__queue_create_on(const mmb__queue_backend *be, const mmbQueueOptions *o,

@@ -85,6 +85,14 @@ static _Thread_local mmbQueue *running_here;
 
 mmbQueue *mmb__queue_running_here(void) { return running_here; }
 
+mmbError mmb__request_not_behind(const char *func, mmb__request *r) {
+  if (MMB__LIKELY(!running_here || !r || r->q != running_here) || mmb__request_done(r))
+    return MMB_OK;
+  return mmb__fail(MMB_INVALID_STATE, func, "called from work running on a queue, on data "
+                   "with work queued behind it there: it would wait for itself (submit the "
+                   "call to the queue after that work, or make it from another thread)");
+}
+
 /* Destroying or synchronising q from its own work would wait for that work
    to end, which waits for the call: refused. */
 static mmbError not_from_own_work(const char *func, const mmbQueue *q) {

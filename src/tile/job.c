@@ -73,6 +73,10 @@ static mmbError slot_wait(void *ctx, mmb__request **slot) {
   return MMB_OK;
 }
 
+static mmbError slot_not_behind(void *func, mmb__request **slot) {
+  return mmb__request_not_behind(func, *slot);
+}
+
 static mmbError slot_order(void *q, mmb__request **slot) {
   return mmb__pending_order("mmb: async transport", q, *slot);
 }
@@ -80,6 +84,12 @@ static mmbError slot_order(void *q, mmb__request **slot) {
 mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   mmbError err;
   if (!q) {
+    /* from queue work, data with work queued behind it is refused: the wait
+       below would wait for itself */
+    if ((err = each_slot(j, slot_not_behind, (void *)j->func)) != MMB_OK) {
+      if (j->made) MMB__MUST(mmb_free(j->made));
+      return err;
+    }
     each_slot(j, slot_wait, NULL);
     if ((err = job_run(j)) != MMB_OK) {
       if (j->made) MMB__MUST(mmb_free(j->made));
