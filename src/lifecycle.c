@@ -40,7 +40,7 @@ static void bring_down(void) {
   mmb__layouts_finalize();
   mmb__space_set_release_hook(NULL);
   mmb__home_current_hook = NULL;
-  mmb__running_queue_hook = NULL;
+  mmb__request_not_behind_hook = NULL;
   mmb__space_set_oom_hook(NULL);
   mmb__dup_interfaces_forget();
   mmb__interfaces_finalize();
@@ -81,7 +81,7 @@ static mmbError bring_up(const mmbOptions *opts) {
   if (err == MMB_OK) {
     mmb__space_set_release_hook(space_released);
     mmb__home_current_hook = mmb__cache_home_current;
-    mmb__running_queue_hook = mmb__queue_running_here;
+    mmb__request_not_behind_hook = mmb__request_not_behind;
     mmb__space_set_oom_hook(mmb__cache_oom_step);
   }
   else bring_down();

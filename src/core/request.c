@@ -213,22 +213,16 @@ mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
   return MMB_OK;
 }
 
-mmbQueue *(*mmb__running_queue_hook)(void);
+mmbError (*mmb__request_not_behind_hook)(const char *func, mmb__request *r);
 
 mmbError mmb_wait(mmbRequest *req) {
   MMB__REQUIRE_INIT();
   mmb__request *r;
   mmbError err = mmb__request_held(__func__, req, &r);
   if (err != MMB_OK || !r) return err;
-  /* work of the queue this thread runs that is not done yet runs after the
-     work calling: waiting would wait for itself (a thread queue runs its
-     work in order, one at a time; a stream's earlier work is done before a
-     host function or task of the stream runs) */
-  if (!mmb__request_done(r) && r->q && mmb__running_queue_hook &&
-      mmb__running_queue_hook() == r->q)
-    return mmb__fail(MMB_INVALID_STATE, __func__, "called from work running on the request's "
-                     "queue, for work queued after it: it would wait for itself (wait on "
-                     "another thread, or submit the rest after it)");
+  if (!mmb__request_done(r) && mmb__request_not_behind_hook &&
+      (err = mmb__request_not_behind_hook(__func__, r)) != MMB_OK)
+    return err;   /* (the request stays the caller's) */
   /* the caller's reference is dropped once, whatever copies of req exist */
   uint32_t held = atomic_load_explicit(&r->claim, memory_order_acquire);
   MMB__ARG((held & 0x1ffff) != claim_of(req->impl) ||

@@ -78,10 +78,10 @@ bool mmb__spin(bool (*ready)(void *arg), void *arg, bool yield);
 /* The caller's mmbRequest.impl for r, which the caller now holds; r is
    new, not yet seen by another thread. */
 void *mmb__request_hold(mmb__request *r);
-/* The queue whose work this thread is running, or NULL (the queue floor's
-   answer, set by the lifecycle): mmb_wait refuses to wait, from work, for
-   work queued behind it on the same queue. */
-extern mmbQueue *(*mmb__running_queue_hook)(void);
+/* The queue floor's check that r is not work queued behind the queue work
+   this thread runs (mmb__request_not_behind, set by the lifecycle):
+   mmb_wait refuses to wait for such work, which would wait for it. */
+extern mmbError (*mmb__request_not_behind_hook)(const char *func, mmb__request *r);
 /* MMB_OK when req is empty (*out NULL) or refers to a request its caller
    still holds (*out it); else MMB_INVALID_ARG (a stale copy, or not a
    request). */

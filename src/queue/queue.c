@@ -85,6 +85,9 @@ static _Thread_local mmbQueue *running_here;
 
 mmbQueue *mmb__queue_running_here(void) { return running_here; }
 
+/* (A thread queue runs its work in order, one at a time; a stream's earlier
+   work is done before a host function or task of the stream runs: what is
+   not done is behind.) */
 mmbError mmb__request_not_behind(const char *func, mmb__request *r) {
   if (MMB__LIKELY(!running_here || !r || r->q != running_here) || mmb__request_done(r))
     return MMB_OK;
