@@ -457,7 +457,8 @@ MMB_TEST(train, a_late_release_holds_one_step_and_gives_way_when_full) {
 
 /* 3000 batches of one image: none reaches a provider after the first, and
    the process does not grow (a request kept per batch would add ~0.8 MiB;
-   the margin is for the C library's own bookkeeping). */
+   the margin is for the C library's own bookkeeping, which settles once:
+   36 to 240 KiB after 3000 batches, and as much after 12000). */
 static void flat_after_the_first_batch(const char *net, size_t fast_limit) {
   run_ r;
   train(&r, net, fast_limit, false, 1, 1, 3000, 0.01f, 0.0f, 64 * 288 * sizeof(float), 0);
@@ -465,7 +466,7 @@ static void flat_after_the_first_batch(const char *net, size_t fast_limit) {
                r.result.trips_after_first_batch);
   cr_assert_gt(r.result.rss_after_first_batch, 0);
 #ifndef __SANITIZE_ADDRESS__   /* (its quarantine holds freed memory: RSS grows regardless) */
-  cr_assert_leq(r.result.rss_end, r.result.rss_after_first_batch + (256 << 10),
+  cr_assert_leq(r.result.rss_end, r.result.rss_after_first_batch + (512 << 10),
                 "RSS grew from %zu to %zu bytes", r.result.rss_after_first_batch,
                 r.result.rss_end);
 #endif
