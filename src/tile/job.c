@@ -81,36 +81,32 @@ static mmbError slot_order(void *q, mmb__request **slot) {
   return mmb__pending_order("mmb: async transport", q, *slot);
 }
 
+/* A job that will not run gives back the storage made for it and says why. */
+static mmbError job_abandon(mmb__job *j, mmbError err) {
+  if (j->made) MMB__MUST(mmb_free(j->made));
+  return err;
+}
+
 mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   mmbError err;
   if (!q) {
     /* from queue work, data with work queued behind it is refused: the wait
        below would wait for itself */
-    if ((err = each_slot(j, slot_not_behind, (void *)j->func)) != MMB_OK) {
-      if (j->made) MMB__MUST(mmb_free(j->made));
-      return err;
-    }
+    if ((err = each_slot(j, slot_not_behind, (void *)j->func)) != MMB_OK)
+      return job_abandon(j, err);
     each_slot(j, slot_wait, NULL);
-    if ((err = job_run(j)) != MMB_OK) {
-      if (j->made) MMB__MUST(mmb_free(j->made));
-      return err;
-    }
+    if ((err = job_run(j)) != MMB_OK) return job_abandon(j, err);
     job_retire(j);
     return MMB_OK;
   }
   job_work *w = NULL;
-  if ((err = each_slot(j, slot_order, q)) != MMB_OK ||
-      !(w = (job_work *)mmb__work_new(sizeof *w, work_run, true))) {
-    if (j->made) MMB__MUST(mmb_free(j->made));
-    return err != MMB_OK ? err : mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
-  }
+  if ((err = each_slot(j, slot_order, q)) != MMB_OK) return job_abandon(j, err);
+  if (!(w = (job_work *)mmb__work_new(sizeof *w, work_run, true)))
+    return job_abandon(j, mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work"));
   w->w.issue = work_issue;
   w->job = *j;
   mmb__request *r;
-  if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) {
-    if (j->made) MMB__MUST(mmb_free(j->made));
-    return err;
-  }
+  if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) return job_abandon(j, err);
   for (size_t i = 0; i < 2; i++)
     if (j->own[i]) mmb__pending_set(j->own[i], r);
   retire_after(j, r);
@@ -146,8 +142,7 @@ mmbError mmb__job_defer(mmb__job *j, mmb__deferred **out) {
   mmb__request *r = d ? mmb__request_new() : NULL;
   if (!r) {
     mmb__free(d);
-    if (j->made) MMB__MUST(mmb_free(j->made));
-    return mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work");
+    return job_abandon(j, mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work"));
   }
   (void)each_slot(j, slot_keep, d);
   for (size_t i = 0; i < 2; i++)
