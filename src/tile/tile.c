@@ -200,7 +200,7 @@ static void forget_storage(mmb__tile *t) {
    without writing anything back. */
 static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op, mmbQueue *q,
                       mmbRequest *req, bool discard) {
-  mmb__tile *d;
+  mmb__tile *d = NULL;
   mmbError err = tile_arg(func, in_tile, &d);
   if (err != MMB_OK) return err;
   op->etype = root_array(d)->layout.type;
