@@ -221,6 +221,71 @@ Test(misuse, queue_work_cannot_wait_for_work_queued_behind_it) {
   mmb_test_teardown();
 }
 
+/* Queue work that destroys, re-tiles, flushes or evicts an array with work
+   queued behind it on the same queue (on a tile, or on the whole array)
+   would wait for that work: each is refused, nothing changes, and the
+   array works on once the queue has drained. */
+typedef struct array_caller {
+  mmbArray *a;
+  bool only_destroy;
+  atomic_int go;
+  mmbError destroy, tile, flush, evict;
+} array_caller;
+
+static mmbError array_calls_from_work(void *arg) {
+  array_caller *c = arg;
+  while (!atomic_load(&c->go)) sched_yield();
+  c->destroy = mmb_array_destroy(c->a);
+  if (c->only_destroy) return MMB_OK;
+  c->tile = mmb_array_tile(c->a, &(mmbDimensions){1, {16}});
+  c->flush = mmb_array_flush(c->a);
+  c->evict = mmb_array_evict(c->a, NULL);
+  return MMB_OK;
+}
+
+Test(misuse, queue_work_cannot_destroy_or_retile_an_array_with_work_behind_it) {
+  mmb_test_setup();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
+  mmbArray *a, *b;
+  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
+  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &b));
+  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  double *p = mmb_array_ptr(a), *pb = mmb_array_ptr(b);
+  for (int i = 0; i < 64; i++) p[i] = i, pb[i] = 100 + i;
+  mmbArrayTile *dst, *src;
+  OK(mmb_tile_at(a, &(mmbIndex){1, {0}}, &dst));
+  OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &src));
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  for (int behind = 0; behind < 2; behind++) {   /* a tile's work, then the whole array's */
+    array_caller c = {.a = a, .only_destroy = behind == 1};
+    OK(mmb_queue_submit_task(q, array_calls_from_work, &c, NULL));
+    if (behind == 0)
+      OK(mmb_tile_copy_async(dst, src, q, NULL));
+    else
+      OK(mmb_array_copy_async(a, b, q, NULL));
+    atomic_store(&c.go, 1);
+    OK(mmb_queue_synchronize(q));
+    cr_assert_eq(c.destroy, MMB_INVALID_STATE, "destroy: %s", mmb_error_string(c.destroy));
+    if (behind == 0) {
+      cr_assert_eq(c.tile, MMB_INVALID_STATE, "tile: %s", mmb_error_string(c.tile));
+      cr_assert_eq(c.flush, MMB_INVALID_STATE, "flush: %s", mmb_error_string(c.flush));
+      cr_assert_eq(c.evict, MMB_INVALID_STATE, "evict: %s", mmb_error_string(c.evict));
+    }
+    cr_assert_eq(p[0], behind ? 100.0 : 32.0, "the queued copy ran after the work");
+  }
+  OK(mmb_tile_copy(src, dst));   /* the tiling is still the old one */
+  cr_assert_eq(p[32], 100.0);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_array_destroy(b));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_interface_destroy(iface));
+  mmb_test_teardown();
+}
+
 /* MMB_TRACE_CAPACITY whose ring's bytes would wrap size_t. */
 Test(misuse, a_trace_capacity_past_addressable_memory_fails_init) {
   char path[] = "/tmp/mmb-misuse-trace-XXXXXX";

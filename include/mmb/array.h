@@ -83,7 +83,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_wrapped(void *data, const mmb
  *         cached copies included) while duplicates of the array or of its
  *         tiles, tiles acquired in a cache, or iterators over it, are live,
  *         and for an array with cached copies from an out-of-memory handler
- *         a cache's fetch reached (mmbOomHandler); MMB_NOT_INITIALIZED.
+ *         a cache's fetch reached (mmbOomHandler); MMB_INVALID_STATE (and
+ *         nothing changes) from work running on a queue, when work is queued
+ *         behind it there on the array, its tiles or their cached copies: it
+ *         would wait for itself; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_destroy(mmbArray *array);
 
@@ -218,9 +221,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_merge(mmbArray *in_array, mmbMergeTy
     inside the merge. In a synchronous merge, the duplicate being merged is
     refused there (MMB_INVALID_ARG), and its array, still counting it, is
     neither destroyed nor re-tiled (MMB_BUSY). In the _async twins it runs
-    on the queue's worker, after the duplicate's handle is gone: it must
-    not destroy or re-tile the array there, which would wait for the merge
-    it runs in. */
+    on the queue's worker, after the duplicate's handle is gone: destroying
+    or re-tiling the array there would wait for the merge it runs in, and
+    is refused (MMB_INVALID_STATE). */
 typedef void (*mmbMergeFunction)(void *dst, const void *src, size_t count,
                                  size_t element_size, void *user_data);
 

@@ -143,7 +143,10 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpac
  * and waits for the writes already on their way (evictions, WONTNEED,
  * ahead of need): the home then holds every write. The copies stay cached,
  * clean (a copy pinned with MMB_WRITE stays dirty: it may still be written).
- * \return MMB_OK; MMB_INVALID_ARG; an error of a copy; MMB_NOT_INITIALIZED.
+ * \return MMB_OK; MMB_INVALID_ARG; MMB_INVALID_STATE (nothing changes) from
+ *         work running on a queue, when work is queued behind it there on
+ *         the tiles or their copies: it would wait for itself; an error of a
+ *         copy; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_flush(mmbArray *array);
 
@@ -151,7 +154,8 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_flush(mmbArray *array);
  * Drops the cached copies of \p array's tiles from \p space (NULL: from
  * every space), writing the dirty ones home first.
  * \return MMB_OK; MMB_BUSY when some are pinned (those stay; the others are
- *         gone); MMB_INVALID_ARG; an error of a copy; MMB_NOT_INITIALIZED.
+ *         gone); MMB_INVALID_ARG; MMB_INVALID_STATE as mmb_array_flush; an
+ *         error of a copy; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space);
 

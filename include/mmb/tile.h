@@ -45,8 +45,9 @@ extern "C" {
  *         or a zero chunk extent; MMB_OVERFLOW for a grid whose tile count
  *         overflows; MMB_BUSY while the array or its tiles have live
  *         duplicates, tiles are migrated away, or iterators are live;
- *         MMB_OUT_OF_MEMORY;
- *         MMB_NOT_INITIALIZED.
+ *         MMB_INVALID_STATE (nothing changes) from work running on a queue,
+ *         when work is queued behind it there on the tiles: releasing them
+ *         would wait for itself; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.
  */
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims);
 

@@ -142,7 +142,11 @@ mmbError mmb_array_destroy(mmbArray *array) {
   if (array->n_array_dups || tile_dups || array->n_iterators)
     return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
                      "iterators are live", array->n_array_dups, tile_dups, array->n_iterators);
-  mmbError err = array->n_cached ? array->cache_drop(array) : MMB_OK;
+  /* from queue work, work queued behind it on the array is refused: the
+     waits below would wait for themselves */
+  mmbError err = mmb__request_may_wait(__func__, array->pending);
+  if (err == MMB_OK && array->tiling_may_wait) err = array->tiling_may_wait(__func__, array);
+  if (err == MMB_OK && array->n_cached) err = array->cache_drop(array);
   if (err != MMB_OK) return err;
   mmb__pending_wait(&array->pending);
   if (array->tiling_release) array->tiling_release(array);

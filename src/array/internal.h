@@ -116,6 +116,7 @@ struct mmbArray {
   /* kept by src/tile */
   struct mmb__tiling *tiling;
   void (*tiling_release)(mmbArray *array);
+  mmbError (*tiling_may_wait)(const char *func, const mmbArray *array);   /* before release */
   size_t n_tile_dups;            /* live duplicates of its tiles (cached copies included) */
   size_t n_cached;               /* copies of its tiles in tile caches */
   mmbError (*cache_drop)(mmbArray *array);   /* drops them all, or none if one is pinned */

@@ -215,13 +215,17 @@ mmbError mmb_request_is_complete(mmbRequest *req, bool *complete) {
 
 mmbError (*mmb__request_not_behind_hook)(const char *func, mmb__request *r);
 
+mmbError mmb__request_may_wait(const char *func, mmb__request *r) {
+  if (!r || !mmb__request_not_behind_hook || mmb__request_done(r)) return MMB_OK;
+  return mmb__request_not_behind_hook(func, r);
+}
+
 mmbError mmb_wait(mmbRequest *req) {
   MMB__REQUIRE_INIT();
   mmb__request *r;
   mmbError err = mmb__request_held(__func__, req, &r);
   if (err != MMB_OK || !r) return err;
-  if (!mmb__request_done(r) && mmb__request_not_behind_hook &&
-      (err = mmb__request_not_behind_hook(__func__, r)) != MMB_OK)
+  if ((err = mmb__request_may_wait(__func__, r)) != MMB_OK)
     return err;   /* (the request stays the caller's) */
   /* the caller's reference is dropped once, whatever copies of req exist */
   uint32_t held = atomic_load_explicit(&r->claim, memory_order_acquire);

@@ -82,6 +82,10 @@ void *mmb__request_hold(mmb__request *r);
    this thread runs (mmb__request_not_behind, set by the lifecycle):
    mmb_wait refuses to wait for such work, which would wait for it. */
 extern mmbError (*mmb__request_not_behind_hook)(const char *func, mmb__request *r);
+/* MMB_OK when this thread may wait for r (NULL, done, or not queued behind
+   the queue work it runs); else that check's MMB_INVALID_STATE, for func.
+   Asked before anything changes by every call that would wait. */
+mmbError mmb__request_may_wait(const char *func, mmb__request *r);
 /* MMB_OK when req is empty (*out NULL) or refers to a request its caller
    still holds (*out it); else MMB_INVALID_ARG (a stale copy, or not a
    request). */

@@ -715,12 +715,24 @@ static mmbError array_arg(const char *func, mmbArray *array, struct mmb__tiling 
   return MMB_OK;
 }
 
+/* MMB_OK when this thread may wait for the work on a's tiles and on their
+   cached copies (asked, the cache locked, before anything changes). */
+static mmbError array_may_wait(const char *func, const mmbArray *a) {
+  mmbError err = mmb__tiling_may_wait(func, a);
+  for (size_t i = 0; a->tiling && i < a->tiling->n_tiles && err == MMB_OK; i++)
+    for (const cache_entry *e = a->tiling->slots[i].tile.cached; e && err == MMB_OK;
+         e = e->next_of_tile)
+      err = mmb__request_may_wait(func, e->copy->pending);
+  return err;
+}
+
 mmbError mmb_array_flush(mmbArray *array) {
   static const char func[] = "mmb_array_flush";
   MMB__REQUIRE_INIT();
   struct mmb__tiling *g;
   mmbError err = array_arg(func, array, &g);
   if (err != MMB_OK || !g || (err = cache_enter(func)) != MMB_OK) return err;
+  err = array_may_wait(func, array);
   for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
     /* what was written home ahead of need, or by an eviction, has arrived
        before this returns */
@@ -748,6 +760,7 @@ mmbError mmb_array_evict(mmbArray *array, mmbMemSpace *space) {
   if (!g) return MMB_OK;
   bool busy = false;
   if ((err = cache_enter(func)) != MMB_OK) return err;
+  err = array_may_wait(func, array);
   for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
     for (cache_entry *e = g->slots[i].tile.cached, *next; e && err == MMB_OK; e = next) {
       next = e->next_of_tile;
@@ -775,6 +788,10 @@ mmbError mmb__cache_drop_array(mmbArray *array) {
   size_t at;
   mmbError err = cache_enter("mmb_array_destroy");
   if (err != MMB_OK) return err;
+  if ((err = array_may_wait("mmb_array_destroy", array)) != MMB_OK) {
+    cache_unlock();
+    return err;
+  }
   const cache_entry *pinned = first_pinned(g, NULL, false, &at);
   if (pinned) {
     cache_unlock();

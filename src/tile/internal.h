@@ -82,6 +82,10 @@ mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk);
    the caller: from 0 to the extent, increasing). */
 mmbError mmb__tiling_new_irregular(const char *func, mmbArray *a, const size_t *grid,
                                    const size_t *bounds);
+/* MMB_OK when this thread may wait for the work on a's tiles (none of it
+   is queued behind the queue work the thread runs): asked before a grid
+   goes, or is flushed or evicted, which waits for it. */
+mmbError mmb__tiling_may_wait(const char *func, const mmbArray *a);
 /* Points a tile at storage (owned, or NULL for a view of the home). */
 struct mmb__view;
 void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocation *storage);

@@ -48,7 +48,8 @@ static mmbError retile(const char *func, mmbArray *array) {
     return mmb__fail(MMB_BUSY, func, "%zu array duplicates, %zu tile duplicates, %zu "
                      "migrated tiles and %zu iterators are live", array->n_array_dups,
                      array->n_tile_dups, moved, array->n_iterators);
-  return unplace(func, array);
+  mmbError err = mmb__tiling_may_wait(func, array);   /* the old grid's release waits */
+  return err == MMB_OK ? unplace(func, array) : err;
 }
 
 mmbError mmb_array_tile(mmbArray *array, const mmbDimensions *chunk_dims) {

@@ -45,6 +45,15 @@ void mmb__tile_drop_storage(mmb__tile *t) {
   t->storage = NULL;
 }
 
+mmbError mmb__tiling_may_wait(const char *func, const mmbArray *a) {
+  const struct mmb__tiling *g = a->tiling;
+  for (size_t i = 0; g && i < g->n_tiles; i++) {
+    mmbError err = mmb__request_may_wait(func, g->slots[i].tile.pending);
+    if (err != MMB_OK) return err;
+  }
+  return MMB_OK;
+}
+
 static void tiling_release(mmbArray *a) {
   struct mmb__tiling *g = a->tiling;
   if (!g) return;
@@ -113,6 +122,7 @@ static void tiling_install(mmbArray *a, struct mmb__tiling *g) {
   tiling_release(a);
   a->tiling = g;
   a->tiling_release = tiling_release;
+  a->tiling_may_wait = mmb__tiling_may_wait;
 }
 
 mmbError mmb__tiling_new(const char *func, mmbArray *a, const size_t *chunk) {
