@@ -286,6 +286,56 @@ Test(misuse, queue_work_cannot_destroy_or_retile_an_array_with_work_behind_it) {
   mmb_test_teardown();
 }
 
+/* An asynchronous merge's function runs in the merge, on the queue's
+   worker: destroying or re-tiling its array there would wait for the merge
+   it runs in, and is refused; the merge completes. */
+typedef struct merge_caller {
+  mmbArray *a;
+  mmbError destroy, tile;
+} merge_caller;
+
+static void destroy_in_merge(void *dst, const void *src, size_t count, size_t esize,
+                             void *user) {
+  merge_caller *c = user;
+  memcpy(dst, src, count * esize);
+  c->destroy = mmb_array_destroy(c->a);
+  c->tile = mmb_array_tile(c->a, &(mmbDimensions){1, {16}});
+}
+
+Test(misuse, an_async_merge_function_cannot_destroy_or_retile_its_array) {
+  mmb_test_setup();
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  mmbMemSpace *home;
+  OK(mmb_interface_get_space(iface, &home));
+  mmbLayout *l;
+  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
+  mmbArray *a;
+  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
+  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  double *p = mmb_array_ptr(a);
+  for (int i = 0; i < 64; i++) p[i] = i;
+  mmbArrayTile *t, *dup;
+  OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &t));
+  OK(mmb_tile_duplicate(t, home, MMB_READ_WRITE, NULL, &dup));
+  double *d = dup->ptr;
+  for (int i = 0; i < 32; i++) d[i] = -i;
+  mmbQueue *q;
+  OK(mmb_queue_create(&(mmbQueueOptions){.backend = MMB_QUEUE_THREAD}, &q));
+  merge_caller c = {.a = a, .destroy = MMB_OK, .tile = MMB_OK};
+  mmbRequest r = {0};
+  OK(mmb_tile_merge_with_async(dup, destroy_in_merge, &c, q, &r));
+  OK(mmb_wait(&r));
+  cr_assert_eq(c.destroy, MMB_INVALID_STATE, "destroy: %s", mmb_error_string(c.destroy));
+  cr_assert_eq(c.tile, MMB_INVALID_STATE, "tile: %s", mmb_error_string(c.tile));
+  cr_assert_eq(p[33], -1.0, "the merge completed");
+  cr_assert_eq(p[0], 0.0);
+  OK(mmb_queue_destroy(NULL, &q));
+  OK(mmb_array_destroy(a));
+  OK(mmb_layout_destroy(l));
+  OK(mmb_interface_destroy(iface));
+  mmb_test_teardown();
+}
+
 /* MMB_TRACE_CAPACITY whose ring's bytes would wrap size_t. */
 Test(misuse, a_trace_capacity_past_addressable_memory_fails_init) {
   char path[] = "/tmp/mmb-misuse-trace-XXXXXX";

@@ -103,12 +103,19 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   if ((err = each_slot(j, slot_order, q)) != MMB_OK) return job_abandon(j, err);
   if (!(w = (job_work *)mmb__work_new(sizeof *w, work_run, true)))
     return job_abandon(j, mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for the work"));
+  if (!w->w.req && !(w->w.req = mmb__request_new())) {
+    mmb__work_free(&w->w);
+    return job_abandon(j, mmb__fail(MMB_OUT_OF_MEMORY, j->func, "no memory for a request"));
+  }
   w->w.issue = work_issue;
   w->job = *j;
-  mmb__request *r;
-  if ((err = mmb__queue_push(j->func, q, &w->w, req, &r)) != MMB_OK) return job_abandon(j, err);
+  /* the slots name the job before it can run, so that what it runs (a merge
+     function) sees it there, queued, and may not wait for it */
+  mmb__request *r = w->w.req;
+  r->q = q;
   for (size_t i = 0; i < 2; i++)
     if (j->own[i]) mmb__pending_set(j->own[i], r);
+  MMB__MUST(mmb__queue_push(j->func, q, &w->w, req, &r));   /* (its request is made) */
   retire_after(j, r);
   mmb__request_unref(r);
   return MMB_OK;
