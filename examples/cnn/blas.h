@@ -13,8 +13,10 @@
    Haswell; AVX: Sandybridge), it tries that kernel in a child process of
    itself (a crash or a wrong product there harms nothing), which checks
    sgemm against a reference product and times it; when the child's kernel
-   is correct and faster, the program starts again (execv) with
-   OPENBLAS_CORETYPE set to it. A value the user set is never overridden
+   is correct and clearly faster (by a quarter: a kernel of the same speed
+   must not win by noise, or two runs of one command would round
+   differently), the program starts again (execv) with OPENBLAS_CORETYPE
+   set to it. A value the user set is never overridden
    (the note then says what the CPU would allow) unless CNN_BLAS_TRY=1 asks
    for the trial all the same.
 
