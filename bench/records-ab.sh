@@ -11,7 +11,8 @@
 # alone. Prints per record and direction the medians over the runs, each
 # build's lowest run (the tail), and in how many runs AFTER was the
 # faster; the same for the conversions split over two threads, against
-# the 2-thread copy, where the runs time them (64 MiB, two CPUs or more).
+# the 2-thread copy, where the runs time them (64 MiB, two CPUs or more),
+# and for particles tile by tile, against a memcpy per tile row.
 # Exit status 0; 2: a bad argument.
 set -euo pipefail
 usage() { echo "usage: bench/records-ab.sh BEFORE AFTER [RUNS [ROUNDS [SIZE]]]" >&2; exit 2; }
@@ -43,7 +44,9 @@ import re, statistics, sys
 
 out, runs = sys.argv[1], int(sys.argv[2])
 head = re.compile(r"^(\S.*?): \d+ records of (\d+) B")
-ratio = re.compile(r"(faster plain|2-thread) copy: +AoS->SoA ([\d.]+)x, SoA->AoS ([\d.]+)x")
+tiles = re.compile(r"^(particles in \d+ x \d+ tiles)")
+ratio = re.compile(r"(faster plain copy|2-thread copy|memcpy by tile rows): +AoS->SoA ([\d.]+)x, "
+                   r"SoA->AoS ([\d.]+)x")
 
 def read(which, i):
     """[(record, to SoA, to AoS)] of one run, in the order printed."""
@@ -52,9 +55,12 @@ def read(which, i):
         m = head.match(line)
         if m:
             name = m.group(1) if " B" in m.group(1) else f"{m.group(1)} ({m.group(2)} B)"
+        m = tiles.match(line)
+        if m:
+            name = m.group(1)
         m = ratio.search(line)
         if m and name:
-            two = ", 2 threads" if m.group(1) == "2-thread" else ""
+            two = ", 2 threads" if m.group(1) == "2-thread copy" else ""
             rows.append((name + two, float(m.group(2)), float(m.group(3))))
     return rows
 
@@ -62,9 +68,9 @@ b = [read("before", i) for i in range(1, runs + 1)]
 a = [read("after", i) for i in range(1, runs + 1)]
 if not b[0] or any(len(r) != len(b[0]) for r in a + b):
     sys.exit("bench/records-ab.sh: the runs did not print the same records")
-print("ratios to the plain copy of the same run (on 2 threads: to the 2-thread copy):"
-      " medians over the runs, before -> after, the lowest run of each, and the runs in"
-      " which after was faster")
+print("ratios to the plain copy of the same run (on 2 threads: to the 2-thread copy;"
+      " tile by tile: to a memcpy per tile row): medians over the runs, before -> after,"
+      " the lowest run of each, and the runs in which after was faster")
 for k, (name, _, _) in enumerate(b[0]):
     cells = []
     for d, label in ((1, "AoS->SoA"), (2, "SoA->AoS")):
