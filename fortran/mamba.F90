@@ -69,7 +69,8 @@ module mamba
     mmb_tile_merge_async, mmb_tile_merge_with, mmb_tile_merge_with_async, mmb_tile_migrate, &
     mmb_tile_migrate_async, mmb_trace_dump, mmb_trace_set_capacity, mmb_trace_start, &
     mmb_trace_stop, mmb_version, mmb_wait, mmb_wait_all, mmb_tile_get_pointer, &
-    mmb_tile_acquire, mmb_tile_acquire_async, mmb_tile_release, mmb_tile_advise, mmb_array_flush, mmb_array_evict, &
+    mmb_tile_acquire, mmb_tile_acquire_async, mmb_tile_release, mmb_tile_advise, mmb_tile_flush, &
+    mmb_array_flush, mmb_array_evict, &
     mmb_space_set_cache, mmb_space_get_cache, mmb_space_get_cache_stats, &
     mmb_space_add_oom_handler, mmb_space_remove_oom_handler, mmb_allocation_space
 
@@ -1844,6 +1845,12 @@ contains
     integer, intent(in) :: advice
     integer(mmbErrorKind), intent(out), optional :: err
     call set_err(err, c_mmb_tile_advise(tile%ptr, space%ptr, int(advice, c_int)))
+  end subroutine
+
+  subroutine mmb_tile_flush(tile, err)
+    type(mmbArrayTile), intent(in) :: tile
+    integer(mmbErrorKind), intent(out), optional :: err
+    call set_err(err, c_mmb_tile_flush(tile%ptr))
   end subroutine
 
   subroutine mmb_array_flush(array, err)

@@ -838,6 +838,10 @@ module mamba_c
       type(c_ptr), value :: t, space
       integer(c_int), value :: advice
     end function
+    integer(c_int) function c_mmb_tile_flush(t) bind(C, name='mmb_tile_flush')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: t
+    end function
     integer(c_int) function c_mmb_array_flush(a) bind(C, name='mmb_array_flush')
       import :: c_int, c_ptr
       type(c_ptr), value :: a

@@ -124,6 +124,42 @@ MMB_TEST(cache, a_dirty_copy_is_written_home_once_when_evicted) {
   OK(mmb_array_destroy(a));
 }
 
+/* mmb_tile_flush writes one tile's dirty copies home and leaves the other
+   tiles' dirty; a duplicate or a cached copy is refused. */
+MMB_TEST(cache, a_tile_flush_writes_that_tile_home_only) {
+  mmbMemSpace *fast = fast_space();
+  mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);
+  mmbArrayTile *l;
+  double home2 = first(tile(a, 2));
+  for (size_t i = 1; i <= 2; i++) {
+    OK(mmb_tile_acquire(tile(a, i), fast, MMB_READ_WRITE, &l));
+    MMB_TILE_AT_2D(l, double, l->lower[0], l->lower[1]) = -(double)i;
+    OK(mmb_tile_release(l));
+  }
+  OK(mmb_tile_acquire(tile(a, 1), fast, MMB_READ, &l));
+  FAILS(mmb_tile_flush(l), MMB_INVALID_ARG);   /* a cached copy: flush its origin */
+  OK(mmb_tile_release(l));
+  OK(mmb_tile_flush(tile(a, 1)));
+  cr_assert_eq(first(tile(a, 1)), -1.0, "written home by its flush");
+  cr_assert_eq(first(tile(a, 2)), home2, "the other tile's write stays cached");
+  mmbCacheStats st = stats(fast);
+  cr_assert(st.writebacks == 1 && st.dirty_bytes == TILE_BYTES, "%llu write-backs, %zu dirty",
+            (unsigned long long)st.writebacks, (size_t)st.dirty_bytes);
+  OK(mmb_tile_flush(tile(a, 1)));   /* nothing dirty: nothing moves */
+  OK(mmb_tile_flush(tile(a, 0)));   /* nothing cached */
+  cr_assert_eq(stats(fast).writebacks, 1);
+  mmbArrayTile *dup;
+  mmbMemSpace *home;
+  OK(mmb_interface_get_space(test_interface(MMB_PROVIDER_SYSTEM, 0), &home));
+  OK(mmb_tile_duplicate(tile(a, 0), home, MMB_READ, NULL, &dup));
+  FAILS(mmb_tile_flush(dup), MMB_INVALID_ARG);
+  OK(mmb_tile_discard(dup));
+  FAILS(mmb_tile_flush(NULL), MMB_INVALID_ARG);
+  OK(mmb_array_flush(a));
+  cr_assert_eq(first(tile(a, 2)), -2.0);
+  OK(mmb_array_destroy(a));
+}
+
 MMB_TEST(cache, flush_writes_home_and_keeps_the_copies_clean) {
   mmbMemSpace *fast = fast_space();
   mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);

@@ -11,8 +11,8 @@
  * MMB_WRITE since it was last written home) is written home first, exactly
  * once, on the space's own queue (so a miss does not wait for it). mmb's
  * own calls on the tile wait for that write; code that reads an array's
- * home through a pointer calls mmb_array_flush first, which waits for it
- * too. Hints change the order (mmb_tile_advise).
+ * home through a pointer calls mmb_array_flush (or, for a tile,
+ * mmb_tile_flush) first, which waits for it too. Hints change the order (mmb_tile_advise).
  *
  * The coherence record stays exact: a cached copy is a duplicate of its
  * tile (mmb/tile.h), so while tiles of an array are cached, the array
@@ -151,6 +151,18 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_advise(mmbArrayTile *tile, mmbMemSpac
 MMB_EXPORT MMB_NODISCARD mmbError mmb_array_flush(mmbArray *array);
 
 /**
+ * mmb_array_flush for one tile of an array's grid: its dirty cached copies
+ * go home, after the work on its way there, before code reads or writes
+ * the tile's home through its pointer (MPI, I/O, a kernel; after writing,
+ * mmb_tile_mark_written).
+ * \return MMB_OK (also when nothing is cached); MMB_INVALID_ARG for NULL,
+ *         not a tile, or a duplicate (a cached copy too: flush its origin);
+ *         MMB_INVALID_STATE as mmb_array_flush; an error of a copy;
+ *         MMB_NOT_INITIALIZED.
+ */
+MMB_EXPORT MMB_NODISCARD mmbError mmb_tile_flush(mmbArrayTile *tile);
+
+/**
  * Drops the cached copies of \p array's tiles from \p space (NULL: from
  * every space), writing the dirty ones home first.
  * \return MMB_OK; MMB_BUSY when some are pinned (those stay; the others are
@@ -209,10 +221,10 @@ typedef enum mmbOomAction {
     finalize mmb (MMB_INVALID_STATE). When the refused allocation is
     a tile cache's own copy (an acquire's fetch), the cache is at work on
     the handler's thread: the calls that would change a cache
-    (mmb_tile_acquire, mmb_tile_release, mmb_tile_advise, mmb_array_flush,
-    mmb_array_evict, mmb_space_set_cache, mmb_space_release,
-    mmb_register_memory, and mmb_array_destroy of an array with cached
-    copies) return MMB_BUSY there, and nothing changes; the cache's
+    (mmb_tile_acquire, mmb_tile_release, mmb_tile_advise, mmb_tile_flush,
+    mmb_array_flush, mmb_array_evict, mmb_space_set_cache,
+    mmb_space_release, mmb_register_memory, and mmb_array_destroy of an
+    array with cached copies) return MMB_BUSY there, and nothing changes; the cache's
     settings and counters can be read. */
 typedef mmbOomAction (*mmbOomHandler)(mmbMemSpace *space, size_t bytes_needed,
                                       unsigned attempt, void *arg);

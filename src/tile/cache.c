@@ -715,14 +715,49 @@ static mmbError array_arg(const char *func, mmbArray *array, struct mmb__tiling 
   return MMB_OK;
 }
 
-/* MMB_OK when this thread may wait for the work on a's tiles and on their
+/* MMB_OK when this thread may wait for the work on tile t and on its
    cached copies (asked, the cache locked, before anything changes). */
+static mmbError tile_may_wait(const char *func, const mmb__tile *t) {
+  mmbError err = mmb__request_may_wait(func, t->pending);
+  for (const cache_entry *e = t->cached; e && err == MMB_OK; e = e->next_of_tile)
+    err = mmb__request_may_wait(func, e->copy->pending);
+  return err;
+}
+
+/* The same for every tile of array a. */
 static mmbError array_may_wait(const char *func, const mmbArray *a) {
-  mmbError err = mmb__tiling_may_wait(func, a);
+  mmbError err = MMB_OK;
   for (size_t i = 0; a->tiling && i < a->tiling->n_tiles && err == MMB_OK; i++)
-    for (const cache_entry *e = a->tiling->slots[i].tile.cached; e && err == MMB_OK;
-         e = e->next_of_tile)
-      err = mmb__request_may_wait(func, e->copy->pending);
+    err = tile_may_wait(func, &a->tiling->slots[i].tile);
+  return err;
+}
+
+/* Tile t's dirty copies home (the cache locked), after what was on its
+   way there: what was written home ahead of need, or by an eviction, has
+   arrived before this returns. */
+static mmbError flush_tile(const char *func, mmb__tile *t) {
+  mmb__pending_wait(&t->pending);
+  mmbError err = MMB_OK;
+  for (cache_entry *e = t->cached; e && err == MMB_OK; e = e->next_of_tile) {
+    mmb__pending_wait(&e->copy->pending);
+    if (e->arrival) (void)mmb__request_wait(e->arrival);   /* (done by now: it came before) */
+    (void)arrived(e);   /* a lost copy is clean */
+    if (e->dirty && (err = write_home(func, e, NULL)) == MMB_OK)
+      set_dirty(e, e->write_pins > 0);   /* still pinned for writing: it may be written */
+  }
+  return err;
+}
+
+mmbError mmb_tile_flush(mmbArrayTile *tile) {
+  static const char func[] = "mmb_tile_flush";
+  MMB__REQUIRE_INIT();
+  MMB__HANDLE(tile, MMB__KIND_TILE, func, "tile");
+  mmb__tile *t = (mmb__tile *)tile;
+  MMB__ARG(t->origin, func, "the tile is a duplicate (or a cached copy): flush its origin");
+  mmbError err = cache_enter(func);
+  if (err != MMB_OK) return err;
+  if ((err = tile_may_wait(func, t)) == MMB_OK) err = flush_tile(func, t);
+  cache_unlock();
   return err;
 }
 
@@ -733,19 +768,7 @@ mmbError mmb_array_flush(mmbArray *array) {
   mmbError err = array_arg(func, array, &g);
   if (err != MMB_OK || !g || (err = cache_enter(func)) != MMB_OK) return err;
   err = array_may_wait(func, array);
-  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) {
-    /* what was written home ahead of need, or by an eviction, has arrived
-       before this returns */
-    mmb__pending_wait(&g->slots[i].tile.pending);
-    for (cache_entry *e = g->slots[i].tile.cached; e && err == MMB_OK; e = e->next_of_tile) {
-      mmb__pending_wait(&e->copy->pending);
-      if (e->arrival) (void)mmb__request_wait(e->arrival);   /* (done by now: it came before) */
-      (void)arrived(e);   /* a lost copy is clean */
-      if (!e->dirty) continue;
-      if ((err = write_home(func, e, NULL)) != MMB_OK) break;
-      set_dirty(e, e->write_pins > 0);   /* still pinned for writing: it may be written */
-    }
-  }
+  for (size_t i = 0; i < g->n_tiles && err == MMB_OK; i++) err = flush_tile(func, &g->slots[i].tile);
   cache_unlock();
   return err;
 }

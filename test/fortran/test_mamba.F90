@@ -1028,9 +1028,11 @@ contains
     call mmb_queue_destroy(queue, err)
     call mmb_tile_advise(t, fast, MMB_ADVICE_KEEP, err)
     call expect(err, MMB_OK, 'advise')
+    call mmb_tile_flush(t, err)
+    call expect(err, MMB_OK, 'tile flush')
+    call ensure(x(5, 1) == -5, 'written home by the tile flush')
     call mmb_array_flush(arr, err)
-    call expect(err, MMB_OK, 'flush')
-    call ensure(x(5, 1) == -5, 'written home by the flush')
+    call expect(err, MMB_OK, 'flush: nothing left dirty')
     call mmb_space_get_cache_stats(fast, stats, err)
     call ensure(stats%hits == 2 .and. stats%misses == 1 .and. stats%writebacks == 1 .and. &
                 stats%used_bytes == 128, 'the counters')
