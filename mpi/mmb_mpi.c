@@ -377,6 +377,10 @@ static mmbError prepare(transfer *x) {
     if ((err = staging_space(x->tile, device, device && !aware, &space)) != MMB_OK) return err;
     return stage(x, space, access);
   }
+  /* MPI reads or writes the tile's storage itself: a grid tile's copies
+     cached dirty go home first (a send reads what the cache holds, and no
+     later write-back puts them over what a receive wrote) */
+  if (!st.duplicate && (err = mmb_tile_flush(x->tile)) != MMB_OK) return err;
   x->buf = x->tile->ptr;
   return dense ? MMB_OK : strided_type(x);
 }

@@ -16,6 +16,8 @@
  *  - a tile in device memory goes straight to MPI when MPI is CUDA-aware
  *    (mmb_mpi_cuda_aware), else it is staged through a duplicate in pinned
  *    host memory, drawn from the pooled interface mmb keeps for that space.
+ * A grid tile's copies cached dirty in a tile cache go home first
+ * (mmb_tile_flush), so a send sends what the cache holds.
  * A tile written by a receive, a broadcast or an all-reduce has its write
  * recorded (mmb_tile_mark_written, or the merge of its staging duplicate),
  * so read-only duplicates made before it go stale.
