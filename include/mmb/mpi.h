@@ -209,7 +209,9 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_mpi_array_allreduce_async(mmbArray *array,
  * block-cyclic matrix (mmb_array_tile_block_cyclic, with the owner at this
  * process's row and column of the BLACS grid \p blacs_context). The array
  * is then handed to ScaLAPACK in place: mmb_array_ptr(array) is its local
- * matrix, desc its descriptor (for ScaLAPACK's 1-based IA, JA = 1).
+ * matrix, desc its descriptor (for ScaLAPACK's 1-based IA, JA = 1). As
+ * for any read through a pointer, tiles written in a tile cache reach it
+ * after mmb_array_flush.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank other than 2, or a local
  *         part that is not column-major (ScaLAPACK's order: stride 1 along
  *         the rows); MMB_INVALID_STATE for an array not tiled
