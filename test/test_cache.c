@@ -160,6 +160,42 @@ MMB_TEST(cache, a_tile_flush_writes_that_tile_home_only) {
   OK(mmb_array_destroy(a));
 }
 
+/* A tile cached in two spaces: an acquire in one sees what was written in
+   the other (its dirty copy goes home first, and a clean copy here is
+   fetched again); at home too. While one is acquired for writing, an
+   acquire in the other is MMB_BUSY. */
+MMB_TEST(cache, an_acquire_sees_a_write_made_in_another_space) {
+  mmbMemSpace *f1 = fast_space(), *f2, *home;
+  OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20,
+                                                                .name = "fast2"}, &f2));
+  mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
+  OK(mmb_interface_get_space(iface, &home));
+  mmbArray *a = tiled_array(iface, 0);
+  mmbArrayTile *t = tile(a, 1), *l1, *l2, *h;
+  OK(mmb_tile_acquire(t, f2, MMB_READ, &l2));   /* a clean copy in f2 */
+  OK(mmb_tile_release(l2));
+  OK(mmb_tile_acquire(t, f1, MMB_READ_WRITE, &l1));
+  MMB_TILE_AT_2D(l1, double, l1->lower[0], l1->lower[1]) = -7.0;
+  FAILS(mmb_tile_acquire(t, f2, MMB_READ, &l2), MMB_BUSY);   /* f1's may still be written */
+  OK(mmb_tile_release(l1));   /* dirty in f1 */
+  OK(mmb_tile_acquire(t, f2, MMB_READ, &l2));
+  cr_assert_eq(first(l2), -7.0, "f2's copy was fetched again after f1's write went home");
+  OK(mmb_tile_release(l2));
+  OK(mmb_tile_acquire(t, f2, MMB_READ_WRITE, &l2));
+  MMB_TILE_AT_2D(l2, double, l2->lower[0], l2->lower[1]) = -8.0;
+  OK(mmb_tile_release(l2));   /* dirty in f2 */
+  OK(mmb_tile_acquire(t, home, MMB_READ, &h));   /* at home: the tile itself */
+  cr_assert_eq(h, t);
+  cr_assert_eq(first(h), -8.0, "f2's write went home before the home was handed out");
+  OK(mmb_tile_release(h));
+  OK(mmb_tile_acquire(t, f1, MMB_READ, &l1));
+  cr_assert_eq(first(l1), -8.0);
+  OK(mmb_tile_release(l1));
+  cr_assert_eq(stats(f1).writebacks + stats(f2).writebacks, 2);
+  OK(mmb_array_destroy(a));
+  OK(mmb_space_release(f2));
+}
+
 MMB_TEST(cache, flush_writes_home_and_keeps_the_copies_clean) {
   mmbMemSpace *fast = fast_space();
   mmbArray *a = tiled_array(test_interface(MMB_PROVIDER_SYSTEM, 0), 0);

@@ -452,6 +452,32 @@ static void wait_now(mmb__request *r) {
   mmb__request_unref(r);
 }
 
+/* Tile t's copies cached dirty, but for those of cache `skip`, go home on
+   their caches' queues: what reads or writes the tile's home comes after
+   them (cache lock held). */
+static mmbError dirty_home(const char *func, mmb__tile *t, const space_cache *skip) {
+  mmbError err = MMB_OK;
+  for (cache_entry *e = t->cached; e && err == MMB_OK; e = e->next_of_tile) {
+    if (e->sc == skip) continue;
+    (void)arrived(e);   /* a lost copy is clean */
+    if (e->dirty) err = write_home(func, e, queue_of(e->sc));
+  }
+  return err;
+}
+
+/* Before tile t is acquired in cache c (cache lock held): its copies
+   written in other spaces' caches go home first, so that the acquire sees
+   the last write wherever it was made. A copy here is then behind the tile
+   and, for a read, fetched again; a miss copies the home after them. A
+   copy acquired for writing elsewhere may still be written: MMB_BUSY. */
+static mmbError others_home(const char *func, const space_cache *c, mmb__tile *t) {
+  for (const cache_entry *e = t->cached; e; e = e->next_of_tile)
+    if (e->sc != c && e->write_pins)
+      return mmb__fail(MMB_BUSY, func, "a copy of the tile is acquired for writing in %s "
+                       "(release it first)", e->sc->space->info.name);
+  return dirty_home(func, t, c);
+}
+
 /* Under the lock: the local tile of t in space, pinned, its copy fetched
    or brought up to date on q, or, without a queue, by a job left in
    *copy_now for the caller to run once the lock is let go; req completes
@@ -469,6 +495,10 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
   if (!c) {
     cache_unlock();
     return mmb__fail(MMB_OUT_OF_MEMORY, func, "no memory for the space's cache");
+  }
+  if ((err = others_home(func, c, t)) != MMB_OK) {
+    cache_unlock();
+    return err;
   }
   if (t->pub.space == space) {   /* at home there: the tile itself */
     if (!q) *later = wait_later(t->pending);
@@ -698,11 +728,7 @@ mmbError mmb__cache_home_current(const char *func, mmbArray *a, mmb__tile *t) {
   }
   mmbError err = MMB_OK;
   for (size_t i = 0; i < n && err == MMB_OK; i++)
-    for (cache_entry *e = (t ? t : &a->tiling->slots[i].tile)->cached; e && err == MMB_OK;
-         e = e->next_of_tile) {
-      (void)arrived(e);   /* a lost copy is clean */
-      if (e->dirty) err = write_home(func, e, queue_of(e->sc));
-    }
+    err = dirty_home(func, t ? t : &a->tiling->slots[i].tile, NULL);
   cache_unlock();
   return err;
 }
