@@ -564,6 +564,7 @@ MMB_TEST(cache, misuse_is_refused) {
   FAILS(mmb_tile_acquire(t, fast, MMB_READ, &l), MMB_INVALID_ARG);   /* its array is gone */
   FAILS(mmb_tile_release(l), MMB_INVALID_ARG);                       /* and its copy */
   FAILS(mmb_array_flush(a), MMB_INVALID_ARG);
+  FAILS(mmb_tile_flush(t), MMB_INVALID_ARG);                         /* its tile too */
   /* a read-only array's tiles may be cached, never written */
   mmbLayout *lay = test_layout(sizeof(double), 2, MMB_ROWMAJOR, 0, MMB_TYPE_DOUBLE);
   mmbArray *ro;
