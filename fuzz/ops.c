@@ -57,14 +57,15 @@ typedef struct bare_slot {   /* a block of mmb_ptr_allocate on the pool */
 } bare_slot;
 
 #define N_LOCALS 4
-typedef struct local_slot {   /* a tile acquired in the cache of `small` */
+typedef struct local_slot {   /* a tile acquired in the cache of `small` (even slots) or
+                                 `small2` (odd): one tile may be cached in both */
   mmbArrayTile *h;            /* kept after the release: releasing again is misuse */
   bool live, write;
   int array;
   size_t lo[2], hi[2];
 } local_slot;
 
-static mmbMemSpace *dram, *small;
+static mmbMemSpace *dram, *small, *small2;
 static mmbMemInterface *iface, *pool;
 static mmbQueue *queue;
 
@@ -81,6 +82,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, NULL, &dram) == MMB_OK, "space");
   mmbMemSpaceConfig cfg = {.size_limit = 4u << 20, .name = "fuzz, small"};
   CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, &cfg, &small) == MMB_OK, "space");
+  cfg.name = "fuzz, small 2";
+  CHECK(mmb_request_space(MMB_DRAM, MMB_CPU, &cfg, &small2) == MMB_OK, "space");
   CHECK(mmb_request_interface(dram, NULL, &iface) == MMB_OK, "interface");
   CHECK(mmb_request_interface(dram, &(mmbMemInterfaceConfig){.strategy = MMB_STRATEGY_POOL},
                               &pool) == MMB_OK, "pool");
@@ -407,12 +410,14 @@ static void op_iterate(input *in) {
   CHECK(mmb_tile_iterator_tile(it) == NULL, "a destroyed iterator has no tile");
 }
 
-/* The tile cache of `small`: acquire a tile (now or on the queue; for
-   reading, writing or both; a tile written whole when acquired for writing
-   alone), write a tile acquired for writing, release (a tile not acquired
-   any more is refused: a stale handle, unless another live tile has the
-   same address), flush, evict, or change the budget. A budget may refuse
-   an acquire or a smaller budget (pinned copies): both are allowed. */
+/* The tile caches of `small` and `small2`: acquire a tile (now or on the
+   queue; for reading, writing or both; a tile written whole when acquired
+   for writing alone; in either space, so that a tile written in one is
+   read in the other), write a tile acquired for writing, release (a tile
+   not acquired any more is refused: a stale handle, unless another live
+   tile has the same address), flush (the array, or one tile), evict, or
+   change the budget. A budget may refuse an acquire or a smaller budget
+   (pinned copies): both are allowed. */
 static void op_cache(input *in) {
   local_slot *l = &locals[in_u8(in) % N_LOCALS];
   int ai = in_u8(in) % N_ARRAYS;
@@ -427,13 +432,14 @@ static void op_cache(input *in) {
             locals[k].lo[1] == lo[1])
           return;
       mmbAccessType acc = (mmbAccessType)(1 + in_u8(in) % 3);
+      mmbMemSpace *space = (l - locals) % 2 ? small2 : small;
       mmbError err;
       if (in_u8(in) % 2) {
         mmbRequest req = {0};
-        err = mmb_tile_acquire_async(t, small, acc, queue, &req, &h);
+        err = mmb_tile_acquire_async(t, space, acc, queue, &req, &h);
         if (err == MMB_OK) EXPECT(mmb_wait(&req), MMB_OK);
       } else {
-        err = mmb_tile_acquire(t, small, acc, &h);
+        err = mmb_tile_acquire(t, space, acc, &h);
       }
       CHECK(err == MMB_OK || err == MMB_OUT_OF_MEMORY, "acquire: %s", mmb_error_name(err));
       if (err != MMB_OK) return;
@@ -473,21 +479,31 @@ static void op_cache(input *in) {
       }
       return;
     }
-    case 3:   /* flush */
+    case 3:   /* flush: the array, or (odd slots) one live tile of it */
       if (!a->h) return;
+      if ((l - locals) % 2 && a->live) {
+        size_t lo[2], hi[2];
+        EXPECT(mmb_tile_flush(tile_of(in, a, lo, hi)), MMB_OK);   /* (the others may stay behind) */
+        return;
+      }
       EXPECT(mmb_array_flush(a->h), a->live ? MMB_OK : MMB_INVALID_ARG);
       if (a->live) a->home_behind = false;
       return;
-    case 4:   /* evict, from the cache's space or from every space */
+    case 4: {   /* evict, from one cache's space or from every space */
       if (!a->h) return;
-      EXPECT(mmb_array_evict(a->h, in_u8(in) % 2 ? small : NULL),
-             !a->live ? MMB_INVALID_ARG : a->pins ? MMB_BUSY : MMB_OK);
-      if (a->live && !a->pins) a->cached = a->home_behind = false;
+      int which = in_u8(in) % 3, pinned = 0;   /* tiles of a acquired where it evicts */
+      for (int k = 0; k < N_LOCALS; k++)
+        pinned += locals[k].live && locals[k].array == ai && (which == 2 || k % 2 == which);
+      EXPECT(mmb_array_evict(a->h, which == 0 ? small : which == 1 ? small2 : NULL),
+             !a->live ? MMB_INVALID_ARG : pinned ? MMB_BUSY : MMB_OK);
+      if (a->live && !a->pins && which == 2) a->cached = a->home_behind = false;
       return;
+    }
     default: {   /* budget */
       size_t budget = in_u8(in) % 4 ? (size_t)(1 + in_u8(in) % 16) * 256 : 0;   /* 0: the limit */
-      mmbError err = mmb_space_set_cache(small, &(mmbCacheConfig){.budget_bytes = budget,
-                                                                   .clean_share = 0.5});
+      mmbError err = mmb_space_set_cache((l - locals) % 2 ? small2 : small,
+                                         &(mmbCacheConfig){.budget_bytes = budget,
+                                                           .clean_share = 0.5});
       CHECK(err == MMB_OK || (budget && err == MMB_BUSY), "budget %zu: %s", budget,
             mmb_error_name(err));
     }
@@ -507,6 +523,7 @@ static void cleanup(void) {
   }
   check_arrays();
   EXPECT(mmb_space_set_cache(small, NULL), MMB_OK);
+  EXPECT(mmb_space_set_cache(small2, NULL), MMB_OK);
   for (int k = 0; k < N_DUPS; k++) {
     if (dups[k].live) EXPECT(mmb_tile_merge(dups[k].h, MMB_MERGE_OVERWRITE), MMB_OK);
     free(dups[k].model);
