@@ -162,8 +162,8 @@ MMB_TEST(cache, a_tile_flush_writes_that_tile_home_only) {
 
 /* A tile cached in two spaces: an acquire in one sees what was written in
    the other (its dirty copy goes home first, and a clean copy here is
-   fetched again); at home too. While one is acquired for writing, an
-   acquire in the other is MMB_BUSY. */
+   fetched again); at home too, both ways. While one is acquired for
+   writing (or the home is), an acquire in the other is MMB_BUSY. */
 MMB_TEST(cache, an_acquire_sees_a_write_made_in_another_space) {
   mmbMemSpace *f1 = fast_space(), *f2, *home;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20,
@@ -192,6 +192,13 @@ MMB_TEST(cache, an_acquire_sees_a_write_made_in_another_space) {
   cr_assert_eq(first(l1), -8.0);
   OK(mmb_tile_release(l1));
   cr_assert_eq(stats(f1).writebacks + stats(f2).writebacks, 2);
+  OK(mmb_tile_acquire(t, home, MMB_READ_WRITE, &h));   /* written at home: f1's copy goes behind */
+  MMB_TILE_AT_2D(h, double, h->lower[0], h->lower[1]) = -9.0;
+  FAILS(mmb_tile_acquire(t, f1, MMB_READ, &l1), MMB_BUSY);   /* the home may still be written */
+  OK(mmb_tile_release(h));
+  OK(mmb_tile_acquire(t, f1, MMB_READ, &l1));
+  cr_assert_eq(first(l1), -9.0, "f1's copy was fetched again after the write at home");
+  OK(mmb_tile_release(l1));
   OK(mmb_array_destroy(a));
   OK(mmb_space_release(f2));
 }

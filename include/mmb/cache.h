@@ -82,15 +82,17 @@ typedef struct mmbCacheStats {
  * unpinned copies if the budget is full. With MMB_READ the copy holds the
  * tile's data; with MMB_WRITE the copy becomes dirty and is written home
  * when it is evicted or flushed. A tile whose storage is in \p space is
- * itself the local tile (never evicted). Acquiring twice pins twice. A
- * tile may be cached in several spaces: its copies written in the others
- * go home first (on their queues), so the acquire sees the last write
- * wherever it was made, and a copy here that it left behind is fetched
- * again.
+ * itself the local tile (never evicted); acquired with MMB_WRITE, the
+ * write is recorded then, so copies of it cached elsewhere are fetched
+ * again at their next acquire. Acquiring twice pins twice. A tile may be
+ * cached in several spaces: its copies written in the others go home
+ * first (on their queues), so the acquire sees the last write wherever it
+ * was made, and a copy here that it left behind is fetched again.
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, an unknown access, or a
  *         duplicate (acquire its origin); MMB_INVALID_STATE for MMB_WRITE on
  *         a read-only tile; MMB_BUSY while a copy of the tile is acquired
- *         for writing in another space (it may still be written); MMB_OUT_OF_MEMORY at once when the pinned copies
+ *         for writing in another space, or the tile itself at home (it
+ *         may still be written); MMB_OUT_OF_MEMORY at once when the pinned copies
  *         (and those advised KEEP) leave no room for it: nothing is evicted
  *         then, so no livelock; the copy's error (MMB_ERROR, ...) when its
  *         data failed to arrive twice (a failed prefetch, then this fetch):

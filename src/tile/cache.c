@@ -469,8 +469,12 @@ static mmbError dirty_home(const char *func, mmb__tile *t, const space_cache *sk
    written in other spaces' caches go home first, so that the acquire sees
    the last write wherever it was made. A copy here is then behind the tile
    and, for a read, fetched again; a miss copies the home after them. A
-   copy acquired for writing elsewhere may still be written: MMB_BUSY. */
+   copy acquired for writing elsewhere, or the home itself (acquired in its
+   own space), may still be written: MMB_BUSY. */
 static mmbError others_home(const char *func, const space_cache *c, mmb__tile *t) {
+  if (t->home_write_pins && t->pub.space != c->space)
+    return mmb__fail(MMB_BUSY, func, "the tile is acquired for writing at home, in %s (release "
+                     "it first)", t->pub.space->info.name);
   for (const cache_entry *e = t->cached; e; e = e->next_of_tile)
     if (e->sc != c && e->write_pins)
       return mmb__fail(MMB_BUSY, func, "a copy of the tile is acquired for writing in %s "
@@ -505,6 +509,10 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
     else err = ready(func, q, req, t->pending, NULL);
     if (err == MMB_OK) {
       t->home_pins++;
+      if (access & MMB_WRITE) {   /* the caller writes the home: copies elsewhere go behind */
+        t->home_write_pins++;
+        mmb__tile_wrote(t);
+      }
       c->stats.hits++;
       *out_local = &t->pub;
     }
@@ -641,6 +649,7 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
   }
   if (!e) {
     t->home_pins--;
+    if (t->home_write_pins > t->home_pins) t->home_write_pins = t->home_pins;   /* as unpin */
     cache_unlock();
     return MMB_OK;
   }

@@ -33,7 +33,7 @@ struct mmb__tile {
   /* the tile cache (cache.c), under its lock: a tile's cached copies, one
      per space; a copy's entry; how often a tile at home is acquired */
   struct mmb__cache_entry *cached, *entry;
-  unsigned home_pins;
+  unsigned home_pins, home_write_pins;   /* (write pins: at most home_pins, as a copy's) */
   const mmbMemSpace *evicted_from;   /* the last space a copy was evicted from */
   uint64_t cache_id;                 /* its name in the trace's cache events; 0: none yet */
   bool placed;               /* migrated to its array's preferred space by tiling */
@@ -93,6 +93,10 @@ void mmb__tile_set_storage(mmb__tile *t, const struct mmb__view *v, mmbAllocatio
 struct mmb__view mmb__tile_home_view(const mmb__tile *t);
 /* Points a grid tile at its block of the array's home. */
 void mmb__tile_set_home(mmb__tile *t);
+/* Records a write of t's data, as mmb's own writes are (its version, and
+   its array's, move on): duplicates and cached copies made before are
+   behind it. */
+void mmb__tile_wrote(mmb__tile *t);
 /* True for a read-only duplicate array whose origin has been written since. */
 static inline bool mmb__array_stale(const mmbArray *a) {
   return a->origin && !(a->access & MMB_WRITE) && a->origin->version != a->origin_seen;

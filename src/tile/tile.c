@@ -47,7 +47,7 @@ static mmbError check_writable(const char *func, const mmb__tile *t, const char 
 mmbError (*mmb__home_current_hook)(const char *func, mmbArray *a, mmb__tile *t);
 
 /* Something mmb did changed the tile's data. */
-static void wrote(mmb__tile *t) {
+void mmb__tile_wrote(mmb__tile *t) {
   t->version++;
   if (t->array) t->array->version++;
 }
@@ -94,7 +94,7 @@ static mmbError tile_copy(const char *func, mmbArrayTile *dst_tile, mmbArrayTile
   mmb__job_own_tile(&j, 0, d);
   mmb__job_own_tile(&j, 1, s);
   if ((err = mmb__job_start(&j, q, req)) != MMB_OK) return err;
-  wrote(d);
+  mmb__tile_wrote(d);
   return MMB_OK;
 }
 
@@ -223,7 +223,7 @@ static mmbError merge(const char *func, mmbArrayTile *in_tile, mmb__merge_op *op
   err = mmb__job_start(&j, q, req);
   d->merging = false;
   if (err != MMB_OK) return err;
-  if (writes) wrote(o);
+  if (writes) mmb__tile_wrote(o);
   /* The duplicate goes now; its bytes live on in the job. */
   forget_storage(d);
   if (d->pending) mmb__request_unref(d->pending);
@@ -301,7 +301,7 @@ mmbError mmb__tile_write_back(const char *func, mmb__tile *d, mmbQueue *q) {
   mmb__job_own_tile(&j, 0, o);
   j.own[1] = &d->pending;
   if ((err = mmb__job_start(&j, q, NULL)) != MMB_OK) return err;
-  wrote(o);
+  mmb__tile_wrote(o);
   caught_up(d);
   return MMB_OK;
 }
@@ -367,7 +367,7 @@ static mmbError tile_migrate(const char *func, mmbArrayTile *in_tile, mmbMemSpac
   }
   forget_storage(t);
   mmb__tile_set_storage(t, &j.dst, j.made);
-  wrote(t);
+  mmb__tile_wrote(t);
   return MMB_OK;
 }
 
@@ -458,6 +458,6 @@ mmbError mmb_tile_mark_written(mmbArrayTile *tile) {
   mmb__tile *t;
   mmbError err = tile_arg(__func__, tile, &t);
   if (err == MMB_OK) err = check_writable(__func__, t, "the tile");
-  if (err == MMB_OK) wrote(t);
+  if (err == MMB_OK) mmb__tile_wrote(t);
   return err;
 }
