@@ -163,7 +163,8 @@ MMB_TEST(cache, a_tile_flush_writes_that_tile_home_only) {
 /* A tile cached in two spaces: an acquire in one sees what was written in
    the other (its dirty copy goes home first, and a clean copy here is
    fetched again); at home too, both ways. While one is acquired for
-   writing (or the home is), an acquire in the other is MMB_BUSY. */
+   writing (or the home is), an acquire in the other is MMB_BUSY; while a
+   tile is acquired at home, its array is neither destroyed nor re-tiled. */
 MMB_TEST(cache, an_acquire_sees_a_write_made_in_another_space) {
   mmbMemSpace *f1 = fast_space(), *f2, *home;
   OK(mmb_request_space(MMB_DRAM, MMB_CPU, &(mmbMemSpaceConfig){.size_limit = 8 << 20,
@@ -199,6 +200,12 @@ MMB_TEST(cache, an_acquire_sees_a_write_made_in_another_space) {
   OK(mmb_tile_acquire(t, f1, MMB_READ, &l1));
   cr_assert_eq(first(l1), -9.0, "f1's copy was fetched again after the write at home");
   OK(mmb_tile_release(l1));
+  OK(mmb_array_evict(a, NULL));
+  OK(mmb_tile_acquire(t, home, MMB_READ, &h));   /* pinned at home: the array stays as it is */
+  FAILS(mmb_array_destroy(a), MMB_BUSY);
+  FAILS(mmb_array_tile(a, &(mmbDimensions){2, {T, T}}), MMB_BUSY);
+  OK(mmb_tile_release(h));
+  FAILS(mmb_tile_release(h), MMB_INVALID_ARG);
   OK(mmb_array_destroy(a));
   OK(mmb_space_release(f2));
 }

@@ -81,7 +81,8 @@ MMB_EXPORT MMB_NODISCARD mmbError mmb_array_create_wrapped(void *data, const mmb
  * and the copies of its tiles in tile caches, unwritten (mmb/cache.h).
  * \return MMB_OK; MMB_INVALID_ARG for NULL; MMB_BUSY (and nothing changes,
  *         cached copies included) while duplicates of the array or of its
- *         tiles, tiles acquired in a cache, or iterators over it, are live,
+ *         tiles, tiles acquired in a cache (at home too), or iterators over
+ *         it, are live,
  *         and for an array with cached copies from an out-of-memory handler
  *         a cache's fetch reached (mmbOomHandler); MMB_INVALID_STATE (and
  *         nothing changes) from work running on a queue, when work is queued

@@ -44,7 +44,8 @@ extern "C" {
  * \return MMB_OK; MMB_INVALID_ARG for NULLs, a rank that is not the array's
  *         or a zero chunk extent; MMB_OVERFLOW for a grid whose tile count
  *         overflows; MMB_BUSY while the array or its tiles have live
- *         duplicates, tiles are migrated away, or iterators are live;
+ *         duplicates, tiles are migrated away or acquired at home (a tile
+ *         cache's, mmb/cache.h), or iterators are live;
  *         MMB_INVALID_STATE (nothing changes) from work running on a queue,
  *         when work is queued behind it there on the tiles: releasing them
  *         would wait for itself; MMB_OUT_OF_MEMORY; MMB_NOT_INITIALIZED.

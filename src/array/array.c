@@ -139,9 +139,10 @@ mmbError mmb_array_destroy(mmbArray *array) {
   /* refused before anything goes: the cached copies of its tiles (tile
      duplicates too) go with it, unless one is pinned */
   size_t tile_dups = array->n_tile_dups - array->n_cached;
-  if (array->n_array_dups || tile_dups || array->n_iterators)
-    return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates and %zu "
-                     "iterators are live", array->n_array_dups, tile_dups, array->n_iterators);
+  if (array->n_array_dups || tile_dups || array->n_iterators || array->n_home_pins)
+    return mmb__fail(MMB_BUSY, __func__, "%zu duplicate arrays, %zu tile duplicates, %zu "
+                     "iterators and %zu tiles acquired at home are live", array->n_array_dups,
+                     tile_dups, array->n_iterators, array->n_home_pins);
   /* from queue work, work queued behind it on the array is refused: the
      waits below would wait for themselves */
   mmbError err = mmb__request_may_wait(__func__, array->pending);

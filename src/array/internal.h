@@ -119,6 +119,7 @@ struct mmbArray {
   mmbError (*tiling_may_wait)(const char *func, const mmbArray *array);   /* before release */
   size_t n_tile_dups;            /* live duplicates of its tiles (cached copies included) */
   size_t n_cached;               /* copies of its tiles in tile caches */
+  size_t n_home_pins;            /* its tiles acquired at home (a tile cache's, unreleased) */
   mmbError (*cache_drop)(mmbArray *array);   /* drops them all, or none if one is pinned */
   size_t n_migrated;             /* tiles living away from home */
   size_t n_placed;               /* ... of them, placed there by tiling (preferred) */

@@ -509,6 +509,7 @@ static mmbError pin_local(const char *func, mmb__tile *t, mmbMemSpace *space,
     else err = ready(func, q, req, t->pending, NULL);
     if (err == MMB_OK) {
       t->home_pins++;
+      if (t->array) t->array->n_home_pins++;   /* (it holds the array) */
       if (access & MMB_WRITE) {   /* the caller writes the home: copies elsewhere go behind */
         t->home_write_pins++;
         mmb__tile_wrote(t);
@@ -649,6 +650,7 @@ mmbError mmb_tile_release(mmbArrayTile *local) {
   }
   if (!e) {
     t->home_pins--;
+    if (t->array) t->array->n_home_pins--;
     if (t->home_write_pins > t->home_pins) t->home_write_pins = t->home_pins;   /* as unpin */
     cache_unlock();
     return MMB_OK;

@@ -44,10 +44,12 @@ static mmbError unplace(const char *func, mmbArray *a) {
    tiles, which go home first. */
 static mmbError retile(const char *func, mmbArray *array) {
   size_t moved = array->n_migrated - array->n_placed;   /* by the caller */
-  if (array->n_array_dups || array->n_tile_dups || moved || array->n_iterators)
+  if (array->n_array_dups || array->n_tile_dups || moved || array->n_iterators ||
+      array->n_home_pins)
     return mmb__fail(MMB_BUSY, func, "%zu array duplicates, %zu tile duplicates, %zu "
-                     "migrated tiles and %zu iterators are live", array->n_array_dups,
-                     array->n_tile_dups, moved, array->n_iterators);
+                     "migrated tiles, %zu iterators and %zu tiles acquired at home are live",
+                     array->n_array_dups, array->n_tile_dups, moved, array->n_iterators,
+                     array->n_home_pins);
   mmbError err = mmb__tiling_may_wait(func, array);   /* the old grid's release waits */
   return err == MMB_OK ? unplace(func, array) : err;
 }
