@@ -6,7 +6,8 @@
    flushed: then at the next flush), every tile acquired for reading holds
    the model's data, and each call returns what the model says
    (MMB_INVALID_ARG for a handle that is gone, MMB_BUSY for an array with
-   live duplicates, acquired tiles or, to re-tile, cached copies, and for a
+   live duplicates, acquired tiles (at home too, where they are the home
+   itself) or, to re-tile, cached copies, and for a
    read or write of a home whose copy is acquired for writing, MMB_OK
    otherwise). */
 #include "input.h"
@@ -57,8 +58,8 @@ typedef struct bare_slot {   /* a block of mmb_ptr_allocate on the pool */
 } bare_slot;
 
 #define N_LOCALS 4
-typedef struct local_slot {   /* a tile acquired in the cache of `small` (even slots) or
-                                 `small2` (odd): one tile may be cached in both */
+typedef struct local_slot {   /* a tile acquired in `small`, `small2` or at home (slot
+                                 k in space k % 3): one tile may be cached in both */
   mmbArrayTile *h;            /* kept after the release: releasing again is misuse */
   bool live, write;
   int array;
@@ -172,19 +173,22 @@ static void op_array_destroy(input *in) {
 }
 
 static void op_array_tile(input *in) {
-  array_slot *a = &arrays[in_u8(in) % N_ARRAYS];
+  int ai = in_u8(in) % N_ARRAYS;
+  array_slot *a = &arrays[ai];
   if (!a->h) return;
   size_t c0 = 1 + in_u8(in) % 8, c1 = 1 + in_u8(in) % 8;
+  bool busy = a->dups;   /* or a tile of it acquired at home */
+  for (int k = 2; k < N_LOCALS; k += 3) busy = busy || (locals[k].live && locals[k].array == ai);
   mmbError err = mmb_array_tile(a->h, &(mmbDimensions){2, {c0, c1}});
-  if (a->live && !a->dups && a->cached && (err == MMB_OK || err == MMB_BUSY)) {
+  if (a->live && !busy && a->cached && (err == MMB_OK || err == MMB_BUSY)) {
     /* busy while copies are cached: the budget or the out-of-memory chain
        may have dropped them all, which the model does not follow */
     if (err == MMB_BUSY) return;
     a->cached = false;
   } else {
-    EXPECT(err, !a->live ? MMB_INVALID_ARG : a->dups ? MMB_BUSY : MMB_OK);
+    EXPECT(err, !a->live ? MMB_INVALID_ARG : busy ? MMB_BUSY : MMB_OK);
   }
-  if (a->live && !a->dups) {
+  if (a->live && !busy) {
     a->chunk[0] = c0 < a->n[0] ? c0 : a->n[0];
     a->chunk[1] = c1 < a->n[1] ? c1 : a->n[1];
   }
@@ -201,12 +205,14 @@ static void op_tile_write(input *in) {
   *at(a, i, j) = v;
 }
 
-/* A tile of array ai (its first element lo) acquired for writing; any
-   tile of it when lo is NULL. */
+/* A copy of a tile of array ai (its first element lo) acquired for
+   writing in a cache; of any tile of it when lo is NULL. (A tile acquired
+   at home is the home itself: mmb's reads and writes of it go on.) */
 static bool write_pinned(int ai, const size_t *lo) {
   for (int k = 0; k < N_LOCALS; k++) {
     const local_slot *l = &locals[k];
-    if (l->live && l->write && l->array == ai && (!lo || (l->lo[0] == lo[0] && l->lo[1] == lo[1])))
+    if (l->live && l->write && l->array == ai && k % 3 != 2 &&
+        (!lo || (l->lo[0] == lo[0] && l->lo[1] == lo[1])))
       return true;
   }
   return false;
@@ -412,8 +418,8 @@ static void op_iterate(input *in) {
 
 /* The tile caches of `small` and `small2`: acquire a tile (now or on the
    queue; for reading, writing or both; a tile written whole when acquired
-   for writing alone; in either space, so that a tile written in one is
-   read in the other), write a tile acquired for writing, release (a tile
+   for writing alone; in either space or at home, so that a tile written in
+   one place is read in another), write a tile acquired for writing, release (a tile
    not acquired any more is refused: a stale handle, unless another live
    tile has the same address), flush (the array, or one tile), evict, or
    change the budget. A budget may refuse an acquire or a smaller budget
@@ -432,7 +438,7 @@ static void op_cache(input *in) {
             locals[k].lo[1] == lo[1])
           return;
       mmbAccessType acc = (mmbAccessType)(1 + in_u8(in) % 3);
-      mmbMemSpace *space = (l - locals) % 2 ? small2 : small;
+      mmbMemSpace *spaces[3] = {small, small2, dram}, *space = spaces[(l - locals) % 3];
       mmbError err;
       if (in_u8(in) % 2) {
         mmbRequest req = {0};
@@ -491,9 +497,10 @@ static void op_cache(input *in) {
       return;
     case 4: {   /* evict, from one cache's space or from every space */
       if (!a->h) return;
-      int which = in_u8(in) % 3, pinned = 0;   /* tiles of a acquired where it evicts */
+      int which = in_u8(in) % 3, pinned = 0;   /* copies of a's tiles acquired where it evicts */
       for (int k = 0; k < N_LOCALS; k++)
-        pinned += locals[k].live && locals[k].array == ai && (which == 2 || k % 2 == which);
+        pinned += locals[k].live && locals[k].array == ai && k % 3 != 2 &&
+                  (which == 2 || k % 3 == which);
       EXPECT(mmb_array_evict(a->h, which == 0 ? small : which == 1 ? small2 : NULL),
              !a->live ? MMB_INVALID_ARG : pinned ? MMB_BUSY : MMB_OK);
       if (a->live && !a->pins && which == 2) a->cached = a->home_behind = false;
