@@ -21,6 +21,8 @@ mkdir -p "$out"
 scripts/fetch-fashion-mnist.sh
 lscpu | grep -E '^(Model name|CPU family|Model):' | sed 's/  */ /g' | paste -sd ',' || true
 bench/quiet.sh
+# the runs compared, weights bit for bit, all run one OpenBLAS kernel
+OPENBLAS_CORETYPE=$(examples/cnn/kernel.sh "$bin") && export OPENBLAS_CORETYPE
 
 wide=(--net wide --batch 64 --max-batches "$batches" --test-limit 64 --threads 1 --json)
 declare -A plan=(

@@ -23,6 +23,8 @@ mkdir -p "$out"
 scripts/fetch-fashion-mnist.sh
 scripts/install-deps.sh torch
 bench/quiet.sh
+# the runs compared, weights bit for bit, all run one OpenBLAS kernel
+OPENBLAS_CORETYPE=$(examples/cnn/kernel.sh "$bin") && export OPENBLAS_CORETYPE
 
 for batch in ${BATCHES:-10 64 256}; do
 echo "== seed net, batch $batch, lr 0.01, 1 epoch: mmb (OpenBLAS, 1 thread) against PyTorch"

@@ -21,6 +21,9 @@ echo "== the seed net, one epoch (batch 10, lr 0.01)"
 "$bin" --net seed --epochs 1
 
 echo
+# the runs compared below, weights bit for bit, all run the kernel the seed
+# net settled on (examples/cnn/kernel.sh)
+OPENBLAS_CORETYPE=$(examples/cnn/kernel.sh "$bin") && export OPENBLAS_CORETYPE
 rate="${RATE:-5G}"
 export MMB_EMULATE="DRAM:bw=$rate"
 echo "== the wide net in a quarter of its parameters, capacity tier at $rate/s, no plan:"
