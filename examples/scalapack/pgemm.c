@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
            max_err, c.samples, bound);
     if (c.json)
       printf("{\"ranks\": %d, \"grid\": [%d, %d], \"n\": %zu, \"block\": %zu, \"capacity\": \"%s\", "
-             "\"seconds\": %.6f, \"gflops\": %.3f, \"max_rel_error\": %.3e, \"blas_kernel\": \"%s\"}\n",
+             "\"seconds\": %.6f, \"gflops\": %.6g, \"max_rel_error\": %.3e, \"blas_kernel\": \"%s\"}\n",
              ranks, p, q, c.n, c.block, c.storage ? "storage" : "dram", seconds, gflops, max_err,
              blas.kernel);
   }
