@@ -75,8 +75,17 @@ kernel_of() { tail -1 "$tmp/out" | python3 -c 'import json, sys; print(json.load
 OPENBLAS_CORETYPE=Prescott expect 0 "from the environment" -- "${data[@]}" --max-batches 2 --json
 if [ "$(kernel_of)" != Prescott ]; then echo "FAIL: OPENBLAS_CORETYPE=Prescott was overridden"; fails=$((fails + 1)); fi
 if grep -qw avx2 /proc/cpuinfo; then
-  OPENBLAS_CORETYPE=Prescott CNN_BLAS_TRY=1 expect 0 "is correct here" -- "${data[@]}" --max-batches 2 --json
-  if [ "$(kernel_of)" = Prescott ]; then echo "FAIL: CNN_BLAS_TRY=1 kept Prescott"; fails=$((fails + 1)); fi
+  # (a second try when the first kept it: the trial is timed, and a loaded
+  # machine can hide even a 5x faster kernel once)
+  for try in 1 2; do
+    OPENBLAS_CORETYPE=Prescott CNN_BLAS_TRY=1 "$cnn" "${data[@]}" --max-batches 2 --json \
+      > "$tmp/out" 2> "$tmp/err" && [ "$(kernel_of)" != Prescott ] && break
+  done
+  if [ "$(kernel_of)" = Prescott ] || ! grep -q "is correct here" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: CNN_BLAS_TRY=1 kept Prescott:"; sed 's/^/    /' "$tmp/err"; fails=$((fails + 1))
+  else
+    passed=$((passed + 1))
+  fi
 fi
 # The runs below compare weights between runs bit for bit, so they all run
 # the kernel one run settles on (examples/cnn/kernel.sh says why).
