@@ -168,6 +168,18 @@ Test(misuse, a_queue_is_not_destroyed_synchronised_or_finalized_from_its_own_wor
   mmb_test_teardown();
 }
 
+/* The queue tests' array: 64 doubles (element i holds i) in two tiles of
+   32, and its layout (*l), on iface. */
+static mmbArray *two_tiles(mmbMemInterface *iface, mmbLayout **l) {
+  mmbArray *a;
+  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, l));
+  OK(mmb_array_create(&(mmbDimensions){1, {64}}, *l, iface, MMB_READ_WRITE, &a));
+  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  double *p = mmb_array_ptr(a);
+  for (int i = 0; i < 64; i++) p[i] = i;
+  return a;
+}
+
 /* Queue work that makes a synchronous copy of tiles with work queued behind
    it on the same queue would wait for that work, which waits for it: the
    copy is refused. Tiles whose work has run are copied as usual. */
@@ -194,12 +206,8 @@ Test(misuse, queue_work_cannot_wait_for_work_queued_behind_it) {
   mmb_test_setup();
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbLayout *l;
-  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
-  mmbArray *a;
-  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
-  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  mmbArray *a = two_tiles(iface, &l);
   double *p = mmb_array_ptr(a);
-  for (int i = 0; i < 64; i++) p[i] = i;
   copier c = {.behind = MMB_OK, .clear = MMB_ERROR};
   OK(mmb_tile_at(a, &(mmbIndex){1, {0}}, &c.dst));
   OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &c.src));
@@ -247,13 +255,10 @@ Test(misuse, queue_work_cannot_destroy_or_retile_an_array_with_work_behind_it) {
   mmb_test_setup();
   mmbMemInterface *iface = test_interface(MMB_PROVIDER_SYSTEM, 0);
   mmbLayout *l;
-  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
-  mmbArray *a, *b;
-  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
+  mmbArray *a = two_tiles(iface, &l), *b;
   OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &b));
-  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
   double *p = mmb_array_ptr(a), *pb = mmb_array_ptr(b);
-  for (int i = 0; i < 64; i++) p[i] = i, pb[i] = 100 + i;
+  for (int i = 0; i < 64; i++) pb[i] = 100 + i;
   mmbArrayTile *dst, *src;
   OK(mmb_tile_at(a, &(mmbIndex){1, {0}}, &dst));
   OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &src));
@@ -308,12 +313,8 @@ Test(misuse, an_async_merge_function_cannot_destroy_or_retile_its_array) {
   mmbMemSpace *home;
   OK(mmb_interface_get_space(iface, &home));
   mmbLayout *l;
-  OK(mmb_layout_create_regular_1d(sizeof(double), (mmbLayoutPadding){0}, &l));
-  mmbArray *a;
-  OK(mmb_array_create(&(mmbDimensions){1, {64}}, l, iface, MMB_READ_WRITE, &a));
-  OK(mmb_array_tile(a, &(mmbDimensions){1, {32}}));
+  mmbArray *a = two_tiles(iface, &l);
   double *p = mmb_array_ptr(a);
-  for (int i = 0; i < 64; i++) p[i] = i;
   mmbArrayTile *t, *dup;
   OK(mmb_tile_at(a, &(mmbIndex){1, {1}}, &t));
   OK(mmb_tile_duplicate(t, home, MMB_READ_WRITE, NULL, &dup));
