@@ -84,7 +84,8 @@ mmbError mmb__tiling_new_irregular(const char *func, mmbArray *a, const size_t *
                                    const size_t *bounds);
 /* MMB_OK when this thread may wait for the work on a's tiles (none of it
    is queued behind the queue work the thread runs): asked before a grid
-   goes, or is flushed or evicted, which waits for it. */
+   goes (a destroy, a re-tile), which waits for it. The cache asks the same
+   of the copies too before a flush or an eviction. */
 mmbError mmb__tiling_may_wait(const char *func, const mmbArray *a);
 /* Points a tile at storage (owned, or NULL for a view of the home). */
 struct mmb__view;

@@ -112,7 +112,6 @@ mmbError mmb__job_start(mmb__job *j, mmbQueue *q, mmbRequest *req) {
   /* the slots name the job before it can run, so that what it runs (a merge
      function) sees it there, queued, and may not wait for it */
   mmb__request *r = w->w.req;
-  r->q = q;
   for (size_t i = 0; i < 2; i++)
     if (j->own[i]) mmb__pending_set(j->own[i], r);
   MMB__MUST(mmb__queue_push(j->func, q, &w->w, req, &r));   /* (its request is made) */
